@@ -1,0 +1,92 @@
+"""Vectorised float64 evaluation of expressions.
+
+Evaluation never raises and never warns: overflow, division by zero and domain errors produce
+non-finite values, and an expression that is non-finite on any training row is *invalid*
+(R² = -inf) and never returned (CONTRACTS §1, DESIGN §3 numerics).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .expression import Expression
+from .operators import CONSTANT, OPERATORS
+
+_NUMPY_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
+_ARITY = {name: op.arity for name, op in OPERATORS.items()}
+
+
+def as_columns(X: np.ndarray) -> np.ndarray:
+    """``X`` of shape [n_rows, n_features] as contiguous float64 columns [n_features, n_rows].
+
+    Search evaluates the same data thousands of times; contiguous columns make each variable
+    leaf a free view.
+    """
+    return np.ascontiguousarray(np.asarray(X, dtype=np.float64).T)
+
+
+def evaluate_columns(expr: Expression, columns: np.ndarray) -> np.ndarray:
+    """Values of ``expr`` on data given as columns [n_features, n_rows]; may be non-finite.
+
+    The empty expression evaluates to zeros. The result always has shape [n_rows].
+    """
+    n_rows = columns.shape[1]
+    if expr.is_empty:
+        return np.zeros(n_rows)
+    stack: list = []
+    ci = len(expr.constants)
+    with np.errstate(all="ignore"):
+        for s in reversed(expr.symbols):
+            if s == CONSTANT:
+                ci -= 1
+                stack.append(np.float64(expr.constants[ci]))
+            elif s[0] == "x" and s not in _NUMPY_FNS:
+                stack.append(columns[int(s[1:])])
+            elif _ARITY[s] == 1:
+                stack[-1] = _NUMPY_FNS[s](stack[-1])
+            else:
+                a = stack.pop()
+                stack[-1] = _NUMPY_FNS[s](a, stack[-1])
+    out = stack[0]
+    if np.ndim(out) == 0:
+        return np.full(n_rows, out, dtype=np.float64)
+    return out
+
+
+def evaluate(expr: Expression, X: np.ndarray) -> np.ndarray:
+    """Values of ``expr`` on ``X`` [n_rows, n_features]; non-finite where undefined."""
+    return evaluate_columns(expr, as_columns(X))
+
+
+def evaluate_constant(expr: Expression) -> float:
+    """Value of an expression without variables (nan where undefined)."""
+    return float(evaluate_columns(expr, np.zeros((0, 1)))[0])
+
+
+def all_finite(values: np.ndarray) -> bool:
+    """True when every value is finite; one reduction instead of an isfinite mask."""
+    total = float(np.sum(values))
+    if math.isfinite(total):
+        return True
+    # A huge but finite vector can overflow the sum; check element-wise only then.
+    return bool(np.isfinite(values).all())
+
+
+def r2_score(y: np.ndarray, y_pred: np.ndarray, y_var: float | None = None) -> float:
+    """Coefficient of determination; -inf for non-finite predictions.
+
+    ``y_var`` (the variance of ``y``) may be passed to avoid recomputing it on every call.
+    """
+    if not all_finite(y_pred):
+        return -math.inf
+    if y_var is None:
+        y_var = float(np.var(y))
+    with np.errstate(all="ignore"):
+        mse = float(np.mean((y - y_pred) ** 2))
+    if not math.isfinite(mse):
+        return -math.inf
+    if y_var <= 0.0:
+        return 1.0 if mse == 0.0 else -math.inf
+    return 1.0 - mse / y_var

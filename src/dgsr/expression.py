@@ -1,0 +1,253 @@
+"""Expressions as flat prefix-order tuples.
+
+An :class:`Expression` is immutable: a tuple of prefix symbols (operator names from
+:mod:`dgsr.operators`, variables ``x0..x9`` and the constant placeholder ``"c"``) plus the
+vector of constant values in order of appearance. A subtree is a contiguous slice of the prefix
+sequence, so mutations are index arithmetic on subtree spans (as Operon caches subtree lengths)
+and the tuple is a free hash key for caches and MCTS transpositions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Sequence
+
+import sympy
+
+from .operators import CONSTANT, OPERATORS, arity, is_variable, variable_index, variable_symbol
+
+
+class MalformedExpression(ValueError):
+    """Raised when a prefix sequence is not a single well-formed tree."""
+
+
+@dataclass(frozen=True)
+class Expression:
+    """An expression in prefix order.
+
+    Attributes
+    ----------
+    symbols:
+        Prefix sequence, e.g. ``("add", "mul", "c", "x0", "c")`` for ``c0*x0 + c1``.
+    constants:
+        Values of the ``"c"`` placeholders, in prefix order.
+    """
+
+    symbols: tuple[str, ...] = ()
+    constants: tuple[float, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.symbols, tuple):
+            object.__setattr__(self, "symbols", tuple(self.symbols))
+        if not isinstance(self.constants, tuple) or any(type(c) is not float for c in self.constants):
+            object.__setattr__(self, "constants", tuple(float(c) for c in self.constants))
+        n_const = sum(1 for s in self.symbols if s == CONSTANT)
+        if n_const != len(self.constants):
+            raise MalformedExpression(f"{n_const} constant slots but {len(self.constants)} values")
+        if self.symbols:
+            need = 1
+            for i, s in enumerate(self.symbols):
+                if need == 0:
+                    raise MalformedExpression(f"trailing symbols after position {i}: {self.symbols}")
+                if s not in OPERATORS and s != CONSTANT and not is_variable(s):
+                    raise MalformedExpression(f"unknown symbol {s!r}")
+                need += arity(s) - 1
+            if need != 0:
+                raise MalformedExpression(f"incomplete prefix sequence {self.symbols}")
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def empty() -> Expression:
+        """The empty expression, root of every search tree."""
+        return _EMPTY
+
+    @staticmethod
+    def variable(index: int) -> Expression:
+        return Expression((variable_symbol(index),))
+
+    @staticmethod
+    def constant(value: float) -> Expression:
+        return Expression((CONSTANT,), (float(value),))
+
+    @staticmethod
+    def combine(op: str, *children: Expression) -> Expression:
+        """``op(children...)`` as one expression (children in argument order)."""
+        if arity(op) != len(children) or op not in OPERATORS:
+            raise MalformedExpression(f"{op!r} takes {arity(op)} arguments, got {len(children)}")
+        symbols: tuple[str, ...] = (op,)
+        constants: tuple[float, ...] = ()
+        for child in children:
+            if child.is_empty:
+                raise MalformedExpression("cannot combine an empty expression")
+            symbols += child.symbols
+            constants += child.constants
+        return Expression(symbols, constants)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def size(self) -> int:
+        """Number of nodes: operators + variables + constants (CONTRACTS §1)."""
+        return len(self.symbols)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.symbols
+
+    @cached_property
+    def subtree_ends(self) -> tuple[int, ...]:
+        """``subtree_ends[i]`` is the exclusive end of the subtree rooted at prefix position ``i``."""
+        ends = [0] * len(self.symbols)
+        stack: list[int] = []  # end positions of already-scanned subtrees, scanning right to left
+        for i in range(len(self.symbols) - 1, -1, -1):
+            k = arity(self.symbols[i])
+            end = i + 1
+            for _ in range(k):
+                end = stack.pop()
+            ends[i] = end
+            stack.append(end)
+        return tuple(ends)
+
+    @cached_property
+    def _constant_offsets(self) -> tuple[int, ...]:
+        """Number of constants strictly before each prefix position (plus the total at the end)."""
+        offsets, count = [], 0
+        for s in self.symbols:
+            offsets.append(count)
+            count += s == CONSTANT
+        offsets.append(count)
+        return tuple(offsets)
+
+    def constant_offset(self, position: int) -> int:
+        """Index in ``constants`` of the first constant at or after prefix ``position``."""
+        return self._constant_offsets[position]
+
+    def subtree(self, position: int) -> Expression:
+        """The subtree rooted at prefix ``position``."""
+        end = self.subtree_ends[position]
+        c0, c1 = self.constant_offset(position), self.constant_offset(end)
+        return Expression(self.symbols[position:end], self.constants[c0:c1])
+
+    def children(self, position: int = 0) -> list[int]:
+        """Prefix positions of the children of the node at ``position``."""
+        out, child = [], position + 1
+        for _ in range(arity(self.symbols[position])):
+            out.append(child)
+            child = self.subtree_ends[child]
+        return out
+
+    def replace_subtree(self, position: int, new: Expression) -> Expression:
+        """A copy with the subtree at ``position`` replaced by ``new``."""
+        end = self.subtree_ends[position]
+        c0, c1 = self.constant_offset(position), self.constant_offset(end)
+        return Expression(
+            self.symbols[:position] + new.symbols + self.symbols[end:],
+            self.constants[:c0] + new.constants + self.constants[c1:],
+        )
+
+    @cached_property
+    def variables(self) -> frozenset[int]:
+        """Indices of the input variables the expression uses."""
+        return frozenset(variable_index(s) for s in self.symbols if is_variable(s))
+
+    @property
+    def n_constants(self) -> int:
+        return len(self.constants)
+
+    def with_constants(self, values: Sequence[float]) -> Expression:
+        """Same structure, new constant values."""
+        return Expression(self.symbols, tuple(float(v) for v in values))
+
+    def key(self, digits: int | None = None) -> tuple:
+        """Cheap canonical key for caches: the prefix tuple, with constants rounded if asked."""
+        if digits is None:
+            return (self.symbols, self.constants)
+        return (self.symbols, tuple(_round_sig(c, digits) for c in self.constants))
+
+    # ------------------------------------------------------------------ output
+    def to_sympy(self, names: Sequence[str] | None = None, *, digits: int | None = None) -> sympy.Expr:
+        """SymPy expression (unsimplified); ``names`` maps variable indices to symbol names."""
+        if self.is_empty:
+            return sympy.Integer(0)
+        symbols = [sympy.Symbol(n) for n in names] if names is not None else None
+        stack: list[sympy.Expr] = []
+        ci = len(self.constants)
+        for s in reversed(self.symbols):
+            if s == CONSTANT:
+                ci -= 1
+                value = self.constants[ci]
+                stack.append(_sympy_number(_round_sig(value, digits) if digits else value))
+            elif is_variable(s):
+                idx = variable_index(s)
+                stack.append(symbols[idx] if symbols is not None else sympy.Symbol(s))
+            else:
+                op = OPERATORS[s]
+                args = [stack.pop() for _ in range(op.arity)]
+                stack.append(op.sympy_fn(*args))
+        return stack[0]
+
+    def format(self, names: Sequence[str] | None = None, *, precision: int | None = None) -> str:
+        """Infix string that :func:`dgsr.parser.parse` reads back to the same prefix structure.
+
+        ``precision`` rounds constants to that many significant digits (default: exact repr).
+        """
+        if self.is_empty:
+            return "<empty>"
+        text, _ = self._format_at(0, names, precision)
+        return text
+
+    def _format_at(self, i: int, names: Sequence[str] | None, precision: int | None) -> tuple[str, int]:
+        """Returns (text, precedence) of the subtree at ``i``; precedence 9 = atom."""
+        s = self.symbols[i]
+        if s == CONSTANT:
+            v = self.constants[self.constant_offset(i)]
+            text = _format_number(v, precision)
+            return (f"({text})", 9) if text.startswith("-") else (text, 9)
+        if is_variable(s):
+            idx = variable_index(s)
+            return (names[idx] if names is not None else s), 9
+        op = OPERATORS[s]
+        kids = [self._format_at(c, names, precision) for c in self.children(i)]
+        if op.infix is not None:
+            prec = 1 if s in ("add", "sub") else 2
+            (lt, lp), (rt, rp) = kids
+            left = lt if lp >= prec else f"({lt})"
+            # sub and div are not associative: a right operand of equal precedence needs parentheses
+            right = rt if rp > prec or (rp == prec and s in ("add", "mul")) else f"({rt})"
+            sep = f" {op.infix} " if prec == 1 else op.infix
+            return f"{left}{sep}{right}", prec
+        (at, ap), = kids
+        if s == "sq":
+            return (f"{at}**2" if ap == 9 else f"({at})**2"), 4
+        if s == "inv":
+            return (f"{at}**-1" if ap == 9 else f"({at})**-1"), 4
+        return f"{s}({at})", 9
+
+    def __str__(self) -> str:
+        return self.format(precision=4)
+
+    def __repr__(self) -> str:
+        return f"Expression({self.format()!r})"
+
+
+_EMPTY = Expression()
+
+
+def _round_sig(value: float, digits: int) -> float:
+    """Round to ``digits`` significant digits (non-finite values pass through)."""
+    if value == 0.0 or not math.isfinite(value):
+        return value
+    return float(f"{value:.{digits}g}")
+
+
+def _format_number(value: float, precision: int | None) -> str:
+    if precision is None:
+        return repr(float(value))
+    return f"{value:.{precision}g}"
+
+
+def _sympy_number(value: float) -> sympy.Expr:
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return sympy.Integer(int(value))
+    return sympy.Float(value)

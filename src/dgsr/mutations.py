@@ -1,0 +1,114 @@
+"""Mutations ``<node, operator, B>`` (Table 1 of the paper) and the validity rules.
+
+A mutation names a node by its prefix position (0-based, CONTRACTS §1) and replaces the
+subtree ``A`` rooted there:
+
+* unary ``op``:          ``A -> op(A)``
+* binary ``op``:         ``A -> A op B``      (``add sub mul div``)
+* reversed binary ``rop``: ``A -> B op A``    (``radd rsub rmul rdiv``)
+* ``root``:              ``0 -> B`` on the empty expression only.
+
+Mutations only ever grow an expression. Validity (CONTRACTS §1): at most ``max_size`` nodes,
+and no transcendental operator (sin, cos, tan, exp, log) anywhere below another one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expression import Expression
+from .operators import BINARY, TRANSCENDENTAL, UNARY
+
+MAX_SIZE = 60
+REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)
+#: Every mutation operator, in a fixed order (the token order of the policy's vocabulary).
+MUTATION_OPERATORS: tuple[str, ...] = ("root",) + UNARY + BINARY + REVERSED_BINARY
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """``<node, op, operand>``; ``operand`` is ``B`` for binary and root mutations, else None."""
+
+    node: int
+    op: str
+    operand: Expression | None = None
+
+    @property
+    def needs_operand(self) -> bool:
+        return self.op == "root" or self.op in BINARY or self.op in REVERSED_BINARY
+
+    @property
+    def size(self) -> int:
+        """Mutation size as the paper defines it: the size of ``B`` (0 for unary mutations)."""
+        return self.operand.size if self.operand is not None else 0
+
+    def __str__(self) -> str:
+        b = f", {self.operand}" if self.operand is not None else ""
+        return f"<{self.node}, {self.op}{b}>"
+
+
+class InvalidMutation(ValueError):
+    """A mutation that cannot be applied, or whose result breaks a validity rule.
+
+    ``reason`` is a short stable code, used to count rejections by kind.
+    """
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+def apply_mutation(expr: Expression, mutation: Mutation, *, max_size: int = MAX_SIZE) -> Expression:
+    """Apply ``mutation`` to ``expr`` and check the result; raises :class:`InvalidMutation`."""
+    op, node, operand = mutation.op, mutation.node, mutation.operand
+    if op not in MUTATION_OPERATORS:
+        raise InvalidMutation("unknown_operator", op)
+    if mutation.needs_operand:
+        if operand is None or operand.is_empty:
+            raise InvalidMutation("missing_operand", str(mutation))
+    elif operand is not None:
+        raise InvalidMutation("unexpected_operand", str(mutation))
+
+    if op == "root":
+        if not expr.is_empty:
+            raise InvalidMutation("root_on_nonempty", "0 -> B applies to the empty expression only")
+        if node != 0:
+            raise InvalidMutation("node_out_of_range", f"node {node} on the empty expression")
+        result = operand
+    else:
+        if expr.is_empty:
+            raise InvalidMutation("node_out_of_range", f"{op} on the empty expression")
+        if not 0 <= node < expr.size:
+            raise InvalidMutation("node_out_of_range", f"node {node} of {expr.size}")
+        a = expr.subtree(node)
+        if op in UNARY:
+            new = Expression.combine(op, a)
+        elif op in BINARY:
+            new = Expression.combine(op, a, operand)
+        else:
+            new = Expression.combine(op[1:], operand, a)
+        result = expr.replace_subtree(node, new)
+    reason = validity_violation(result, max_size=max_size)
+    if reason is not None:
+        raise InvalidMutation(reason, str(mutation))
+    return result
+
+
+def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | None:
+    """``None`` if ``expr`` obeys the rules, else the reason code (``too_large``, ``nested_transcendental``)."""
+    if expr.size > max_size:
+        return "too_large"
+    symbols = expr.symbols
+    ends = None
+    for i, s in enumerate(symbols):
+        if s in TRANSCENDENTAL:
+            if ends is None:
+                ends = expr.subtree_ends
+            for j in range(i + 1, ends[i]):
+                if symbols[j] in TRANSCENDENTAL:
+                    return "nested_transcendental"
+    return None
+
+
+def is_valid(expr: Expression, *, max_size: int = MAX_SIZE) -> bool:
+    return validity_violation(expr, max_size=max_size) is None

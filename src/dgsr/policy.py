@@ -1,0 +1,40 @@
+"""The seam between learning and search (CONTRACTS §5).
+
+Search sees a mutation policy only through :class:`Policy`: ``prepare`` once per trial,
+``propose`` K mutations with priors per expansion, and a batched ``value`` for new children.
+This module must not import torch; the neural policy lives in :mod:`dgsr.neural_policy`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from .expression import Expression
+from .mutations import Mutation
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One sampled mutation and its prior probability (normalised over the K proposals)."""
+
+    mutation: Mutation
+    prior: float
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A mutation policy with a critic."""
+
+    def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Any:
+        """Per-trial context (e.g. the encoded data points), reused by every expansion."""
+
+    def propose(
+        self, context: Any, expression: Expression, k: int, rng: np.random.Generator
+    ) -> list[Proposal]:
+        """Up to ``k`` mutations of ``expression`` with their priors."""
+
+    def value(self, context: Any, expressions: Sequence[Expression]) -> np.ndarray:
+        """Value estimates in [0, 1] for a batch of expressions, shape [len(expressions)]."""
