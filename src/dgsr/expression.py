@@ -213,8 +213,9 @@ class Expression:
             prec = 1 if s in ("add", "sub") else 2
             (lt, lp), (rt, rp) = kids
             left = lt if lp >= prec else f"({lt})"
-            # sub and div are not associative: a right operand of equal precedence needs parentheses
-            right = rt if rp > prec or (rp == prec and s in ("add", "mul")) else f"({rt})"
+            # parse() is left-associative, so a right operand of equal precedence keeps its
+            # parentheses: the string then reads back to exactly the same prefix tree.
+            right = rt if rp > prec else f"({rt})"
             sep = f" {op.infix} " if prec == 1 else op.infix
             return f"{left}{sep}{right}", prec
         (at, ap), = kids

@@ -1,0 +1,39 @@
+"""Shared test fixtures: small random valid expressions, built only from the core API."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dgsr.expression import Expression
+from dgsr.mutations import is_valid
+from dgsr.operators import BINARY, UNARY
+
+
+def random_tree(rng: np.random.Generator, n_features: int, n_ops: int) -> Expression:
+    """A random (unsimplified) expression with about ``n_ops`` operators, obeying the rules."""
+    def leaf() -> Expression:
+        if rng.random() < 0.7:
+            return Expression.variable(int(rng.integers(n_features)))
+        return Expression.constant(float(np.round(rng.normal(), 3)))
+
+    for _ in range(100):
+        nodes = [leaf() for _ in range(n_ops + 1)]
+        for _ in range(n_ops):
+            if rng.random() < 0.35:
+                i = int(rng.integers(len(nodes)))
+                nodes[i] = Expression.combine(str(rng.choice(UNARY)), nodes[i])
+            elif len(nodes) > 1:
+                a, b = (nodes.pop(int(rng.integers(len(nodes)))) for _ in range(2))
+                nodes.append(Expression.combine(str(rng.choice(BINARY)), a, b))
+        while len(nodes) > 1:
+            a, b = nodes.pop(), nodes.pop()
+            nodes.append(Expression.combine(str(rng.choice(BINARY)), a, b))
+        if is_valid(nodes[0]):
+            return nodes[0]
+    raise RuntimeError("could not draw a valid tree")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
