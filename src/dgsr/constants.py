@@ -1,0 +1,337 @@
+"""Constant fitting: BFGS (Appendix E.2 of the paper) or Levenberg-Marquardt, and linear scaling.
+
+:func:`fit_constants` is a pure function: it takes an expression and data and returns a
+:class:`ConstantFit` holding a copy of the expression with fitted constants. Appendix E.2 fixes
+BFGS with batches of 256 rows, early stopping after 10 iterations without improvement and a 1 s
+timeout. Gradients are analytic (forward mode, :mod:`dgsr.gradients`).
+
+Evaluations are counted as CONTRACTS §2 says: one objective call on ``b`` of ``N`` rows counts
+``b / N`` (a gradient computed in the same pass, or a Jacobian call, counts the same), and the
+final R² on all rows counts 1.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.optimize import least_squares, minimize
+
+from .evaluate import evaluate_columns, r2_score
+from .expression import Expression
+from .gradients import Program, compile_expression, run_program
+
+Method = Literal["bfgs", "lm"]
+#: Chosen by ``bench/constants_bench.py`` (docs/constants_bench.md): higher accuracy per second.
+DEFAULT_METHOD: Method = "bfgs"
+# A step that lowers the normalised loss by less than this (relative) is not an improvement.
+_REL_TOL = 1e-9
+# Residual returned to Levenberg-Marquardt where the expression is non-finite: large enough that
+# the step is always rejected, small enough that its sum of squares stays finite.
+_BAD_RESIDUAL = 1e100
+
+
+@dataclass(frozen=True)
+class ConstantFit:
+    """Result of :func:`fit_constants`.
+
+    Attributes
+    ----------
+    expression:
+        Same structure as the input, fitted constants; the input itself when the fit failed or
+        did not lower the loss on the fitting rows.
+    r2:
+        R² of ``expression`` on all rows (-inf where it is non-finite on some row).
+    evaluations:
+        Fractional evaluations spent (CONTRACTS §2), the final full evaluation included.
+    seconds:
+        Wall time of the fit.
+    improved:
+        Whether the returned constants differ from the input's.
+    objective_calls:
+        Number of passes over the fitting rows (each counts ``b / N`` evaluations).
+    """
+
+    expression: Expression
+    r2: float
+    evaluations: float
+    seconds: float
+    improved: bool
+    objective_calls: int = 0
+
+
+class _Stop(Exception):
+    """Raised inside an optimiser's callbacks to end the fit (time cap or patience)."""
+
+
+class _Objective:
+    """Normalised loss ``mean((f - y)^2) / var(y)`` on the fitting rows, with bookkeeping.
+
+    Keeps the best point seen (optimisers may end on a worse one), counts calls, and raises
+    :class:`_Stop` once the deadline passes. Dividing by ``var(y)`` makes the loss ``1 - R²`` on
+    the batch, so the optimisers' default tolerances mean the same thing for every target scale.
+    """
+
+    def __init__(self, program: Program, columns: np.ndarray, y: np.ndarray, y_var: float,
+                 deadline: float):
+        self.program, self.columns, self.y = program, columns, y
+        self.scale = 1.0 / (y_var if y_var > 0.0 and math.isfinite(y_var) else 1.0)
+        self.deadline = deadline
+        self.calls = 0
+        self.best_loss = math.inf
+        self.best_theta: np.ndarray | None = None
+        # scipy evaluates the starting point again; a one-entry cache makes that repeat free.
+        self._last: tuple[bytes, str, object] | None = None
+
+    def _tick(self) -> None:
+        # The first call always runs, so every fit knows its starting loss.
+        if self.calls and time.perf_counter() > self.deadline:
+            raise _Stop
+        self.calls += 1
+
+    def _cached(self, theta: np.ndarray, kind: str):
+        last = self._last
+        if last is not None and last[1] == kind and last[0] == theta.tobytes():
+            return last[2]
+        return None
+
+    def _record(self, loss: float, theta: np.ndarray) -> None:
+        if loss < self.best_loss:
+            self.best_loss, self.best_theta = loss, theta.copy()
+
+    def loss_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """For BFGS: loss and gradient; +inf and a zero gradient where non-finite."""
+        hit = self._cached(theta, "grad")
+        if hit is not None:
+            return hit
+        result = self._loss_and_grad(theta)
+        self._last = (theta.tobytes(), "grad", result)
+        return result
+
+    def _loss_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        self._tick()
+        value, jac = run_program(self.program, theta, self.columns)
+        residual = value - self.y
+        loss = float(np.dot(residual, residual)) * self.scale / len(self.y)
+        if not math.isfinite(loss):
+            return math.inf, np.zeros_like(theta)
+        self._record(loss, theta)
+        grad = (jac @ residual) * (2.0 * self.scale / len(self.y))
+        # An infinite partial (e.g. sqrt at 0 on one row) would poison the BFGS update; a zero
+        # lets the other directions move.
+        return loss, np.where(np.isfinite(grad), grad, 0.0)
+
+    def residuals(self, theta: np.ndarray) -> np.ndarray:
+        """For Levenberg-Marquardt: residuals whose sum of squares is the loss."""
+        hit = self._cached(theta, "res")
+        if hit is not None:
+            return hit
+        result = self._residuals(theta)
+        self._last = (theta.tobytes(), "res", result)
+        return result
+
+    def _residuals(self, theta: np.ndarray) -> np.ndarray:
+        self._tick()
+        value, _ = run_program(self.program, theta, self.columns, jacobian=False)
+        residual = (value - self.y) * math.sqrt(self.scale / len(self.y))
+        loss = float(np.dot(residual, residual))
+        if not math.isfinite(loss):
+            return np.full(len(self.y), _BAD_RESIDUAL)
+        self._record(loss, theta)
+        return residual
+
+    def jacobian(self, theta: np.ndarray) -> np.ndarray:
+        """For Levenberg-Marquardt: residual Jacobian ``[b, n_constants]``."""
+        self._tick()
+        value, jac = run_program(self.program, theta, self.columns)
+        jac = np.asarray(jac).T * math.sqrt(self.scale / len(self.y))
+        return np.where(np.isfinite(jac), jac, 0.0)
+
+
+def fit_constants(
+    expr: Expression,
+    columns: np.ndarray,
+    y: np.ndarray,
+    *,
+    method: Method = DEFAULT_METHOD,
+    rng: np.random.Generator,
+    time_limit: float = 1.0,
+    batch_size: int = 256,
+    patience: int = 10,
+    y_var: float | None = None,
+    max_iter: int = 100,
+) -> ConstantFit:
+    """Fit the constants of ``expr`` to ``y`` by least squares.
+
+    The optimiser sees one fixed random subset of ``batch_size`` rows, drawn once per fit
+    with ``rng`` (all rows when there are fewer). A fixed subset rather than rotating batches:
+    BFGS's line search and curvature update, and Levenberg-Marquardt's trust region, assume
+    one deterministic objective; a batch that changes between iterations makes accepted steps
+    look like failures and corrupts the inverse-Hessian estimate, while 256 rows pin down the
+    few constants of a short expression well. The best point seen on the subset is kept;
+    the result is accepted when it lowers the subset loss, then scored once on all rows.
+
+    Parameters
+    ----------
+    expr:
+        Expression whose ``"c"`` placeholders are fitted (its values are the starting point).
+    columns:
+        Data as from :func:`dgsr.evaluate.as_columns`, ``[n_features, n_rows]``.
+    y:
+        Targets ``[n_rows]``.
+    method:
+        ``"bfgs"`` (scipy BFGS, analytic gradient) or ``"lm"`` (Levenberg-Marquardt,
+        analytic Jacobian; trust-region reflective when there are fewer rows than constants).
+    rng:
+        Draws the row subset.
+    time_limit:
+        Seconds for the optimiser (the caller scales it down to the remaining budget); checked
+        at every objective call, so a fit overruns by at most one call plus the final scoring.
+    batch_size, patience, max_iter:
+        Rows per objective call; iterations (gradient or Jacobian evaluations for LM) without
+        improvement before stopping; iteration cap.
+    y_var:
+        ``var(y)`` if already known (saves a pass over ``y``).
+
+    Returns
+    -------
+    ConstantFit
+        With ``r2 = -inf`` and ``improved=False`` when the starting point is non-finite on
+        the subset (then the full evaluation is skipped: it cannot be finite either).
+    """
+    if method not in ("bfgs", "lm"):
+        raise ValueError(f"method must be 'bfgs' or 'lm', not {method!r}")
+    start = time.perf_counter()
+    y = np.asarray(y, dtype=np.float64)
+    if y_var is None:
+        y_var = float(np.var(y))
+    n_rows = columns.shape[1]
+    if expr.n_constants == 0 or n_rows == 0:
+        r2 = r2_score(y, evaluate_columns(expr, columns), y_var)
+        return ConstantFit(expr, r2, 1.0, time.perf_counter() - start, False)
+
+    if n_rows > batch_size:
+        rows = np.sort(rng.choice(n_rows, size=batch_size, replace=False))
+        batch_columns, batch_y = columns[:, rows], y[rows]
+    else:
+        batch_columns, batch_y = columns, y
+    fraction = batch_y.shape[0] / n_rows
+    objective = _Objective(compile_expression(expr), batch_columns, batch_y, y_var,
+                           deadline=start + max(time_limit, 0.0))
+    theta0 = np.asarray(expr.constants, dtype=np.float64)
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # scipy reports line-search and precision-loss failures as warnings; the best point
+        # seen is kept whatever the optimiser's exit, so they carry no information here.
+        warnings.simplefilter("ignore")
+        if method == "bfgs":
+            objective.loss_and_grad(theta0)
+        else:
+            objective.residuals(theta0)
+        initial = objective.best_loss  # +inf when the start is non-finite on the subset
+        try:
+            if math.isfinite(initial):
+                if method == "bfgs":
+                    _run_bfgs(objective, theta0, patience, max_iter)
+                else:
+                    _run_lm(objective, theta0, patience, max_iter)
+        except _Stop:
+            pass
+    evaluations = objective.calls * fraction
+
+    if not math.isfinite(initial):
+        return ConstantFit(expr, -math.inf, evaluations, time.perf_counter() - start, False,
+                           objective.calls)
+    best = objective.best_theta
+    improved = best is not None and objective.best_loss < initial * (1.0 - _REL_TOL)
+    if improved:
+        fitted = expr.with_constants(best)
+        r2 = r2_score(y, evaluate_columns(fitted, columns), y_var)
+        evaluations += 1.0
+        if r2 > -math.inf:
+            return ConstantFit(fitted, r2, evaluations, time.perf_counter() - start, True,
+                               objective.calls)
+    # Not improved, or non-finite on rows outside the subset: score the input instead.
+    r2 = r2_score(y, evaluate_columns(expr, columns), y_var)
+    return ConstantFit(expr, r2, evaluations + 1.0, time.perf_counter() - start, False,
+                       objective.calls)
+
+
+def _run_bfgs(objective: _Objective, theta0: np.ndarray, patience: int, max_iter: int) -> None:
+    """scipy BFGS with the analytic gradient; patience counted on iterations (callbacks)."""
+    state = {"best": objective.best_loss, "stale": 0}
+
+    def callback(intermediate_result) -> None:
+        loss = float(intermediate_result.fun)
+        if loss < state["best"] * (1.0 - _REL_TOL):
+            state["best"], state["stale"] = loss, 0
+        else:
+            state["stale"] += 1
+            if state["stale"] >= patience:
+                raise _Stop
+        if time.perf_counter() > objective.deadline:
+            raise _Stop
+
+    minimize(objective.loss_and_grad, theta0, method="BFGS", jac=True, callback=callback,
+             options={"maxiter": max_iter})
+
+
+def _run_lm(objective: _Objective, theta0: np.ndarray, patience: int, max_iter: int) -> None:
+    """Levenberg-Marquardt with the analytic Jacobian; patience counted on Jacobian calls.
+
+    ``least_squares`` has no callback: the time cap and patience are checked in the residual
+    and Jacobian functions, and ``max_nfev`` bounds the number of iterations.
+    """
+    state = {"best": objective.best_loss, "stale": 0}
+
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        if objective.best_loss < state["best"] * (1.0 - _REL_TOL):
+            state["best"], state["stale"] = objective.best_loss, 0
+        else:
+            state["stale"] += 1
+            if state["stale"] > patience:
+                raise _Stop
+        return objective.jacobian(theta)
+
+    n_rows, n_const = objective.y.shape[0], theta0.shape[0]
+    least_squares(objective.residuals, theta0, jac=jacobian,
+                  method="lm" if n_rows >= n_const else "trf", max_nfev=max_iter)
+
+
+def linear_scaling(values: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Closed-form least squares ``(a, b)`` minimising ``sum((a * values + b - y)^2)``.
+
+    ``a = cov(values, y) / var(values)``, ``b = mean(y) - a * mean(values)``. Where ``values``
+    is constant the slope is undetermined and ``a = 1`` is returned (the offset absorbs the
+    rest); where ``values`` or the result is non-finite, the identity ``(1, 0)``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        mean_v, mean_y = float(np.mean(values)), float(np.mean(y))
+        dv = values - mean_v
+        var_v = float(np.dot(dv, dv))
+        if not (math.isfinite(var_v) and math.isfinite(mean_y)):
+            return 1.0, 0.0
+        if var_v <= 1e-300:
+            return 1.0, mean_y - mean_v
+        a = float(np.dot(dv, y - mean_y)) / var_v
+        b = mean_y - a * mean_v
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return 1.0, 0.0
+    return a, b
+
+
+def scale_expression(expr: Expression, a: float, b: float) -> Expression:
+    """``a * expr + b`` as an expression (prefix ``add mul c <expr> c``), always 4 nodes larger.
+
+    Kept explicit even when ``a`` is 1 or ``b`` is 0, so the result's structure depends only on
+    ``expr``; the caller checks the size limit and simplifies for display.
+    """
+    return Expression.combine(
+        "add", Expression.combine("mul", Expression.constant(a), expr), Expression.constant(b)
+    )

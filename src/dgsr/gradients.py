@@ -1,0 +1,158 @@
+"""Forward-mode derivatives of prefix expressions with respect to their constants, in numpy.
+
+Each node carries its value ``[b]`` and the Jacobian of that value with respect to the constants
+*of its own subtree* ``[k, b]``. Because a subtree is a contiguous slice of the prefix sequence,
+its constants are a contiguous slice of ``Expression.constants``, so a binary node's Jacobian is
+the two children's Jacobians (each scaled by its partial derivative) stacked, left over right,
+and no zero rows are ever carried. A constant leaf has the Jacobian ``[[1]]`` (broadcast over
+rows); a subtree without constants has none.
+
+The derivatives are keyed by operator name, next to the operator table of
+:mod:`dgsr.operators` (a test checks that every operator has one). Used by
+:mod:`dgsr.constants` for BFGS gradients and Levenberg-Marquardt Jacobians.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .expression import Expression
+from .operators import CONSTANT, OPERATORS
+
+Array = np.ndarray | float
+
+#: Unary partials ``d out / d a`` given the argument ``a`` and the value ``out = f(a)``.
+UNARY_DERIVATIVES: dict[str, Callable[[Array, Array], Array]] = {
+    "sin": lambda a, out: np.cos(a),
+    "cos": lambda a, out: -np.sin(a),
+    "tan": lambda a, out: 1.0 + out * out,
+    "exp": lambda a, out: out,
+    "log": lambda a, out: 1.0 / a,
+    "sqrt": lambda a, out: 0.5 / out,
+    "inv": lambda a, out: -(out * out),
+    "sq": lambda a, out: 2.0 * a,
+}
+
+#: Binary partials ``(d out / d a, d out / d b)`` given ``a``, ``b`` and ``out = f(a, b)``.
+BINARY_DERIVATIVES: dict[str, Callable[[Array, Array, Array], tuple[Array, Array]]] = {
+    "add": lambda a, b, out: (1.0, 1.0),
+    "sub": lambda a, b, out: (1.0, -1.0),
+    "mul": lambda a, b, out: (b, a),
+    "div": lambda a, b, out: (1.0 / b, -out / b),
+}
+
+#: Every operator's partial derivatives, keyed by operator name.
+DERIVATIVES: dict[str, Callable] = {**UNARY_DERIVATIVES, **BINARY_DERIVATIVES}
+
+_CONST, _VAR, _UNARY, _BINARY = range(4)
+_UNIT = np.ones((1, 1))
+_UNIT.flags.writeable = False
+
+
+@dataclass(frozen=True)
+class Program:
+    """An expression compiled once into evaluation steps (reverse prefix order).
+
+    Fitting evaluates one structure hundreds of times with different constants; compiling
+    removes the per-symbol dictionary lookups and string tests from that loop.
+    """
+
+    steps: tuple[tuple, ...]
+    n_constants: int
+
+
+def compile_expression(expr: Expression) -> Program:
+    """Compile ``expr`` (non-empty) into a :class:`Program`."""
+    if expr.is_empty:
+        raise ValueError("cannot compile the empty expression")
+    steps = []
+    ci = expr.n_constants
+    for s in reversed(expr.symbols):
+        if s == CONSTANT:
+            ci -= 1
+            steps.append((_CONST, ci, None))
+        elif s in OPERATORS:
+            op = OPERATORS[s]
+            kind = _UNARY if op.arity == 1 else _BINARY
+            steps.append((kind, op.numpy_fn, DERIVATIVES[s]))
+        else:
+            steps.append((_VAR, int(s[1:]), None))
+    return Program(tuple(steps), expr.n_constants)
+
+
+def _scaled(partial: Array, jac: np.ndarray) -> np.ndarray:
+    if isinstance(partial, float):
+        return jac if partial == 1.0 else partial * jac
+    return partial * jac
+
+
+def run_program(
+    program: Program, theta: np.ndarray, columns: np.ndarray, *, jacobian: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Values ``[n_rows]`` and, if asked, the Jacobian ``[n_constants, n_rows]`` at ``theta``.
+
+    Non-finite values propagate (numpy warnings are silenced here); callers decide what a
+    non-finite value or derivative means. ``columns`` is ``[n_features, n_rows]``.
+    """
+    n_rows = columns.shape[1]
+    vals: list = []
+    jacs: list = []
+    with np.errstate(all="ignore"):
+        for kind, arg, deriv in program.steps:
+            if kind == _CONST:
+                vals.append(theta[arg])
+                jacs.append(_UNIT if jacobian else None)
+            elif kind == _VAR:
+                vals.append(columns[arg])
+                jacs.append(None)
+            elif kind == _UNARY:
+                a = vals[-1]
+                out = arg(a)
+                vals[-1] = out
+                ja = jacs[-1]
+                if ja is not None:
+                    jacs[-1] = deriv(a, out) * ja
+            else:
+                a, ja = vals.pop(), jacs.pop()
+                b, jb = vals[-1], jacs[-1]
+                out = arg(a, b)
+                vals[-1] = out
+                if ja is not None or jb is not None:
+                    da, db = deriv(a, b, out)
+                    if jb is None:
+                        jacs[-1] = _scaled(da, ja)
+                    elif ja is None:
+                        jacs[-1] = _scaled(db, jb)
+                    else:
+                        ja, jb = _scaled(da, ja), _scaled(db, jb)
+                        if ja.shape[1] != jb.shape[1]:  # one side is row-constant: [k, 1]
+                            width = max(ja.shape[1], jb.shape[1])
+                            ja = np.broadcast_to(ja, (ja.shape[0], width))
+                            jb = np.broadcast_to(jb, (jb.shape[0], width))
+                        jacs[-1] = np.concatenate((ja, jb))
+    value = vals[0]
+    if np.ndim(value) == 0:
+        value = np.full(n_rows, value, dtype=np.float64)
+    if not jacobian:
+        return value, None
+    jac = jacs[0]
+    if jac is None:
+        return value, np.zeros((0, n_rows))
+    if jac.shape[1] != n_rows:
+        jac = np.broadcast_to(jac, (jac.shape[0], n_rows))
+    return value, jac
+
+
+def value_and_jacobian(expr: Expression, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values ``[n_rows]`` of ``expr`` and their Jacobian ``[n_constants, n_rows]``.
+
+    ``columns`` is data as from :func:`dgsr.evaluate.as_columns`; entries may be non-finite
+    where the expression or its derivative is undefined.
+    """
+    theta = np.asarray(expr.constants, dtype=np.float64)
+    value, jac = run_program(compile_expression(expr), theta, columns)
+    assert jac is not None
+    return value, jac
