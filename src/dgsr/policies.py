@@ -1,0 +1,81 @@
+"""Resolve the ``policy=`` argument of the estimator and the CLI into a :class:`~dgsr.policy.Policy`.
+
+``"random"`` is the uniform :class:`~dgsr.random_policy.RandomPolicy`; ``"neural"`` the shipped
+pretrained weights; a path to a ``.safetensors`` file a checkpoint (weights with the model
+config in the file's metadata, CONTRACTS §4); a Policy object passes through. The neural
+policy's module imports torch, so it is imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+from .policy import Policy
+
+
+def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu") -> Policy:
+    """The policy named by ``spec``.
+
+    Parameters
+    ----------
+    spec:
+        ``"neural"``, ``"random"``, a path to a ``.safetensors`` checkpoint, or a Policy.
+    device:
+        Torch device for the neural policy (ignored by the others).
+
+    Returns
+    -------
+    Policy
+        For ``"neural"`` when the neural policy or its shipped weights are not available in
+        this installation, a RandomPolicy, with a warning that says so.
+
+    Raises
+    ------
+    FileNotFoundError
+        A checkpoint path that does not exist.
+    ValueError
+        Anything else.
+    """
+    if not isinstance(spec, (str, os.PathLike)):
+        if _is_policy(spec):
+            return spec
+        raise ValueError(f"policy must be 'neural', 'random', a checkpoint path or a Policy, got {spec!r}")
+    text = os.fspath(spec)
+    if text == "random":
+        from .random_policy import RandomPolicy
+
+        return RandomPolicy()
+    if text == "neural":
+        return _shipped_neural(device)
+    if text.endswith(".safetensors") or os.path.exists(text):
+        if not os.path.isfile(text):
+            raise FileNotFoundError(f"policy checkpoint not found: {text}")
+        from .neural_policy import NeuralPolicy
+
+        return NeuralPolicy.from_checkpoint(text, device=device)
+    raise ValueError(f"policy must be 'neural', 'random', a path to a .safetensors checkpoint or a "
+                     f"Policy object, got {text!r}")
+
+
+def _shipped_neural(device: str) -> Policy:
+    try:
+        from .neural_policy import NeuralPolicy
+
+        return NeuralPolicy.from_pretrained(device=device)
+    except (ImportError, FileNotFoundError, AttributeError) as err:
+        # Until the pretrained weights ship, the default estimator still has to work.
+        warnings.warn(
+            f"The neural policy is not available in this installation ({err}); "
+            "using the random policy instead. Pass policy='random' to silence this warning.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        from .random_policy import RandomPolicy
+
+        return RandomPolicy()
+
+
+def _is_policy(obj: Any) -> bool:
+    return all(callable(getattr(obj, name, None)) for name in ("prepare", "propose", "value"))

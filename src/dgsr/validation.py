@@ -1,0 +1,188 @@
+"""Input and parameter checks for :class:`dgsr.SymbolicRegressor`, run at the start of ``fit``.
+
+Every problem with the data is reported before any search starts, in words that name the
+offending column or row (DESIGN §5: "a clear error at the start of fit"). Shapes, emptiness,
+complex numbers and sparse input are delegated to scikit-learn's ``validate_data``, whose
+messages are the ones its estimator checks expect (``"1 sample(s)"``, ``"0 feature(s)"``);
+non-numeric columns and non-finite values get our own messages, which say where they are.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from .operators import MAX_VARIABLES
+
+_POLICY_NAMES = ("neural", "random")
+_CONSTANT_FITTING = ("never", "best", "all")
+_MODEL_SELECTION = ("accuracy", "score", "best")
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """Validated training data.
+
+    Attributes
+    ----------
+    X:
+        float64 ``[n_rows, n_features]``, finite.
+    y:
+        float64 ``[n_rows]``, finite.
+    names:
+        One display name per column: the DataFrame's column names, else ``x0, x1, ...``.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    names: tuple[str, ...]
+
+
+def validate_training_data(estimator: Any, X: Any, y: Any) -> TrainingData:
+    """Check and convert ``X, y`` for ``fit``; sets ``n_features_in_`` (and ``feature_names_in_``).
+
+    Raises
+    ------
+    ValueError
+        Non-numeric or non-finite values, wrong shapes, fewer than 2 rows, no columns,
+        mismatched lengths, complex numbers, a target with several columns.
+    TypeError
+        Objects that are not numbers at all (e.g. a dict inside an object array).
+    """
+    if y is None:
+        raise ValueError("SymbolicRegressor requires y to be passed, but the target y is None.")
+    _check_dataframe_columns(X)
+    y = _numeric_target(y)
+    X_arr, y_arr = validate_data(
+        estimator, X, y, reset=True, dtype=np.float64, y_numeric=True, ensure_min_samples=2,
+        ensure_all_finite=False, multi_output=False,
+    )
+    names = getattr(estimator, "feature_names_in_", None)
+    names = tuple(str(n) for n in names) if names is not None else tuple(
+        f"x{i}" for i in range(X_arr.shape[1]))
+    _check_finite(X_arr, "X", names)
+    _check_finite(y_arr.reshape(-1, 1), "y", ("y",))
+    return TrainingData(np.ascontiguousarray(X_arr), np.ascontiguousarray(y_arr, dtype=np.float64), names)
+
+
+def validate_predict_data(estimator: Any, X: Any) -> np.ndarray:
+    """Check ``X`` for ``predict``: same columns as in ``fit``, numeric and finite."""
+    _check_dataframe_columns(X)
+    X_arr = validate_data(estimator, X, reset=False, dtype=np.float64, ensure_all_finite=False)
+    names = getattr(estimator, "feature_names_in_", None)
+    names = tuple(str(n) for n in names) if names is not None else tuple(
+        f"x{i}" for i in range(X_arr.shape[1]))
+    _check_finite(X_arr, "X", names)
+    return X_arr
+
+
+def _check_dataframe_columns(X: Any) -> None:
+    """Name the non-numeric columns of a DataFrame (sklearn only says a string did not convert)."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns"):
+        return
+    bad = []
+    for name, dtype in zip(X.columns, dtypes):
+        kind = getattr(dtype, "kind", "O")
+        if kind in "biuf" or (kind == "O" and _object_column_numeric(X[name])):
+            continue
+        if kind == "c":
+            raise ValueError(f"Complex data not supported: column {name!r} is complex.")
+        bad.append(f"{name!r} ({dtype})")
+    if bad:
+        raise ValueError(
+            f"Non-numeric column(s) in X: {', '.join(bad)}. Symbolic regression needs numbers: "
+            "drop these columns or encode them numerically first."
+        )
+
+
+def _object_column_numeric(column: Any) -> bool:
+    try:
+        np.asarray(column, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _numeric_target(y: Any) -> Any:
+    """Convert ``y`` to float64 with a message naming the problem (sklearn lets strings through)."""
+    if hasattr(y, "dtype") and getattr(y.dtype, "kind", "") in "biuf" and not hasattr(y, "columns"):
+        return y
+    try:
+        arr = np.asarray(y)
+    except Exception:  # ragged sequences and the like: sklearn's check gives its own message
+        return y
+    if arr.dtype.kind == "c":
+        raise ValueError("Complex data not supported: the target y is complex.")
+    if arr.dtype.kind in "OUS":
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"The target y must be numeric; it holds non-numeric values ({err}).") from None
+    return y
+
+
+def _check_finite(values: np.ndarray, what: str, names: tuple[str, ...]) -> None:
+    """Raise naming the first bad row and column when ``values`` holds NaN or inf."""
+    if values.size == 0 or np.isfinite(values).all():
+        return
+    nan_mask = np.isnan(values)
+    kind = "NaN" if nan_mask.any() else "inf"
+    bad = ~np.isfinite(values)
+    rows = np.flatnonzero(bad.any(axis=1))
+    row = int(rows[0])
+    col = int(np.flatnonzero(bad[row])[0])
+    where = f"row {row}" if what == "y" else f"row {row}, column {names[col]!r}"
+    raise ValueError(
+        f"Input {what} contains {kind} (or infinity) in {len(rows)} row(s), first at {where}. "
+        "Remove or impute these rows before fitting."
+    )
+
+
+def validate_params(est: Any) -> None:
+    """Check the estimator's hyper-parameters; raises ValueError/TypeError naming the parameter."""
+    _positive_number(est.max_time, "max_time", allow_none=True)
+    _positive_int(est.max_evaluations, "max_evaluations", allow_none=True)
+    if est.max_time is None and est.max_evaluations is None:
+        raise ValueError("At least one of max_time and max_evaluations must be set (both are None).")
+    _positive_int(est.n_samples, "n_samples")
+    _positive_int(est.iterations_per_trial, "iterations_per_trial")
+    _positive_number(est.p_uct, "p_uct", allow_zero=True)
+    _positive_int(est.max_size, "max_size")
+    _positive_int(est.max_features, "max_features")
+    if est.max_features > MAX_VARIABLES:
+        raise ValueError(f"max_features must be at most {MAX_VARIABLES} (the expression language names "
+                         f"x0..x{MAX_VARIABLES - 1}), got {est.max_features}.")
+    if est.constant_fitting is not None and est.constant_fitting not in _CONSTANT_FITTING:
+        raise ValueError(f"constant_fitting must be None or one of {_CONSTANT_FITTING}, "
+                         f"got {est.constant_fitting!r}.")
+    if est.model_selection not in _MODEL_SELECTION:
+        raise ValueError(f"model_selection must be one of {_MODEL_SELECTION}, got {est.model_selection!r}.")
+    if est.target_r2 is not None:
+        if not isinstance(est.target_r2, numbers.Real) or not -math.inf < est.target_r2 <= 1.0:
+            raise ValueError(f"target_r2 must be None or a number <= 1, got {est.target_r2!r}.")
+    policy = est.policy
+    if isinstance(policy, str) and policy not in _POLICY_NAMES and not policy.endswith(".safetensors"):
+        raise ValueError(f"policy must be 'neural', 'random', a path to a .safetensors checkpoint "
+                         f"or a Policy object, got {policy!r}.")
+
+
+def _positive_int(value: Any, name: str, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+
+
+def _positive_number(value: Any, name: str, *, allow_none: bool = False, allow_zero: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        bound = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{name} must be a {bound} finite number, got {value!r}.")
