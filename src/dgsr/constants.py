@@ -86,6 +86,7 @@ class _Objective:
         self.best_theta: np.ndarray | None = None
         # scipy evaluates the starting point again; a one-entry cache makes that repeat free.
         self._last: tuple[bytes, str, object] | None = None
+        self._jac: tuple[bytes, np.ndarray] | None = None
 
     def _tick(self) -> None:
         # The first call always runs, so every fit knows its starting loss.
@@ -135,19 +136,27 @@ class _Objective:
         return result
 
     def _residuals(self, theta: np.ndarray) -> np.ndarray:
+        # The Jacobian is computed in the same pass and kept: Levenberg-Marquardt asks for it
+        # at every accepted point right after the residuals there, so that call is then free.
         self._tick()
-        value, _ = run_program(self.program, theta, self.columns, jacobian=False)
-        residual = (value - self.y) * math.sqrt(self.scale / len(self.y))
+        value, jac = run_program(self.program, theta, self.columns)
+        norm = math.sqrt(self.scale / len(self.y))
+        residual = (value - self.y) * norm
         loss = float(np.dot(residual, residual))
         if not math.isfinite(loss):
+            self._jac = None
             return np.full(len(self.y), _BAD_RESIDUAL)
         self._record(loss, theta)
+        self._jac = (theta.tobytes(), jac)
         return residual
 
     def jacobian(self, theta: np.ndarray) -> np.ndarray:
         """For Levenberg-Marquardt: residual Jacobian ``[b, n_constants]``."""
-        self._tick()
-        value, jac = run_program(self.program, theta, self.columns)
+        if self._jac is not None and self._jac[0] == theta.tobytes():
+            jac = self._jac[1]
+        else:
+            self._tick()
+            _, jac = run_program(self.program, theta, self.columns)
         jac = np.asarray(jac).T * math.sqrt(self.scale / len(self.y))
         return np.where(np.isfinite(jac), jac, 0.0)
 
@@ -208,7 +217,8 @@ def fit_constants(
     start = time.perf_counter()
     y = np.asarray(y, dtype=np.float64)
     if y_var is None:
-        y_var = float(np.var(y))
+        with np.errstate(all="ignore"):
+            y_var = float(np.var(y))
     n_rows = columns.shape[1]
     if expr.n_constants == 0 or n_rows == 0:
         r2 = r2_score(y, evaluate_columns(expr, columns), y_var)

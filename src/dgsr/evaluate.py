@@ -67,7 +67,8 @@ def evaluate_constant(expr: Expression) -> float:
 
 def all_finite(values: np.ndarray) -> bool:
     """True when every value is finite; one reduction instead of an isfinite mask."""
-    total = float(np.sum(values))
+    with np.errstate(all="ignore"):  # inf + -inf in the sum is nan, and warns otherwise
+        total = float(np.sum(values))
     if math.isfinite(total):
         return True
     # A huge but finite vector can overflow the sum; check element-wise only then.
