@@ -1,0 +1,5 @@
+"""``python -m dgsr.bench ...`` = ``dgsr bench ...``."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,272 @@
+"""Method adapters: one function per method, registered by name.
+
+An adapter takes a run's :class:`~dgsr.bench.protocol.Split` and :class:`Budget` and returns a
+:class:`MethodResult`. Adding a method is one function and one :func:`register_method` call.
+Optional dependencies (dgsr's estimator, pyoperon, gplearn) are imported inside the adapters.
+Every run executes in its own process with one thread (CONTRACTS §2).
+
+dgsr variants are also recognised by name: ``dgsr[-random|-neural][-const-never|best|all][-k<N>]``,
+e.g. ``dgsr-random-k8``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .protocol import Split, r2_score
+
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+              "VECLIB_MAXIMUM_THREADS")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a run may spend: wall seconds, evaluations (None = the method's default) and the seed."""
+
+    time: float
+    evaluations: int | None
+    seed: int
+
+
+@dataclass
+class MethodResult:
+    """What an adapter hands back. predictions: [N_test]; model: SymPy expression in the column names."""
+
+    predictions: np.ndarray
+    model: Any = None
+    n_evaluations: float | None = None
+    curve: list[tuple[float, float]] | None = None  # (evaluations, best train R²), for Figure 4
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+MethodFn = Callable[[Split, Budget], MethodResult]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered method; ``module`` is imported by a worker process to find ``fn`` again."""
+
+    name: str
+    fn: MethodFn
+    module: str
+    description: str = ""
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register_method(name: str, fn: MethodFn, description: str = "", module: str | None = None) -> Method:
+    """Register ``fn`` under ``name``. Worker processes re-import ``module`` (default: ``fn``'s module),
+    so register at import time of a module a fresh process can import (spawn start method)."""
+    method = Method(name, fn, module or getattr(fn, "__module__", __name__), description)
+    METHODS[name] = method
+    return method
+
+
+_DGSR_NAME = re.compile(r"^dgsr((?:-(?:random|neural|const-(?:never|best|all)|k\d+))*)$")
+
+
+def dgsr_options(name: str) -> dict[str, Any] | None:
+    """Estimator keyword arguments of a dgsr variant name, or None if ``name`` is not one."""
+    match = _DGSR_NAME.match(name)
+    if match is None:
+        return None
+    options: dict[str, Any] = {}
+    for token in re.findall(r"random|neural|const-\w+|k\d+", match.group(1)):
+        if token in ("random", "neural"):
+            options["policy"] = token
+        elif token.startswith("const-"):
+            options["constant_fitting"] = token[len("const-"):]
+        else:
+            options["n_samples"] = int(token[1:])
+    return options
+
+
+def get_method(name: str) -> Method:
+    """The registered method, or a dgsr variant built from its name."""
+    if name in METHODS:
+        return METHODS[name]
+    options = dgsr_options(name)
+    if options is not None:
+        return Method(name, _dgsr_adapter(options), __name__, f"dgsr with {options}")
+    raise KeyError(f"unknown method {name!r}; registered: {', '.join(sorted(METHODS))}")
+
+
+def limit_threads() -> None:
+    """One thread per run: libraries already imported are told directly, later ones read the env."""
+    import os
+
+    for var in THREAD_ENV:
+        os.environ[var] = "1"
+    import sys
+
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+# ---------------------------------------------------------------- dgsr
+
+
+def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
+    def run(split: Split, budget: Budget) -> MethodResult:
+        import torch  # noqa: F401  (imported first so its thread pool is sized to 1 below)
+
+        limit_threads()
+        from dgsr import SymbolicRegressor
+
+        kwargs: dict[str, Any] = {"max_time": budget.time, "random_state": budget.seed, "verbose": False, **options}
+        if budget.evaluations is not None:
+            kwargs["max_evaluations"] = budget.evaluations
+        est = SymbolicRegressor(**kwargs)
+        est.fit(split.X_train, split.y_train)
+        history = getattr(est, "history_", None) or []
+        curve = [(float(h["evaluations"]), float(h["best_r2"])) for h in history]
+        return MethodResult(
+            predictions=np.asarray(est.predict(split.X_test), dtype=np.float64),
+            model=est.sympy(),
+            n_evaluations=float(getattr(est, "n_evaluations_", np.nan)),
+            curve=curve or None,
+        )
+
+    return run
+
+
+for _name in ("dgsr", "dgsr-random", "dgsr-neural", "dgsr-const-never", "dgsr-const-best", "dgsr-const-all",
+              "dgsr-k8", "dgsr-k16"):
+    register_method(_name, _dgsr_adapter(dgsr_options(_name) or {}), f"dgsr {dgsr_options(_name) or 'defaults'}",
+                    module=__name__)
+
+
+# ---------------------------------------------------------------- Operon
+
+
+def _array(X) -> np.ndarray:
+    """A writeable float64 copy: pyoperon rejects pandas' read-only views."""
+    return np.array(X, dtype=np.float64, order="F", copy=True)
+
+OPERON_SYMBOLS = "add,sub,mul,div,sin,cos,tan,exp,log,sqrt,square,constant,variable"
+
+
+def run_operon(split: Split, budget: Budget) -> MethodResult:
+    """pyoperon's NSGA-II with linear scaling, one thread, stopped by ``max_time`` (whole seconds)."""
+    limit_threads()
+    import sympy
+    from pyoperon.sklearn import SymbolicRegressor
+
+    est = SymbolicRegressor(
+        allowed_symbols=OPERON_SYMBOLS,
+        objectives=["r2", "length"],  # accuracy/size front, as SRBench runs it
+        max_length=50,
+        optimizer_iterations=1,
+        population_size=1000,
+        max_evaluations=int(budget.evaluations or 1_000_000),
+        max_time=max(1, int(budget.time)),
+        # BIC needs no noise estimate; MDL with the default sigma=1 depends on the scale of y.
+        model_selection_criterion="bayesian_information_criterion",
+        n_threads=1,
+        random_state=budget.seed,
+    )
+    names = [str(c) for c in split.X_train.columns]
+    est.fit(_array(split.X_train), split.y_train)
+    text = est.get_model_string(est.model_, 12, names).replace("^", "**")
+    model = sympy.sympify(text, locals={n: sympy.Symbol(n) for n in names})
+    return MethodResult(
+        predictions=np.asarray(est.predict(_array(split.X_test)), dtype=np.float64),
+        model=model,
+        # With several objectives Operon's CallCount stays 0; residual evaluations count every
+        # evaluation of a model on the training rows, local-search steps included (CONTRACTS §2).
+        n_evaluations=float(est.stats_["residual_evaluations"]),
+        info={"generations": int(est.stats_["generations"]),
+              "jacobian_evaluations": int(est.stats_["jacobian_evaluations"])},
+    )
+
+
+register_method("operon", run_operon, "pyoperon SymbolicRegressor (NSGA-II, r2+length)")
+
+
+# ---------------------------------------------------------------- gplearn
+
+GPLEARN_FUNCTIONS = ("add", "sub", "mul", "div", "sin", "cos", "log", "sqrt")
+
+
+def _gplearn_sympy(program: list, names: list[str]):
+    """SymPy form of a gplearn prefix program; protected sqrt/log act on |x|, as gplearn computes them."""
+    import sympy
+
+    unary = {"sqrt": lambda a: sympy.sqrt(sympy.Abs(a)), "log": lambda a: sympy.log(sympy.Abs(a)),
+             "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "abs": sympy.Abs, "neg": lambda a: -a,
+             "inv": lambda a: 1 / a}
+    binary = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+              "div": lambda a, b: a / b, "max": sympy.Max, "min": sympy.Min}
+    pos = 0
+
+    def build():
+        nonlocal pos
+        node = program[pos]
+        pos += 1
+        if isinstance(node, (int, np.integer)):
+            return sympy.Symbol(names[int(node)])
+        if isinstance(node, (float, np.floating)):
+            return sympy.Float(float(node))
+        args = [build() for _ in range(node.arity)]
+        return (unary[node.name] if node.arity == 1 else binary[node.name])(*args)
+
+    return build()
+
+
+def run_gplearn(split: Split, budget: Budget) -> MethodResult:
+    """gplearn has no time limit: grow one generation at a time (warm start) until the budget is spent."""
+    limit_threads()
+    from gplearn.genetic import SymbolicRegressor
+
+    population = 1000
+    max_generations = max(1, int((budget.evaluations or 500_000) // population))
+    est = SymbolicRegressor(population_size=population, generations=1, function_set=GPLEARN_FUNCTIONS,
+                            metric="mse", parsimony_coefficient=0.001, warm_start=True, low_memory=True,
+                            n_jobs=1, random_state=budget.seed)
+    X_train, y_train = _array(split.X_train), split.y_train
+    var_y = float(np.var(y_train)) or 1.0
+    curve: list[tuple[float, float]] = []
+    start, last_gen_time = time.perf_counter(), 0.0
+    for generation in range(1, max_generations + 1):
+        # Stop before a generation that would probably overrun the budget.
+        elapsed = time.perf_counter() - start
+        if generation > 1 and elapsed + last_gen_time > budget.time:
+            break
+        est.set_params(generations=generation)
+        t0 = time.perf_counter()
+        est.fit(X_train, y_train)
+        last_gen_time = time.perf_counter() - t0
+        curve.append((float(generation * population), 1.0 - float(est._program.raw_fitness_) / var_y))
+    names = [str(c) for c in split.X_train.columns]
+    predictions = np.asarray(est.predict(_array(split.X_test)), dtype=np.float64)
+    return MethodResult(predictions=predictions, model=_gplearn_sympy(est._program.program, names),
+                        n_evaluations=curve[-1][0], curve=curve, info={"generations": len(curve)})
+
+
+register_method("gplearn", run_gplearn, "gplearn SymbolicRegressor, warm-started per generation")
+
+
+# ---------------------------------------------------------------- reference points
+
+
+def run_linear(split: Split, budget: Budget) -> MethodResult:  # noqa: ARG001
+    """Ordinary least squares: a cheap floor for accuracy and a sanity check of the harness."""
+    import sympy
+
+    X = np.column_stack([split.X_train.to_numpy(), np.ones(len(split.y_train))])
+    coef, *_ = np.linalg.lstsq(X, split.y_train, rcond=None)
+    names = [str(c) for c in split.X_train.columns]
+    model = sum(sympy.Float(c) * sympy.Symbol(n) for c, n in zip(coef[:-1], names)) + sympy.Float(coef[-1])
+    predictions = np.column_stack([split.X_test.to_numpy(), np.ones(len(split.X_test))]) @ coef
+    train_r2 = r2_score(split.y_train, X @ coef)
+    return MethodResult(predictions=predictions, model=model, n_evaluations=1.0, curve=[(1.0, train_r2)])
+
+
+register_method("linear", run_linear, "least-squares linear model (reference)")

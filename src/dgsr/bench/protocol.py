@@ -1,0 +1,165 @@
+"""The SRBench protocol: split, noise, metrics, model size and the symbolic-solution check.
+
+CONTRACTS §3 and SRBench (La Cava et al., 2021): 75/25 split seeded by the run's seed, at most
+10,000 training rows, Gaussian target noise of std ``level * RMS(y_train)`` on the training targets
+only, R² on the test split, size = SymPy node count of the simplified model, and a model is an
+exact solution when ``simplify(truth - model)`` is a constant or ``model / truth`` is a nonzero
+constant after rounding floats. Every SymPy step runs under a time cap.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MAX_TRAIN_ROWS = 10_000
+TEST_FRACTION = 0.25
+NOISE_LEVELS = (0.0, 0.001, 0.01, 0.1)
+SOLUTION_R2_GATE = 0.5  # SRBench only checks models with test R² above 0.5 for an exact match
+
+
+@dataclass(frozen=True)
+class Split:
+    """Train/test arrays of one run. X_*: [N, D] DataFrames; y_*: [N]. ``y_train`` may carry noise."""
+
+    X_train: pd.DataFrame
+    y_train: np.ndarray
+    X_test: pd.DataFrame
+    y_test: np.ndarray
+
+
+def make_split(X: pd.DataFrame, y: np.ndarray, seed: int, *, noise: float = 0.0,
+               max_train: int = MAX_TRAIN_ROWS) -> Split:
+    """75/25 split seeded by ``seed``; cap training rows; add target noise to training rows only."""
+    rng = np.random.default_rng([int(seed), 75])  # own stream, so noise and cap do not shift the split
+    n = len(y)
+    order = rng.permutation(n)
+    n_test = max(1, int(round(TEST_FRACTION * n)))
+    test, train = order[:n_test], order[n_test:]
+    train = train[:max_train]  # the order is already random, so a prefix is a uniform subsample
+    y_train = np.asarray(y[train], dtype=np.float64).copy()
+    if noise > 0:
+        rms = float(np.sqrt(np.mean(np.square(y_train))))
+        y_train = y_train + rng.normal(0.0, noise * rms, size=len(y_train))
+    return Split(
+        X.iloc[train].reset_index(drop=True), y_train,
+        X.iloc[test].reset_index(drop=True), np.asarray(y[test], dtype=np.float64),
+    )
+
+
+def r2_score(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """Coefficient of determination; -inf if any prediction is non-finite (the model is unusable there)."""
+    y_true = np.asarray(y_true, dtype=np.float64)
+    y_pred = np.broadcast_to(np.asarray(y_pred, dtype=np.float64), y_true.shape)
+    if not np.all(np.isfinite(y_pred)):
+        return float("-inf")
+    ss_res = float(np.sum((y_true - y_pred) ** 2))
+    ss_tot = float(np.sum((y_true - y_true.mean()) ** 2))
+    if ss_tot == 0.0:
+        return 1.0 if ss_res == 0.0 else 0.0
+    return 1.0 - ss_res / ss_tot
+
+
+class TimeCapExceeded(Exception):
+    """Raised inside a :func:`time_cap` block when it runs past its allowance."""
+
+
+@contextmanager
+def time_cap(seconds: float) -> Iterator[None]:
+    """Raise :class:`TimeCapExceeded` after ``seconds`` (SIGALRM: main thread of a POSIX process only).
+
+    Elsewhere the body runs uncapped; the runner's per-run hard limit still bounds it from outside.
+    """
+    usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def _alarm(signum, frame):  # noqa: ARG001
+        raise TimeCapExceeded
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def round_floats(expr, decimals: int = 6):
+    """Round every Float in ``expr`` to ``decimals`` decimal places (SRBench rounds to 6)."""
+    import sympy
+
+    floats = expr.atoms(sympy.Float)
+    if not floats:
+        return expr
+    return expr.xreplace({f: sympy.Float(round(float(f), decimals)) for f in floats})
+
+
+def node_count(expr) -> int:
+    """SRBench's size: every operator, variable and constant of the SymPy tree."""
+    import sympy
+
+    return sum(1 for _ in sympy.preorder_traversal(expr))
+
+
+def simplify_capped(expr, seconds: float = 5.0):
+    """``sympy.simplify(expr, ratio=1)`` (as SRBench) capped at ``seconds``; the input if it runs over."""
+    import sympy
+
+    try:
+        with time_cap(seconds):
+            return sympy.simplify(expr, ratio=1)
+    except TimeCapExceeded:
+        return expr
+    except Exception:  # SymPy raises assorted errors on odd inputs; size falls back to the raw form
+        return expr
+
+
+def model_size(expr, seconds: float = 5.0) -> int:
+    """Node count of the simplified model with floats rounded, as SRBench reports it."""
+    return node_count(round_floats(simplify_capped(expr, seconds)))
+
+
+def _numeric(expr):
+    """Replace named constants (pi, E) by floats so that both sides round the same way (as SRBench)."""
+    import sympy
+
+    return expr.xreplace({c: sympy.Float(c.evalf(15)) for c in expr.atoms(sympy.NumberSymbol)})
+
+
+def _is_constant(expr) -> bool:
+    # Free of symbols is the cheap and exact test for the expressions that matter after simplify.
+    return not expr.free_symbols or bool(expr.is_constant(simplify=False))
+
+
+def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
+    """SRBench's exact-solution check, capped at ``seconds`` (False when it runs over).
+
+    A solution differs from the truth by an additive constant (``simplify(truth - model)`` has no
+    variable), or by a nonzero multiplicative constant (``simplify(model / truth)``), after
+    rounding floats in both to 6 decimals.
+    """
+    import sympy
+
+    try:
+        with time_cap(seconds):
+            m, t = round_floats(_numeric(sympy.sympify(model))), round_floats(_numeric(sympy.sympify(truth)))
+            diff = round_floats(sympy.simplify(t - m, ratio=1))
+            if _is_constant(diff):
+                return bool(diff.is_finite is not False)
+            if t == 0:
+                return False
+            ratio = round_floats(sympy.simplify(m / t, ratio=1))
+            return _is_constant(ratio) and ratio != 0 and ratio.is_finite is not False
+    except TimeCapExceeded:
+        return False
+    except Exception:  # unparseable or exotic models are simply not solutions
+        return False
