@@ -58,6 +58,7 @@ def validate_training_data(estimator: Any, X: Any, y: Any) -> TrainingData:
         raise ValueError("SymbolicRegressor requires y to be passed, but the target y is None.")
     _check_dataframe_columns(X)
     y = _numeric_target(y)
+    _check_target_finite(y)
     X_arr, y_arr = validate_data(
         estimator, X, y, reset=True, dtype=np.float64, y_numeric=True, ensure_min_samples=2,
         ensure_all_finite=False, multi_output=False,
@@ -125,6 +126,18 @@ def _numeric_target(y: Any) -> Any:
         except (TypeError, ValueError) as err:
             raise ValueError(f"The target y must be numeric; it holds non-numeric values ({err}).") from None
     return y
+
+
+def _check_target_finite(y: Any) -> None:
+    # scikit-learn checks y with its own generic message before we see it; say where instead.
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        return  # shape and type problems get scikit-learn's messages
+    if arr.ndim == 1:
+        _check_finite(arr.reshape(-1, 1), "y", ("y",))
+    elif arr.ndim == 2:
+        _check_finite(arr, "y", tuple(f"y{i}" for i in range(arr.shape[1])))
 
 
 def _check_finite(values: np.ndarray, what: str, names: tuple[str, ...]) -> None:
