@@ -229,3 +229,13 @@ def test_unknown_method_is_an_error():
     with pytest.raises(ValueError):
         fit_constants(parse("1*x0"), as_columns(_data(10)), np.zeros(10), method="adam",
                       rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("method", ["bfgs", "lm"])
+def test_fewer_rows_than_constants(method):
+    X = np.array([[1.0], [2.0]])
+    expr = parse("1*x0 + 1*x0**2 + 1", fold_constants=False)
+    assert expr.n_constants == 3
+    fit = fit_constants(expr, as_columns(X), np.array([3.0, 5.0]), method=method, rng=np.random.default_rng(0))
+    assert fit.improved and fit.r2 == pytest.approx(1.0)
+

@@ -128,11 +128,12 @@ def run_program(
                         jacs[-1] = _scaled(db, jb)
                     else:
                         ja, jb = _scaled(da, ja), _scaled(db, jb)
-                        if ja.shape[1] != jb.shape[1]:  # one side is row-constant: [k, 1]
-                            width = max(ja.shape[1], jb.shape[1])
-                            ja = np.broadcast_to(ja, (ja.shape[0], width))
-                            jb = np.broadcast_to(jb, (jb.shape[0], width))
-                        jacs[-1] = np.concatenate((ja, jb))
+                        ka = ja.shape[0]
+                        # Either side may be row-constant ([k, 1]); assignment broadcasts it.
+                        stacked = np.empty((ka + jb.shape[0], max(ja.shape[1], jb.shape[1])))
+                        stacked[:ka] = ja
+                        stacked[ka:] = jb
+                        jacs[-1] = stacked
     value = vals[0]
     if np.ndim(value) == 0:
         value = np.full(n_rows, value, dtype=np.float64)
