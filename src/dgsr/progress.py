@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -41,9 +42,12 @@ class ProgressLine:
         self._text = Text("dgsr: starting search ...")
 
     def __enter__(self) -> ProgressLine:
-        self._live = Live(self._text, console=self.console, auto_refresh=False, transient=False,
-                          redirect_stdout=False, redirect_stderr=False)
-        self._live.__enter__()
+        # A redrawn line only makes sense on a terminal; in logs and pipes the last state is
+        # printed once, on exit.
+        if self.console.is_terminal:
+            self._live = Live(self._text, console=self.console, auto_refresh=False, transient=False,
+                              redirect_stdout=False, redirect_stderr=False)
+            self._live.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -51,6 +55,8 @@ class ProgressLine:
             self._live.update(self._text, refresh=True)
             self._live.__exit__(*exc)
             self._live = None
+        else:
+            self.console.print(self._text)
 
     def update(self, p: Any, *, force: bool = False) -> None:
         """Callback for ``run_search(on_progress=...)``: ``p`` has elapsed, evaluations, best_r2,
@@ -62,6 +68,17 @@ class ProgressLine:
         self._text = Text(format_progress(p, self.max_time, self.max_evaluations))
         if self._live is not None:
             self._live.update(self._text, refresh=True)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The fields a progress display reads (the search's progress object has the same names)."""
+
+    elapsed: float
+    evaluations: float
+    best_r2: float
+    best_size: int
+    trials: int
 
 
 def format_progress(p: Any, max_time: float | None, max_evaluations: int | None) -> str:

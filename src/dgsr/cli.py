@@ -1,0 +1,316 @@
+"""The ``dgsr`` command line: ``dgsr fit``, ``dgsr predict``, ``dgsr example`` and plug-in commands.
+
+``dgsr fit data.csv`` runs :class:`dgsr.SymbolicRegressor` on a CSV/TSV file (the target is the
+last column unless ``--target`` names it), shows a live progress line, prints the Pareto front
+with the selected equation marked, and writes ``front.csv`` and ``model.pkl`` to ``--out``.
+``dgsr fit --example gravity`` does the same on a bundled dataset. ``dgsr predict model.pkl
+new.csv`` applies a saved model. Errors in files, columns or data are printed as one line
+(``dgsr: error: ...``, exit status 2), never as a traceback.
+
+Plug-in commands
+----------------
+Other modules add subcommands without this file knowing their options. Each module listed in
+:data:`PLUGINS` (``command name -> module``) may define::
+
+    def add_subparser(subparsers: argparse._SubParsersAction) -> None:
+        parser = subparsers.add_parser("bench", help="...")
+        parser.add_argument(...)
+        parser.set_defaults(func=run)   # run(args: argparse.Namespace) -> int | None
+
+A plug-in is imported only when its command is run, or for ``dgsr --help``; a module that does
+not exist yet (ImportError) or has no ``add_subparser`` (``add_subparsers`` is accepted
+too) is skipped, so the CLI works with any
+subset installed. Its handler may raise :class:`CLIError` (or ``ValueError``/``OSError``) for a
+one-line error message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pickle
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+#: Subcommands provided by other modules, imported lazily (see the module docstring).
+PLUGINS: dict[str, str] = {
+    "bench": "dgsr.bench.cli",
+    "data": "dgsr.data_cli",
+    "pretrain": "dgsr.pretrain",
+}
+
+
+class CLIError(Exception):
+    """An error reported to the user as one line, without a traceback."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dgsr`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            status = args.func(args)
+        return int(status or 0)
+    except KeyboardInterrupt:
+        print("dgsr: interrupted", file=sys.stderr)
+        return 130
+    except (CLIError, ValueError, OSError, KeyError, pickle.UnpicklingError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"dgsr: error: {message}", file=sys.stderr)
+        return 2
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The argument parser: built-in commands, plus the plug-in that ``argv`` asks for (all for help)."""
+    parser = argparse.ArgumentParser(prog="dgsr", description="Symbolic regression with DGSR-MCTS.")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    _add_fit(sub)
+    _add_predict(sub)
+    _add_example(sub)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    for name, module in PLUGINS.items():
+        if command is None or command == name:
+            _load_plugin(sub, module)
+    return parser
+
+
+def _load_plugin(sub: Any, module: str) -> None:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return  # not written / not installed yet: the command is simply absent
+    hook = getattr(mod, "add_subparser", None) or getattr(mod, "add_subparsers", None)
+    if callable(hook):
+        hook(sub)
+
+
+# ---------------------------------------------------------------------- fit
+def _add_fit(sub: Any) -> None:
+    p = sub.add_parser("fit", help="find formulas that fit a CSV/TSV file",
+                       description="Fit a symbolic regressor to a table; the target is the last column "
+                                   "unless --target names it.")
+    p.add_argument("data", nargs="?", help="CSV or TSV file (separator from the extension; .gz works)")
+    p.add_argument("--example", metavar="NAME", help="use a bundled example instead (see `dgsr example`)")
+    p.add_argument("--target", help="target column (default: the last column)")
+    p.add_argument("--time", type=float, default=60.0, help="seconds of search (default: 60)")
+    p.add_argument("--evals", type=int, default=500_000, help="maximum evaluations (default: 500000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--policy", default="neural", help="neural, random, or a .safetensors checkpoint")
+    p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
+    p.add_argument("--constants", choices=("never", "best", "all"), default=None,
+                   help="when to fit constants during search (default: the benchmark-chosen one)")
+    p.add_argument("--out", default="run", help="folder for front.csv and model.pkl (default: run/)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=cmd_fit)
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    """``dgsr fit``: fit, print the front, write ``front.csv`` and ``model.pkl``."""
+    from .regressor import SymbolicRegressor
+
+    if (args.data is None) == (args.example is None):
+        raise CLIError("give either a data file or --example NAME (see `dgsr example`)")
+    path = _example_path(args.example) if args.example else Path(args.data)
+    df = read_table(path)
+    target = args.target if args.target is not None else str(df.columns[-1])
+    if target not in df.columns:
+        raise CLIError(f"target column {target!r} not found in {path}; columns: {_names(df.columns)}")
+    if df.shape[1] < 2:
+        raise CLIError(f"{path} needs at least one input column besides the target {target!r}")
+    X, y = df.drop(columns=[target]), df[target]
+    est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
+                            policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
+                            verbose=not args.quiet)
+    est.fit(X, y)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    front_csv = out / "front.csv"
+    _atomic_write(front_csv, lambda fh: front_frame(est).to_csv(fh, index=False), text=True)
+    _atomic_write(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
+    print_front(est, target)
+    print(f"stopped by {est.stop_reason_} after {est.n_evaluations_:,.0f} evaluations; "
+          f"wrote {front_csv} and {out / 'model.pkl'}")
+    return 0
+
+
+def front_frame(est: Any) -> Any:
+    """The front as written to ``front.csv``: readable and exact equations, and the selection mark."""
+    table = est.equations_.drop(columns=["sympy"]).copy()
+    table["selected"] = [i == est.best_index_ for i in range(len(table))]
+    # Exact infix with full-precision constants: dgsr.parser.parse reads it back to the same tree.
+    table["expression"] = [e.expression.format(est.selected_features_) for e in est._front]
+    return table
+
+
+def print_front(est: Any, target: str) -> None:
+    """The Pareto front as a rich table on stdout, the selected row marked."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Pareto front for {target}", title_justify="left")
+    for name, justify in (("", "left"), ("size", "right"), ("loss (MSE)", "right"), ("R²", "right"),
+                          ("score", "right"), ("equation", "left")):
+        table.add_column(name, justify=justify)
+    for i, row in est.equations_.iterrows():
+        mark = "→" if i == est.best_index_ else ""
+        style = "bold green" if i == est.best_index_ else None
+        table.add_row(mark, str(row["complexity"]), f"{row['loss']:.4g}", f"{row['r2']:.6f}", f"{row['score']:.3f}",
+                      f"{target} = {row['equation']}", style=style)
+    console = Console(soft_wrap=False)
+    console.print(table)
+    console.print(f"selected (→, model_selection={est.model_selection!r}): "
+                  f"{target} = {est.equations_['equation'].iloc[est.best_index_]}", markup=False)
+
+
+# ---------------------------------------------------------------------- predict
+def _add_predict(sub: Any) -> None:
+    p = sub.add_parser("predict", help="apply a saved model to a CSV/TSV file",
+                       description="Predict with a model.pkl written by `dgsr fit` (only load model files "
+                                   "you trust: pickles can run code).")
+    p.add_argument("model", help="model.pkl from `dgsr fit`")
+    p.add_argument("data", help="CSV or TSV file with the model's input columns (extra columns are ignored)")
+    p.add_argument("--out", help="write the table with a `prediction` column here (default: print predictions)")
+    p.add_argument("--index", type=int, default=None, help="use this row of the front instead of the selected one")
+    p.set_defaults(func=cmd_predict)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """``dgsr predict``: predictions of a saved model for the rows of a table."""
+    from .regressor import SymbolicRegressor
+
+    est = load_model(Path(args.model))
+    df = read_table(Path(args.data))
+    names = getattr(est, "feature_names_in_", None)
+    if names is not None:
+        missing = [str(n) for n in names if n not in df.columns]
+        if missing:
+            raise CLIError(f"{args.data} lacks the model's input column(s) {_names(missing)}; "
+                           f"it has {_names(df.columns)}")
+        X = df[list(names)]
+    else:
+        if df.shape[1] < est.n_features_in_:
+            raise CLIError(f"the model needs {est.n_features_in_} columns, {args.data} has {df.shape[1]}")
+        X = df.iloc[:, : est.n_features_in_].to_numpy()
+    assert isinstance(est, SymbolicRegressor)
+    pred = est.predict(X, index=args.index)
+    if args.out:
+        result = df.copy()
+        result["prediction"] = pred
+        _atomic_write(Path(args.out), lambda fh: result.to_csv(fh, index=False), text=True)
+        print(f"wrote {len(pred)} predictions to {args.out}")
+    else:
+        for v in pred:
+            print(repr(float(v)))
+    return 0
+
+
+def load_model(path: Path) -> Any:
+    """Unpickle a fitted estimator, with a clear error for anything else."""
+    from .regressor import SymbolicRegressor
+
+    if not path.is_file():
+        raise CLIError(f"model file not found: {path}")
+    with open(path, "rb") as fh:
+        try:
+            est = pickle.load(fh)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as err:
+            raise CLIError(f"{path} is not a model written by `dgsr fit` ({err})") from None
+    if not isinstance(est, SymbolicRegressor) or not hasattr(est, "expression_"):
+        raise CLIError(f"{path} does not hold a fitted dgsr SymbolicRegressor")
+    return est
+
+
+# ---------------------------------------------------------------------- example
+def _add_example(sub: Any) -> None:
+    p = sub.add_parser("example", help="list or show the bundled example datasets",
+                       description="Bundled datasets from physical laws. Try `dgsr fit --example gravity`.")
+    p.add_argument("name", nargs="?", help="example to show (default: list them)")
+    p.add_argument("--path", action="store_true", help="print only the file's path")
+    p.set_defaults(func=cmd_example)
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    """``dgsr example [NAME] [--path]``."""
+    from .examples import EXAMPLES
+
+    if args.name is None:
+        for ex in EXAMPLES.values():
+            print(f"{ex.name:10s} {ex.law:28s} {ex.rows} rows  {ex.path}")
+        print("fit one with: dgsr fit --example NAME")
+        return 0
+    path = _example_path(args.name)
+    if args.path:
+        print(path)
+        return 0
+    ex = EXAMPLES[args.name]
+    print(f"{ex.name}: {ex.law}  ({ex.rows} rows, target {ex.target})\n{path}\n")
+    print(read_table(path).head(5).to_string(index=False))
+    print(f"\nfit it with: dgsr fit --example {ex.name}")
+    return 0
+
+
+def _example_path(name: str) -> Path:
+    from .examples import EXAMPLES
+
+    if name not in EXAMPLES:
+        raise CLIError(f"no bundled example {name!r}; available: {', '.join(sorted(EXAMPLES))}")
+    return EXAMPLES[name].path
+
+
+# ---------------------------------------------------------------------- files
+def read_table(path: Path) -> Any:
+    """Read a CSV (``,``) or TSV (``.tsv``/``.tab``: tab) file, optionally gzipped; other
+    extensions have their separator sniffed."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise CLIError(f"file not found: {path}")
+    suffixes = [s.lower() for s in path.suffixes if s.lower() not in (".gz", ".bz2", ".xz", ".zip")]
+    ext = suffixes[-1] if suffixes else ""
+    kwargs: dict[str, Any] = {"sep": ","} if ext == ".csv" else {"sep": "\t"} if ext in (".tsv", ".tab") \
+        else {"sep": None, "engine": "python"}
+    try:
+        df = pd.read_csv(path, **kwargs)
+    except pd.errors.EmptyDataError:
+        raise CLIError(f"{path} is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
+        raise CLIError(f"cannot read {path} as a table: {err}") from None
+    if df.shape[0] == 0:
+        raise CLIError(f"{path} has a header but no rows")
+    df.columns = [str(c).strip() for c in df.columns]
+    return df
+
+
+def _atomic_write(path: Path, write: Any, *, text: bool = False) -> None:
+    """Write through a temporary file and rename, so a crash never leaves half a file."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "w" if text else "wb", **({"newline": ""} if text else {})) as fh:
+            write(fh)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _names(columns: Any) -> str:
+    return ", ".join(repr(str(c)) for c in columns)
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                  line: Any = None) -> None:
+    # Warnings are for the user here, not for a developer: no file and line number.
+    print(f"dgsr: warning: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,415 @@
+"""``SymbolicRegressor``: the scikit-learn estimator, a facade over search, constants and Pareto front.
+
+``fit`` validates the data (:mod:`dgsr.validation`), pre-selects features when there are more
+than ``max_features`` (:mod:`dgsr.features`), runs the MCTS search (:func:`dgsr.search.run_search`)
+under one :class:`~dgsr.budget.Budget`, refits the constants of the final Pareto front on all
+training rows, and builds the ``equations_`` table. ``predict`` never returns NaN/inf for
+finite input (CONTRACTS §6). The estimator contract is scikit-learn's (DESIGN §4 habit 9):
+``__init__`` only stores, fitted attributes end in ``_``, ``check_estimator`` is a test.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sympy
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .constants import fit_constants
+from .evaluate import as_columns, evaluate, evaluate_columns, r2_score
+from .expression import Expression
+from .features import select_features
+from .simplify import complexity, round_floats, simplify
+from .validation import validate_params, validate_predict_data, validate_training_data
+
+# Share of the budget kept back from the search for refitting the front's constants on all rows.
+_POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
+_POLISH_EVAL_SHARE = 0.02
+# Refit cap per expression (the search's own fits stop at 1 s, Appendix E.2); longer here since
+# it runs once per front entry, on all rows.
+_POLISH_SECONDS = 2.0
+# Total seconds of SymPy simplification for the whole front, and per expression.
+_SIMPLIFY_TOTAL, _SIMPLIFY_EACH = 10.0, 1.0
+_DIGITS = 4  # significant digits of constants in the displayed equations
+
+
+@dataclass(frozen=True)
+class FrontEntry:
+    """One expression of the final Pareto front (after refitting its constants on all rows)."""
+
+    size: int
+    expression: Expression
+    mse: float
+    r2: float
+
+
+class SymbolicRegressor(RegressorMixin, BaseEstimator):
+    """Symbolic regression by Monte-Carlo tree search with a learned mutation policy (DGSR-MCTS).
+
+    Parameters
+    ----------
+    max_time : float, default=60
+        Seconds of wall time for ``fit`` (None: no time limit).
+    max_evaluations : int, default=500000
+        Expression evaluations on the training rows (CONTRACTS §2); whichever of the two limits
+        comes first stops the search. Results are reproducible for a fixed ``random_state``
+        when this, not ``max_time``, is the binding limit.
+    random_state : int, numpy Generator, RandomState or None, default=None
+        Seed.
+    policy : {"neural", "random"}, path or Policy, default="neural"
+        Mutation policy: the shipped pretrained weights, uniform random mutations, a
+        ``.safetensors`` checkpoint, or an object implementing :class:`dgsr.policy.Policy`.
+    n_samples : int, default=16
+        Mutations sampled per expansion (K).
+    iterations_per_trial : int, default=1000
+        MCTS iterations before the tree is reset.
+    p_uct : float, default=1.0
+        Exploration constant of the PUCT rule (equation 3 of the paper).
+    constant_fitting : {"never", "best", "all"} or None, default=None
+        When to fit constants during search (Table 5); None uses the benchmark-chosen default.
+    max_size : int, default=60
+        Node limit of an expression.
+    target_r2 : float or None, default=None
+        Stop once the best training R² reaches it (None: use the whole budget).
+    model_selection : {"best", "accuracy", "score"}, default="best"
+        Which front expression ``predict`` uses: highest R² (``"accuracy"``), largest drop of
+        log-loss per unit of size (``"score"``), or the highest score among expressions within
+        1.5x of the lowest loss (``"best"``).
+    verbose : bool, default=False
+        Show a live progress line on stderr.
+    max_features : int, default=10
+        Wider data is reduced to this many columns by mutual information, with a warning.
+    device : str, default="cpu"
+        Torch device for the neural policy.
+    warm_start : bool, default=False
+        Continue from the previous fit's archive when fitting the same columns again.
+
+    Attributes
+    ----------
+    equations_ : pandas.DataFrame
+        The Pareto front sorted by complexity; columns ``complexity`` (node count), ``loss``
+        (MSE on the training rows), ``r2``, ``score``, ``equation`` (readable, the user's column
+        names, constants to 4 significant digits), ``sympy`` (simplified SymPy expression) and
+        ``simplified_size`` (its node count, as SRBench counts size).
+    expression_ : Expression
+        The selected expression (variables ``x0..`` index ``selected_features_``).
+    best_index_ : int
+        Row of ``equations_`` that ``predict`` uses.
+    selected_features_ : list of str
+        Names of the input columns the search used.
+    n_features_in_, feature_names_in_ : as in scikit-learn.
+    n_evaluations_, history_, stop_reason_ : search statistics.
+    """
+
+    def __init__(
+        self,
+        max_time: float | None = 60,
+        max_evaluations: int | None = 500000,
+        random_state: Any = None,
+        policy: Any = "neural",
+        n_samples: int = 16,
+        iterations_per_trial: int = 1000,
+        p_uct: float = 1.0,
+        constant_fitting: str | None = None,
+        max_size: int = 60,
+        target_r2: float | None = None,
+        model_selection: str = "best",
+        verbose: bool = False,
+        max_features: int = 10,
+        device: str = "cpu",
+        warm_start: bool = False,
+    ):
+        self.max_time = max_time
+        self.max_evaluations = max_evaluations
+        self.random_state = random_state
+        self.policy = policy
+        self.n_samples = n_samples
+        self.iterations_per_trial = iterations_per_trial
+        self.p_uct = p_uct
+        self.constant_fitting = constant_fitting
+        self.max_size = max_size
+        self.target_r2 = target_r2
+        self.model_selection = model_selection
+        self.verbose = verbose
+        self.max_features = max_features
+        self.device = device
+        self.warm_start = warm_start
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X: Any, y: Any) -> SymbolicRegressor:
+        """Search for expressions of the columns of ``X`` that fit ``y``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Numeric, finite; DataFrame column names become the variable names.
+        y : array-like of shape (n_samples,)
+            Numeric, finite target.
+
+        Returns
+        -------
+        self
+        """
+        start = time.perf_counter()
+        validate_params(self)
+        previous = self._warm_state()
+        data = validate_training_data(self, X, y)
+        feat_rng, search_rng, polish_rng = _root_rng(self.random_state).spawn(3)
+        X_arr, y_arr = data.X, data.y
+        self._y_mean = float(np.mean(y_arr))
+
+        if np.ptp(y_arr) == 0.0:
+            warnings.warn(f"y is constant ({y_arr[0]:g}); the model is that constant (no search was run).",
+                          UserWarning, stacklevel=2)
+            self._feature_index = np.arange(0)
+            self.selected_features_ = []
+            entries = [_entry(Expression.constant(float(y_arr[0])), as_columns(X_arr[:, :0]), y_arr)]
+            self.n_evaluations_, self.history_, self.stop_reason_ = 0.0, [], "constant_target"
+            self.n_trials_ = 0
+            self._archive = None
+        else:
+            index = select_features(X_arr, y_arr, self.max_features, rng=feat_rng)
+            if len(index) < X_arr.shape[1]:
+                chosen = [data.names[i] for i in index]
+                warnings.warn(
+                    f"X has {X_arr.shape[1]} columns, more than max_features={self.max_features}; the "
+                    f"search uses the {len(index)} with the highest mutual information with y: "
+                    f"{', '.join(chosen)}.", UserWarning, stacklevel=2)
+            self._feature_index = index
+            self.selected_features_ = [data.names[i] for i in index]
+            entries = self._search(X_arr[:, index], y_arr, search_rng, polish_rng, start, previous)
+
+        names = self.selected_features_
+        self._front = entries
+        self.equations_ = _front_table(entries, names, self._simplify_seconds(start))
+        self.best_index_ = self._select(entries)
+        self.expression_ = entries[self.best_index_].expression
+        return self
+
+    def _search(self, X: np.ndarray, y: np.ndarray, search_rng: np.random.Generator,
+                polish_rng: np.random.Generator, start: float, previous: Any) -> list[FrontEntry]:
+        """Run the MCTS search, then refit the front's constants on all rows."""
+        from .budget import Budget
+        from .policies import load_policy
+        from .search import SearchConfig, run_search
+
+        config_kwargs = dict(n_samples=self.n_samples, iterations_per_trial=self.iterations_per_trial,
+                             p_uct=self.p_uct, max_size=self.max_size)
+        if self.constant_fitting is not None:
+            config_kwargs["constant_fitting"] = self.constant_fitting
+        config = SearchConfig(**config_kwargs)
+        policy = load_policy(self.policy, device=self.device)
+        search_time = None
+        if self.max_time is not None:
+            reserve = min(_POLISH_TIME_SHARE * self.max_time, _POLISH_TIME_MAX)
+            search_time = max(self.max_time - reserve - (time.perf_counter() - start), 0.0)
+        search_evals = None
+        if self.max_evaluations is not None:
+            search_evals = max(1, int(self.max_evaluations * (1.0 - _POLISH_EVAL_SHARE)))
+        budget = Budget(max_evaluations=search_evals, max_time=search_time, target_r2=self.target_r2)
+
+        progress = None
+        if self.verbose:
+            from .progress import ProgressLine
+
+            progress = ProgressLine(max_time=self.max_time, max_evaluations=self.max_evaluations)
+        try:
+            if progress is not None:
+                progress.__enter__()
+            result = run_search(X, y, policy, config=config, rng=search_rng, budget=budget, archive=previous,
+                                on_progress=progress.update if progress is not None else None)
+            if progress is not None:
+                progress.update(_snapshot(result), force=True)
+        finally:
+            if progress is not None:
+                progress.__exit__(None, None, None)
+        self.n_evaluations_ = float(result.n_evaluations)
+        self.history_ = list(result.history)
+        self.stop_reason_ = result.stop_reason
+        self.n_trials_ = int(result.n_trials)
+        self._archive = result.archive if self.warm_start else None
+
+        columns = as_columns(X)
+        candidates = [e.expression for e in result.archive.front()]
+        if not candidates:  # nothing valid within the budget: the mean is the honest answer
+            candidates = [Expression.constant(float(np.mean(y)))]
+        entries = self._polish(candidates, columns, y, polish_rng, start)
+        return _pareto(entries)
+
+    def _polish(self, exprs: list[Expression], columns: np.ndarray, y: np.ndarray,
+                rng: np.random.Generator, start: float) -> list[FrontEntry]:
+        """Refit constants on all training rows (the search fits on 256-row subsets)."""
+        y_var = float(np.var(y))
+        evals_left = math.inf
+        if self.max_evaluations is not None:
+            evals_left = self.max_evaluations - self.n_evaluations_
+        entries = []
+        for i, expr in enumerate(exprs):
+            time_left = math.inf
+            if self.max_time is not None:
+                time_left = self.max_time - (time.perf_counter() - start)
+            if expr.n_constants and evals_left >= 2 and time_left > 0:
+                cap = min(_POLISH_SECONDS, time_left / (len(exprs) - i))
+                try:
+                    fit = fit_constants(expr, columns, y, rng=rng, time_limit=cap, batch_size=columns.shape[1],
+                                        y_var=y_var, max_iter=int(min(200, max(evals_left / 2, 1))))
+                except KeyboardInterrupt:  # Ctrl-C while polishing: keep what was searched
+                    evals_left = 0
+                else:
+                    evals_left -= fit.evaluations
+                    self.n_evaluations_ += fit.evaluations
+                    if fit.improved and fit.r2 > -math.inf:
+                        expr = fit.expression
+            entries.append(_entry(expr, columns, y, y_var))
+        return [e for e in entries if math.isfinite(e.mse)]
+
+    def _warm_state(self) -> Any:
+        if not self.warm_start or getattr(self, "_archive", None) is None:
+            return None
+        return self._archive
+
+    def _simplify_seconds(self, start: float) -> float:
+        """Seconds of SymPy simplification allowed: at most 10, and within max_time when possible."""
+        if self.max_time is None:
+            return _SIMPLIFY_TOTAL
+        left = self.max_time - (time.perf_counter() - start)
+        return max(min(_SIMPLIFY_TOTAL, left), 0.5)
+
+    def _select(self, entries: list[FrontEntry]) -> int:
+        from .pareto import select
+
+        return int(select(entries, self.model_selection))
+
+    # ------------------------------------------------------------------ use
+    def predict(self, X: Any, index: int | None = None) -> np.ndarray:
+        """Predictions of the selected expression (or of row ``index`` of ``equations_``).
+
+        Rows where that expression is undefined (log of a negative, division by zero, overflow)
+        take the value of the next front expression that is finite there (most accurate first),
+        else the training mean, with a warning; finite input never gives NaN or inf.
+        """
+        check_is_fitted(self, "expression_")
+        X_arr = validate_predict_data(self, X)
+        X_sel = X_arr[:, self._feature_index]
+        order = self._fallback_order(self._row(index))
+        out = evaluate(self._front[order[0]].expression, X_sel)
+        bad = ~np.isfinite(out)
+        if bad.any():
+            n_bad = int(bad.sum())
+            for i in order[1:]:
+                rows = np.flatnonzero(bad)
+                values = evaluate(self._front[i].expression, X_sel[rows])
+                ok = np.isfinite(values)
+                out[rows[ok]] = values[ok]
+                bad[rows[ok]] = False
+                if not bad.any():
+                    break
+            out[bad] = self._y_mean
+            warnings.warn(f"The selected expression is undefined on {n_bad} of {len(out)} rows; those rows use "
+                          f"the next front expression defined there ({int(bad.sum())} fell back to the "
+                          "training mean).", RuntimeWarning, stacklevel=2)
+        return out
+
+    def _row(self, index: int | None) -> int:
+        if index is None:
+            return self.best_index_
+        n = len(self._front)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -n <= index < n:
+            raise IndexError(f"index must be an integer row of equations_ (0..{n - 1}), got {index!r}")
+        return int(index) % n
+
+    def _fallback_order(self, first: int) -> list[int]:
+        rest = sorted((i for i in range(len(self._front)) if i != first), key=lambda i: self._front[i].mse)
+        return [first, *rest]
+
+    def sympy(self, index: int | None = None) -> sympy.Expr:
+        """SymPy expression of the selected equation (or of row ``index`` of ``equations_``)."""
+        check_is_fitted(self, "expression_")
+        return self.equations_["sympy"].iloc[self._row(index)]
+
+    def latex(self, index: int | None = None, precision: int = _DIGITS) -> str:
+        """LaTeX of the selected equation (or row ``index``), constants to ``precision`` digits."""
+        return sympy.latex(round_floats(self.sympy(index), precision))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.target_tags.single_output = True
+        tags.target_tags.multi_output = False
+        return tags
+
+
+# ---------------------------------------------------------------------- helpers
+def _root_rng(random_state: Any) -> np.random.Generator:
+    """A Generator from ``random_state`` without touching global state (an int seeds it exactly)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31 - 1))
+    return np.random.default_rng(random_state)
+
+
+def _snapshot(result: Any) -> Any:
+    from .progress import Snapshot
+
+    front = result.archive.front()
+    best = max(front, key=lambda e: e.r2) if front else None
+    return Snapshot(result.elapsed, result.n_evaluations, best.r2 if best else -math.inf,
+                    best.size if best else 0, result.n_trials)
+
+
+def _entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | None = None) -> FrontEntry:
+    with np.errstate(all="ignore"):
+        pred = evaluate_columns(expr, columns)
+        mse = float(np.mean((pred - y) ** 2))
+    if not math.isfinite(mse):
+        mse = math.inf
+    return FrontEntry(expr.size, expr, mse, r2_score(y, pred, y_var))
+
+
+def _pareto(entries: list[FrontEntry]) -> list[FrontEntry]:
+    """Non-dominated entries sorted by size: each strictly more accurate than every smaller one.
+
+    Refitting constants can make a small expression beat a larger one, which then drops out.
+    """
+    best: dict[int, FrontEntry] = {}
+    for e in entries:
+        if e.size not in best or e.mse < best[e.size].mse:
+            best[e.size] = e
+    front, lowest = [], math.inf
+    for size in sorted(best):
+        if best[size].mse < lowest:
+            front.append(best[size])
+            lowest = best[size].mse
+    return front
+
+
+def front_scores(entries: list[FrontEntry]) -> np.ndarray:
+    """PySR's score: drop of log(loss) per unit of size from the previous front entry (0 for the first)."""
+    tiny = np.finfo(np.float64).tiny
+    scores = np.zeros(len(entries))
+    for i in range(1, len(entries)):
+        d_size = entries[i].size - entries[i - 1].size
+        d_log = math.log(max(entries[i].mse, tiny)) - math.log(max(entries[i - 1].mse, tiny))
+        scores[i] = -d_log / d_size if d_size > 0 else 0.0
+    return scores
+
+
+def _front_table(entries: list[FrontEntry], names: list[str], seconds: float) -> pd.DataFrame:
+    deadline = time.perf_counter() + seconds
+    rows = []
+    for e, score in zip(entries, front_scores(entries)):
+        raw = e.expression.to_sympy(names)
+        cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
+        expr = simplify(raw, timeout=cap) if cap > 0.05 else raw
+        rows.append({"complexity": e.size, "loss": e.mse, "r2": e.r2, "score": float(score),
+                     "equation": str(round_floats(expr, _DIGITS)), "sympy": expr,
+                     "simplified_size": complexity(expr)})
+    return pd.DataFrame(rows, columns=["complexity", "loss", "r2", "score", "equation", "sympy", "simplified_size"])
