@@ -1,0 +1,78 @@
+"""dgsr.bench.protocol: split, noise, R², size and SRBench's symbolic-solution check, by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import sympy
+
+from dgsr.bench.methods import dgsr_options, get_method
+from dgsr.bench.protocol import is_symbolic_solution, make_split, model_size, node_count, r2_score, round_floats
+
+x, y, h, n = sympy.symbols("x y h n")
+
+
+def test_r2_by_hand():
+    y_true = np.array([1.0, 2.0, 3.0, 4.0])
+    # residuals: only the last row is off by 1 -> SS_res = 1; mean 2.5 -> SS_tot = 2.25+0.25+0.25+2.25 = 5
+    assert r2_score(y_true, np.array([1.0, 2.0, 3.0, 5.0])) == pytest.approx(1 - 1 / 5)
+    assert r2_score(y_true, np.full(4, 2.5)) == pytest.approx(0.0)
+    assert r2_score(y_true, y_true) == 1.0
+    assert r2_score(y_true, np.array([1.0, np.nan, 3.0, 4.0])) == float("-inf")
+
+
+def test_split_sizes_determinism_and_cap():
+    X = pd.DataFrame({"a": np.arange(200.0)})
+    y = np.arange(200.0)
+    s1, s2, s3 = make_split(X, y, 0), make_split(X, y, 0), make_split(X, y, 1)
+    assert len(s1.y_train) == 150 and len(s1.y_test) == 50
+    np.testing.assert_array_equal(s1.y_test, s2.y_test)
+    assert not np.array_equal(s1.y_test, s3.y_test)
+    assert set(s1.y_train).isdisjoint(s1.y_test)
+    np.testing.assert_array_equal(s1.X_train["a"].to_numpy(), s1.y_train)  # rows stay aligned
+    capped = make_split(X, y, 0, max_train=40)
+    assert len(capped.y_train) == 40 and len(capped.y_test) == 50
+
+
+def test_noise_on_training_targets_only():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=20_000)})
+    y = 3.0 + X["a"].to_numpy()
+    clean, noisy = make_split(X, y, 5), make_split(X, y, 5, noise=0.1)
+    np.testing.assert_array_equal(clean.y_test, noisy.y_test)
+    residual = noisy.y_train - clean.y_train
+    rms = np.sqrt(np.mean(clean.y_train**2))
+    assert np.std(residual) == pytest.approx(0.1 * rms, rel=0.05)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("model,truth,expected", [
+    (2 * x + 1, 2 * x, True),  # difference is a constant
+    (3 * x * y, x * y, True),  # ratio is a nonzero constant
+    (x**2, x, False),
+    (x + y, x, False),
+    (sympy.Integer(0), x, False),  # ratio 0 does not count
+    (sympy.Float(0.5000000001) * x, x / 2, True),  # floats rounded to 6 decimals
+    (sympy.Float(0.15915494309) * h * n + sympy.Float(1e-7), n * h / (2 * sympy.pi), True),
+    (sympy.sin(x) ** 2, 1 - sympy.cos(x) ** 2, True),  # equal after simplification
+])
+def test_symbolic_solution(model, truth, expected):
+    assert is_symbolic_solution(model, truth) is expected
+
+
+def test_model_size_counts_simplified_nodes():
+    a, b = sympy.symbols("a b")
+    assert node_count(a + sympy.sin(3 * b)) == 6  # SRBench's example: [+, a, sin, *, 3, b]
+    assert model_size(a + a + a) == 3  # 3*a after simplification
+    assert round_floats(sympy.Float(1.23456789) * a) == sympy.Float(1.234568) * a
+
+
+def test_dgsr_variant_names():
+    assert dgsr_options("dgsr") == {}
+    assert dgsr_options("dgsr-random-const-all-k8") == {"policy": "random", "constant_fitting": "all",
+                                                         "n_samples": 8}
+    assert dgsr_options("operon") is None
+    assert get_method("dgsr-neural-k12").name == "dgsr-neural-k12"
+    with pytest.raises(KeyError):
+        get_method("no-such-method")
