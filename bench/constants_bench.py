@@ -18,17 +18,17 @@ import os
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+import argparse
+import math
+import time
+from dataclasses import dataclass
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from dgsr.constants import fit_constants, linear_scaling, scale_expression  # noqa: E402
-from dgsr.evaluate import all_finite, as_columns, evaluate_columns, r2_score  # noqa: E402
-from dgsr.expression import Expression  # noqa: E402
-from dgsr.operators import BINARY, TRANSCENDENTAL, UNARY  # noqa: E402
+from dgsr.constants import fit_constants, linear_scaling, scale_expression
+from dgsr.evaluate import all_finite, as_columns, evaluate_columns, r2_score
+from dgsr.expression import Expression
+from dgsr.operators import BINARY, TRANSCENDENTAL, UNARY
 
 _SAFE_UNARY = tuple(u for u in UNARY if u not in TRANSCENDENTAL)
 

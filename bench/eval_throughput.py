@@ -18,16 +18,16 @@ import os
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import time  # noqa: E402
+import argparse
+import time
 
-import numpy as np  # noqa: E402
+import numpy as np
+from constants_bench import random_expression
 
-from constants_bench import random_expression  # noqa: E402
-from dgsr.constants import fit_constants  # noqa: E402
-from dgsr.evaluate import all_finite, as_columns, evaluate_columns  # noqa: E402
-from dgsr.expression import Expression  # noqa: E402
-from dgsr.operators import CONSTANT, OPERATORS, arity  # noqa: E402
+from dgsr.constants import fit_constants
+from dgsr.evaluate import all_finite, as_columns, evaluate_columns
+from dgsr.expression import Expression
+from dgsr.operators import CONSTANT, OPERATORS, arity
 
 N_ROWS, N_FEATURES = 1000, 3
 
@@ -129,7 +129,7 @@ def main() -> None:
         fit_rng = np.random.default_rng(args.seed + 1)
         evaluations: list[float] = []
 
-        def fit(item: tuple[Expression, np.ndarray]) -> None:
+        def fit(item: tuple[Expression, np.ndarray], fit_rng=fit_rng, evaluations=evaluations) -> None:
             result = fit_constants(item[0], columns, item[1], rng=fit_rng, **fit_kwargs)
             evaluations.append(result.evaluations)
 

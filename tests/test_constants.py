@@ -3,6 +3,7 @@ import warnings
 
 import numpy as np
 import pytest
+from tests.conftest import random_tree
 
 import dgsr.constants as constants_module
 from dgsr.constants import ConstantFit, fit_constants, linear_scaling, scale_expression
@@ -11,7 +12,6 @@ from dgsr.expression import Expression
 from dgsr.gradients import BINARY_DERIVATIVES, DERIVATIVES, UNARY_DERIVATIVES, value_and_jacobian
 from dgsr.operators import BINARY, OPERATORS, UNARY
 from dgsr.parser import parse
-from tests.conftest import random_tree
 
 C = Expression.constant
 X0, X1 = Expression.variable(0), Expression.variable(1)

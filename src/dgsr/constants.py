@@ -90,7 +90,8 @@ class _Objective:
         self.calls = 0
         self.best_loss = math.inf
         self.best_theta: np.ndarray | None = None
-        # scipy evaluates the starting point again; a one-entry cache makes that repeat free.
+        # The optimisers evaluate the starting point again (fit_constants already did, and
+        # leastsq checks it before MINPACK starts); a one-entry cache makes repeats free.
         self._last: tuple[bytes, str, object] | None = None
         self._jac: tuple[bytes, np.ndarray] | None = None
 

@@ -14,8 +14,8 @@ The derivatives are keyed by operator name, next to the operator table of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
