@@ -200,8 +200,9 @@ def fit_constants(
     y:
         Targets ``[n_rows]``.
     method:
-        ``"bfgs"`` (scipy BFGS, analytic gradient) or ``"lm"`` (Levenberg-Marquardt,
-        analytic Jacobian; BFGS when there are fewer rows than constants).
+        ``"bfgs"`` (BFGS with a backtracking line search, analytic gradient) or ``"lm"``
+        (Levenberg-Marquardt, MINPACK, analytic Jacobian; BFGS when there are fewer rows than
+        constants).
     rng:
         Draws the row subset.
     time_limit:
@@ -227,7 +228,9 @@ def fit_constants(
         with np.errstate(all="ignore"):
             y_var = float(np.var(y))
     n_rows = columns.shape[1]
-    if expr.n_constants == 0 or n_rows == 0:
+    if n_rows == 0:
+        return ConstantFit(expr, -math.inf, 0.0, time.perf_counter() - start, False)
+    if expr.n_constants == 0:
         r2 = r2_score(y, evaluate_columns(expr, columns), y_var)
         return ConstantFit(expr, r2, 1.0, time.perf_counter() - start, False)
 
