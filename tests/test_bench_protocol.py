@@ -8,7 +8,14 @@ import pytest
 import sympy
 
 from dgsr.bench.methods import dgsr_options, get_method
-from dgsr.bench.protocol import is_symbolic_solution, make_split, model_size, node_count, r2_score, round_floats
+from dgsr.bench.protocol import (
+    is_symbolic_solution,
+    make_split,
+    model_size,
+    node_count,
+    r2_score,
+    round_floats,
+)
 
 x, y, h, n = sympy.symbols("x y h n")
 

@@ -32,7 +32,7 @@ def _rows():
     # method "a": black-box per-dataset means 0.5, 0.7, 0.9 -> median 0.7; sizes 10, 20, 30 -> median 20
     for ds, (r0, r1), s in [("b1", (0.4, 0.6), 10), ("b2", (0.6, 0.8), 20), ("b3", (0.9, 0.9), 30)]:
         rows += [_row("a", "blackbox", ds, 0, r0, s, curve=[[1, 0.1], [100, 0.5]]),
-                 _row("a", "blackbox", ds, 1, r1, s, curve=[[10, 0.3]])]
+                 _row("a", "blackbox", ds, 1, r1, s, curve=[[10, 0.3], [100, 0.3]])]
     # Feynman for "a": f1 solved in both seeds (exact once), f2 R² 0.995 in seed 0 and failed in seed 1
     rows += [_row("a", "feynman", "f1", 0, 0.9999, 5, True), _row("a", "feynman", "f1", 1, 0.9995, 7, False),
              _row("a", "feynman", "f2", 0, 0.995, 9, False), _row("a", "feynman", "f2", 1, None, None, None, "timeout")]

@@ -12,6 +12,19 @@ from .methods import METHODS, Budget, Method, MethodResult, get_method, register
 from .protocol import is_symbolic_solution, make_split, model_size, r2_score
 
 __all__ = [
-    "Budget", "DatasetRef", "METHODS", "Method", "MethodResult", "Problem", "get_method", "is_symbolic_solution",
-    "list_datasets", "load_problem", "make_split", "model_size", "r2_score", "register_method", "resolve_data_dir",
+    "METHODS",
+    "Budget",
+    "DatasetRef",
+    "Method",
+    "MethodResult",
+    "Problem",
+    "get_method",
+    "is_symbolic_solution",
+    "list_datasets",
+    "load_problem",
+    "make_split",
+    "model_size",
+    "r2_score",
+    "register_method",
+    "resolve_data_dir",
 ]

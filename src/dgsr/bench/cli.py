@@ -34,7 +34,8 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default="dgsr,operon,gplearn", help="comma-separated method names")
     p.add_argument("--time", type=float, default=None, help="seconds per run (default 60; 10 with --quick)")
     p.add_argument("--evals", type=int, default=None, help="evaluation budget per run (default: the method's)")
-    p.add_argument("--seeds", default="3", help="number of seeds (0..N-1) or a comma-separated list (default 3)")
+    p.add_argument("--seeds", default=None, help="number of seeds (0..N-1) or a comma-separated list "
+                   "(default 3; 1 with --quick)")
     p.add_argument("--noise", type=float, default=0.0, help="target noise level: 0, 0.001, 0.01 or 0.1")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel, one thread each (default 2)")
     p.add_argument("--out", default="results", help="results folder (runs.jsonl, report.md; default results/)")
@@ -61,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"note: noise {args.noise} is not one of SRBench's levels {NOISE_LEVELS}", file=sys.stderr)
     data_dir = resolve_data_dir(args.data)
     time_s = args.time if args.time is not None else (QUICK_TIME_S if args.quick else STANDARD_TIME_S)
-    seeds = [0] if args.quick and args.seeds == "3" else _seeds(args.seeds)
+    seeds = _seeds(args.seeds) if args.seeds is not None else ([0] if args.quick else [0, 1, 2])
     specs = plan_runs(data_dir=data_dir, suites=_csv(args.suite), methods=_csv(args.methods), seeds=seeds,
                       time_s=time_s, evals=args.evals, noise=args.noise,
                       datasets=_csv(args.datasets) if args.datasets else None, limit=args.limit, quick=args.quick)

@@ -256,7 +256,7 @@ register_method("gplearn", run_gplearn, "gplearn SymbolicRegressor, warm-started
 # ---------------------------------------------------------------- reference points
 
 
-def run_linear(split: Split, budget: Budget) -> MethodResult:  # noqa: ARG001
+def run_linear(split: Split, budget: Budget) -> MethodResult:
     """Ordinary least squares: a cheap floor for accuracy and a sanity check of the harness."""
     import sympy
 

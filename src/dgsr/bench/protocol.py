@@ -41,7 +41,7 @@ def make_split(X: pd.DataFrame, y: np.ndarray, seed: int, *, noise: float = 0.0,
     rng = np.random.default_rng([int(seed), 75])  # own stream, so noise and cap do not shift the split
     n = len(y)
     order = rng.permutation(n)
-    n_test = max(1, int(round(TEST_FRACTION * n)))
+    n_test = max(1, round(TEST_FRACTION * n))
     test, train = order[:n_test], order[n_test:]
     train = train[:max_train]  # the order is already random, so a prefix is a uniform subsample
     y_train = np.asarray(y[train], dtype=np.float64).copy()
@@ -82,7 +82,7 @@ def time_cap(seconds: float) -> Iterator[None]:
         yield
         return
 
-    def _alarm(signum, frame):  # noqa: ARG001
+    def _alarm(signum, frame):
         raise TimeCapExceeded
 
     previous = signal.signal(signal.SIGALRM, _alarm)
@@ -123,7 +123,7 @@ def simplify_capped(expr, seconds: float = 5.0):
             return sympy.simplify(expr, ratio=1)
     except TimeCapExceeded:
         return expr
-    except Exception:  # SymPy raises assorted errors on odd inputs; size falls back to the raw form
+    except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs; keep the raw form)
         return expr
 
 
@@ -165,5 +165,5 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
             return _is_constant(ratio) and ratio != 0 and ratio.is_finite is not False
     except TimeCapExceeded:
         return False
-    except Exception:  # unparseable or exotic models are simply not solutions
+    except Exception:  # noqa: BLE001  (unparseable or exotic models are simply not solutions)
         return False

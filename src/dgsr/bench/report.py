@@ -74,7 +74,7 @@ def per_dataset(df: pd.DataFrame) -> pd.DataFrame:
     d = df.assign(
         solved=df["ok"] & (df["r2"] >= SOLVED_R2),
         solved_strict=df["ok"] & (df["r2"] > STRICT_R2),
-        exact=df["ok"] & (df["solution"] == True),  # noqa: E712  (None means not checked)
+        exact=df["ok"] & (df["solution"] == True),
         r2_ok=df["r2"].where(df["ok"]),
         size_ok=df["size"].where(df["ok"]),
     )
@@ -116,6 +116,9 @@ def _size_scale(ax, axis: str = "x") -> None:
         return np.where(y <= 100, y, 100 * np.exp(np.minimum(y, 1e4) / 100 - 1))
 
     (ax.set_xscale if axis == "x" else ax.set_yscale)("function", functions=(forward, inverse))
+    top = (ax.get_xlim() if axis == "x" else ax.get_ylim())[1]
+    ticks = [t for t in (0, 20, 40, 60, 80, 100, 200, 500, 1000, 2000, 5000, 10000) if t <= top]
+    (ax.set_xticks if axis == "x" else ax.set_yticks)(ticks)
 
 
 def _pareto_panel(ax, labels: list[str], acc: np.ndarray, size: np.ndarray, ylabel: str, title: str) -> None:
@@ -129,8 +132,10 @@ def _pareto_panel(ax, labels: list[str], acc: np.ndarray, size: np.ndarray, ylab
         ax.scatter(size[idx], acc[idx], color=color, s=40, zorder=3, label=f"rank {r}")
         for i in idx:
             ax.annotate(labels[i], (size[i], acc[i]), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    if np.isfinite(size).any():
-        ax.set_xlim(0, max(110.0, float(np.nanmax(size)) * 1.3))
+    biggest = float(np.nanmax(size)) * 1.15 if np.isfinite(size).any() else 0.0
+    # end the axis on a tick of the log part, so the last tick is labelled
+    ax.set_xlim(0, 110.0 if biggest <= 110 else next((t for t in (200, 500, 1000, 2000, 5000, 10000)
+                                                      if t >= biggest), biggest))
     _size_scale(ax)
     ax.set_xlabel("median model size (SymPy nodes, simplified)")
     ax.set_ylabel(ylabel)
@@ -168,10 +173,12 @@ def plot_pareto(summary: pd.DataFrame, path: Path) -> Path | None:
     return path
 
 
-def learning_curves(df: pd.DataFrame, grid_points: int = 60) -> tuple[np.ndarray, dict[str, tuple]]:
+def learning_curves(df: pd.DataFrame, grid_points: int = 100) -> tuple[np.ndarray, dict[str, tuple]]:
     """Mean and 95% CI of best train R² (clipped at 0) on a shared log grid of evaluations, per label.
 
-    Each run's curve is a step function (best so far); before its first point a run is left out.
+    Each run's curve is a step function (best so far); before its first point a run is left out, after
+    its last point it keeps its final value. Grid points past the median run's last evaluation are NaN,
+    so a curve ends where most of its runs ended.
     """
     runs = df[df["ok"] & df["curve"].apply(lambda c: isinstance(c, list) and len(c) > 0)]
     if runs.empty:
@@ -184,9 +191,10 @@ def learning_curves(df: pd.DataFrame, grid_points: int = 60) -> tuple[np.ndarray
     grid = np.unique(np.geomspace(lo, max(hi, lo * 1.0001), grid_points))
     curves: dict[str, tuple] = {}
     for label, group in runs.groupby("label"):
-        table = []
+        table, ends = [], []
         for curve in group["curve"]:
             e = np.array([p[0] for p in curve], float)
+            ends.append(e.max())
             v = np.array([np.nan if p[1] is None else p[1] for p in curve], float)
             v = np.fmax.accumulate(np.clip(np.nan_to_num(v, nan=0.0), 0.0, 1.0))  # best so far, floor 0
             pos = np.searchsorted(e, grid, side="right") - 1
@@ -197,7 +205,7 @@ def learning_curves(df: pd.DataFrame, grid_points: int = 60) -> tuple[np.ndarray
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN grid columns before a run's first point
             mean = np.nanmean(np.where(n > 0, values, 0.0), axis=0)
             ci = 1.96 * np.nanstd(values, axis=0) / np.sqrt(np.maximum(n, 1))
-        mean[n == 0] = np.nan
+        mean[(n == 0) | (grid > np.median(ends) * 1.0001)] = np.nan
         curves[label] = (mean, ci, n)
     return grid, curves
 
@@ -251,8 +259,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 def _settings(df: pd.DataFrame) -> list[str]:
     seeds = sorted(int(s) for s in df["seed"].unique())
     lines = [f"- runs: {len(df)} ({int((~df['ok']).sum())} failed); seeds: {seeds}",
-             f"- time budgets (s): {sorted(float(t) for t in df['time'].unique())}; "
-             f"noise levels: {sorted(float(x) for x in df['noise'].unique())}",
+             (f"- time budgets (s): {sorted(float(t) for t in df['time'].unique())}; "
+              f"noise levels: {sorted(float(x) for x in df['noise'].unique())}"),
              "- datasets: " + ", ".join(f"{s} {df.loc[df['suite'] == s, 'dataset'].nunique()}"
                                         for s in sorted(df["suite"].unique()))]
     return lines
@@ -293,11 +301,11 @@ def write_report(results_dir: str | Path) -> Path:
             ["method", "R² ≥ 0.99 (%)", "R² > 0.999 (%)", "exact (%)", "median size"],
             [[r["method"], _fmt(r["strogatz_r2_099"], 1), _fmt(r["strogatz_r2_0999"], 1),
               _fmt(r["strogatz_exact"], 1), _fmt(r["strogatz_median_size"], 1)] for _, r in st.iterrows()]), ""]
-    lines += ["Aggregation: mean over seeds per dataset, then median over black-box datasets and mean over "
+    lines += [("Aggregation: mean over seeds per dataset, then median over black-box datasets and mean over "
               "Feynman/Strogatz problems. Failed runs (status other than `ok`) count as unsolved in the rates "
               "and are left out of R² and size medians. Ranks: Pareto fronts on (accuracy, size), 1 = "
               "non-dominated (the paper's rank 0). Exact = SRBench's symbolic-solution check (checked only "
-              "when test R² > 0.5).", ""]
+              "when test R² > 0.5)."), ""]
     if fig3 is not None:
         lines += ["## Accuracy against size (Figure 3)", "", f"![Pareto plot]({fig3.name})", ""]
     if fig4 is not None:

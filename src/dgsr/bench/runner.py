@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -101,7 +102,7 @@ def _append_row(path: Path, row: dict[str, Any]) -> None:
 
 
 def _finite(value: float) -> float | None:
-    return value if value == value and abs(value) != float("inf") else None
+    return value if math.isfinite(value) else None
 
 
 def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
@@ -119,7 +120,7 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
     t_fit = time.perf_counter()
     try:
         result = method.fn(split, Budget(spec.time, spec.evals, spec.seed))
-    except Exception as exc:  # a failing method is a result to record, not a harness crash
+    except Exception as exc:  # noqa: BLE001  (a failing method is a result to record, not a harness crash)
         row.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8)[-4000:],
                    fit_time=time.perf_counter() - t_fit)
         return row
@@ -145,7 +146,7 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
                 truth = parse_formula(problem.formula, problem.variables)
                 row["solution"] = is_symbolic_solution(result.model, truth, SOLUTION_CAP_S)
         row["post"] = "done"
-    except Exception as exc:  # the accuracy stands even if SymPy chokes on the model
+    except Exception as exc:  # noqa: BLE001  (the accuracy stands even if SymPy chokes on the model)
         row["post"] = f"error: {type(exc).__name__}: {exc}"
     row["wall_time"] = time.perf_counter() - t_start
     return row
@@ -272,8 +273,14 @@ class _ProgressBar:
     """A rich progress bar (runs done, elapsed, ETA) that also prints each failure as it happens."""
 
     def __init__(self, total: int) -> None:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.progress = Progress(TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
