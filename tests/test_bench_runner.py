@@ -48,8 +48,22 @@ def fake_nan(split, budget):
     return MethodResult(np.full(len(split.X_test), np.nan))
 
 
+class _SlowToSimplify:
+    """A model that prints fine but never finishes converting to SymPy (stands in for a huge model)."""
+
+    def __str__(self) -> str:
+        return "slow"
+
+    def _sympy_(self):
+        time.sleep(10_000)
+
+
+def fake_slow_post(split, budget):
+    return MethodResult(np.full(len(split.X_test), float(np.mean(split.y_train))), _SlowToSimplify())
+
+
 for _name, _fn in [("fake-ok", fake_least_squares), ("fake-raise", fake_raise), ("fake-hang", fake_hang),
-                   ("fake-crash", fake_crash), ("fake-nan", fake_nan)]:
+                   ("fake-crash", fake_crash), ("fake-nan", fake_nan), ("fake-slow-post", fake_slow_post)]:
     register_method(_name, _fn)
 
 
@@ -81,7 +95,7 @@ def test_rows_appended_then_resumed(tmp_path, data_dir):
 @pytest.mark.timeout(60)
 def test_failures_are_recorded_and_the_run_goes_on(tmp_path, data_dir):
     specs = plan_runs(data_dir=data_dir, suites=["blackbox"], seeds=[0], time_s=1,
-                      methods=["fake-hang", "fake-raise", "fake-crash", "fake-nan", "fake-ok"])
+                      methods=["fake-hang", "fake-slow-post", "fake-raise", "fake-crash", "fake-nan", "fake-ok"])
     start = time.monotonic()
     rows = run_benchmark(specs, tmp_path / "out", jobs=2, hard_limit=6, progress=False)
     assert time.monotonic() - start < 40
@@ -91,7 +105,11 @@ def test_failures_are_recorded_and_the_run_goes_on(tmp_path, data_dir):
     assert status["fake-crash"]["status"] == "crash"
     assert status["fake-nan"]["status"] == "invalid" and status["fake-nan"]["r2_test"] is None
     assert status["fake-ok"]["status"] == "ok" and status["fake-ok"]["r2_test"] == pytest.approx(1.0)
-    assert len(read_rows(tmp_path / "out" / RESULTS_FILE)) == 5
+    # killed while simplifying: the scored row is kept, marked as cut short
+    slow = status["fake-slow-post"]
+    assert slow["status"] == "ok" and slow["r2_test"] is not None and slow["post"].startswith("killed")
+    assert slow["size"] is None and slow["model"] == "slow"
+    assert len(read_rows(tmp_path / "out" / RESULTS_FILE)) == 6
     # --retry-failed runs only the failures again
     again = run_benchmark([s for s in specs if s.method in ("fake-raise", "fake-ok")], tmp_path / "out",
                           jobs=2, retry_failed=True, progress=False)
