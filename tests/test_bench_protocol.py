@@ -83,3 +83,36 @@ def test_dgsr_variant_names():
     assert get_method("dgsr-neural-k12").name == "dgsr-neural-k12"
     with pytest.raises(KeyError):
         get_method("no-such-method")
+
+
+@pytest.mark.timeout(60)
+def test_dgsr_adapter_passes_budget_and_variant(monkeypatch):
+    import dgsr.regressor
+    from dgsr.bench.methods import Budget
+
+    seen = {}
+
+    class FakeRegressor:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+
+        def fit(self, X, y):
+            self.n_evaluations_ = 42.0
+            self.history_ = [{"evaluations": 10, "time": 0.1, "best_r2": 0.5}]
+            return self
+
+        def predict(self, X):
+            return np.zeros(len(X))
+
+        def sympy(self):
+            return sympy.Symbol("a")
+
+    monkeypatch.setattr(dgsr.regressor, "SymbolicRegressor", FakeRegressor)
+    # keep this pytest process's thread settings (the adapter would pin them to 1 for a worker)
+    monkeypatch.setattr("dgsr.bench.methods.limit_threads", lambda: None)
+    X = pd.DataFrame({"a": np.arange(8.0)})
+    split = make_split(X, np.arange(8.0), 0)
+    result = get_method("dgsr-random-const-best-k8").fn(split, Budget(time=3.0, evaluations=1000, seed=7))
+    assert seen == {"max_time": 3.0, "max_evaluations": 1000, "random_state": 7, "verbose": False,
+                    "policy": "random", "constant_fitting": "best", "n_samples": 8}
+    assert result.n_evaluations == 42.0 and result.curve == [(10.0, 0.5)] and str(result.model) == "a"

@@ -125,16 +125,26 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
             kwargs["max_evaluations"] = budget.evaluations
         est = SymbolicRegressor(**kwargs)
         est.fit(split.X_train, split.y_train)
-        history = getattr(est, "history_", None) or []
-        curve = [(float(h["evaluations"]), float(h["best_r2"])) for h in history]
         return MethodResult(
             predictions=np.asarray(est.predict(split.X_test), dtype=np.float64),
             model=est.sympy(),
             n_evaluations=float(getattr(est, "n_evaluations_", np.nan)),
-            curve=curve or None,
+            curve=_history_curve(getattr(est, "history_", None)),
         )
 
     return run
+
+
+def _history_curve(history: Any) -> list[tuple[float, float]] | None:
+    """(evaluations, best train R²) from ``history_`` entries, dicts or objects with those fields."""
+    def field_of(entry: Any, name: str) -> float:
+        return float(entry[name] if isinstance(entry, dict) else getattr(entry, name))
+
+    try:
+        curve = [(field_of(h, "evaluations"), field_of(h, "best_r2")) for h in history or []]
+    except (KeyError, AttributeError, TypeError, ValueError):
+        return None  # a curve is optional: never fail a run over its shape
+    return curve or None
 
 
 for _name in ("dgsr", "dgsr-random", "dgsr-neural", "dgsr-const-never", "dgsr-const-best", "dgsr-const-all",

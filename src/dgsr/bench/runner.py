@@ -180,8 +180,9 @@ class _Active:
 
 
 def _kill(proc) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker leads its own group: this ends its children too
+    if hasattr(os, "killpg"):
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker leads its own group: this ends its children too
     with contextlib.suppress(Exception):
         proc.kill()
     proc.join(5)
