@@ -247,6 +247,8 @@ def run_benchmark(specs: Iterable[RunSpec], out_dir: str | os.PathLike, *, jobs:
                 limit = hard_limit if hard_limit is not None else default_hard_limit(active.spec.time)
                 if active.final:
                     active.proc.join(5)
+                    if active.proc.is_alive():  # result delivered but stuck on exit (e.g. a library thread)
+                        _kill(active.proc)
                     row = dict(active.last or {})
                     row = {**{k: v for k, v in asdict(active.spec).items() if k != "data_dir"}, **row}
                     finish(active, row)
