@@ -32,8 +32,9 @@ import os
 import pickle
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 #: Subcommands provided by other modules, imported lazily (see the module docstring).
 PLUGINS: dict[str, str] = {

@@ -41,7 +41,7 @@ class ProgressLine:
         self._last = -math.inf
         self._text = Text("dgsr: starting search ...")
 
-    def __enter__(self) -> ProgressLine:
+    def __enter__(self) -> ProgressLine:  # noqa: PYI034  (typing.Self needs 3.11)
         # A redrawn line only makes sense on a terminal; in logs and pipes the last state is
         # printed once, on exit.
         if self.console.is_terminal:
@@ -50,10 +50,10 @@ class ProgressLine:
             self._live.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._live is not None:
             self._live.update(self._text, refresh=True)
-            self._live.__exit__(*exc)
+            self._live.__exit__(None, None, None)
             self._live = None
         else:
             self.console.print(self._text)

@@ -161,7 +161,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         validate_params(self)
         previous = self._warm_state()
         data = validate_training_data(self, X, y)
-        feat_rng, search_rng, polish_rng = _root_rng(self.random_state).spawn(3)
+        root = _root_rng(self.random_state)
+        # A warm-started fit continues with fresh random streams instead of replaying the last one.
+        self._n_fits = (getattr(self, "_n_fits", 0) + 1) if previous is not None else 1
+        for _ in range(self._n_fits - 1):
+            root = root.spawn(1)[0]
+        feat_rng, search_rng, polish_rng = root.spawn(3)
         X_arr, y_arr = data.X, data.y
         self._y_mean = float(np.mean(y_arr))
 
@@ -182,9 +187,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     f"X has {X_arr.shape[1]} columns, more than max_features={self.max_features}; the "
                     f"search uses the {len(index)} with the highest mutual information with y: "
                     f"{', '.join(chosen)}.", UserWarning, stacklevel=2)
+            if previous is not None and not np.array_equal(previous[0], index):
+                previous = None  # other columns: the old archive's variables mean other things
             self._feature_index = index
             self.selected_features_ = [data.names[i] for i in index]
-            entries = self._search(X_arr[:, index], y_arr, search_rng, polish_rng, start, previous)
+            entries = self._search(X_arr[:, index], y_arr, search_rng, polish_rng, start,
+                                   previous[1] if previous is not None else None)
 
         names = self.selected_features_
         self._front = entries
@@ -200,8 +208,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         from .policies import load_policy
         from .search import SearchConfig, run_search
 
-        config_kwargs = dict(n_samples=self.n_samples, iterations_per_trial=self.iterations_per_trial,
-                             p_uct=self.p_uct, max_size=self.max_size)
+        config_kwargs: dict[str, Any] = {"n_samples": self.n_samples, "p_uct": self.p_uct,
+                                         "iterations_per_trial": self.iterations_per_trial,
+                                         "max_size": self.max_size}
         if self.constant_fitting is not None:
             config_kwargs["constant_fitting"] = self.constant_fitting
         config = SearchConfig(**config_kwargs)
@@ -234,7 +243,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.history_ = list(result.history)
         self.stop_reason_ = result.stop_reason
         self.n_trials_ = int(result.n_trials)
-        self._archive = result.archive if self.warm_start else None
+        # Kept only when asked for: it is the one part of the fitted state that grows with the search.
+        self._archive = (self._feature_index, result.archive) if self.warm_start else None
 
         columns = as_columns(X)
         candidates = [e.expression for e in result.archive.front()]
@@ -270,7 +280,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             entries.append(_entry(expr, columns, y, y_var))
         return [e for e in entries if math.isfinite(e.mse)]
 
-    def _warm_state(self) -> Any:
+    def _warm_state(self) -> tuple[np.ndarray, Any] | None:
+        """(feature index, archive) of the previous fit when warm-starting, else None."""
         if not self.warm_start or getattr(self, "_archive", None) is None:
             return None
         return self._archive

@@ -116,7 +116,7 @@ def _numeric_target(y: Any) -> Any:
         return y
     try:
         arr = np.asarray(y)
-    except Exception:  # ragged sequences and the like: sklearn's check gives its own message
+    except (TypeError, ValueError):  # ragged sequences and the like: sklearn's check words it
         return y
     if arr.dtype.kind == "c":
         raise ValueError("Complex data not supported: the target y is complex.")
@@ -176,9 +176,9 @@ def validate_params(est: Any) -> None:
                          f"got {est.constant_fitting!r}.")
     if est.model_selection not in _MODEL_SELECTION:
         raise ValueError(f"model_selection must be one of {_MODEL_SELECTION}, got {est.model_selection!r}.")
-    if est.target_r2 is not None:
-        if not isinstance(est.target_r2, numbers.Real) or not -math.inf < est.target_r2 <= 1.0:
-            raise ValueError(f"target_r2 must be None or a number <= 1, got {est.target_r2!r}.")
+    r2 = est.target_r2
+    if r2 is not None and (not isinstance(r2, numbers.Real) or not -math.inf < r2 <= 1.0):
+        raise ValueError(f"target_r2 must be None or a number <= 1, got {r2!r}.")
     policy = est.policy
     if isinstance(policy, str) and policy not in _POLICY_NAMES and not policy.endswith(".safetensors"):
         raise ValueError(f"policy must be 'neural', 'random', a path to a .safetensors checkpoint "
