@@ -1,0 +1,105 @@
+"""Accuracy-vs-size Pareto archive and the rules that pick one model from a front.
+
+The archive sits on the search's hot path, so ``add`` is O(1): it keeps the most accurate
+expression of each size; ``front`` filters the non-dominated ones when asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .expression import Expression
+
+#: "best" keeps expressions whose loss is within this factor of the lowest (as PySR's "best").
+BEST_LOSS_FACTOR = 1.5
+SELECTION_RULES = ("best", "accuracy", "score")
+
+
+@dataclass(frozen=True)
+class ParetoEntry:
+    """One expression of the archive: its size, mean squared error and R² on the search data."""
+
+    size: int
+    expression: Expression
+    mse: float
+    r2: float
+
+
+class _Entry(Protocol):
+    size: int
+    mse: float
+
+
+class ParetoArchive:
+    """Most accurate expression per size, from every expression the search evaluates."""
+
+    def __init__(self) -> None:
+        self._best: dict[int, ParetoEntry] = {}
+
+    def add(self, expression: Expression, mse: float, r2: float) -> bool:
+        """Offer an expression; True when it became the best of its size. Non-finite losses are ignored."""
+        if not math.isfinite(mse):
+            return False
+        size = expression.size
+        current = self._best.get(size)
+        if current is not None and current.mse <= mse:
+            return False
+        self._best[size] = ParetoEntry(size, expression, float(mse), float(r2))
+        return True
+
+    def front(self) -> list[ParetoEntry]:
+        """Non-dominated entries sorted by size: each strictly more accurate than every smaller one."""
+        out, lowest = [], math.inf
+        for size in sorted(self._best):
+            entry = self._best[size]
+            if entry.mse < lowest:
+                out.append(entry)
+                lowest = entry.mse
+        return out
+
+    def best(self) -> ParetoEntry | None:
+        """The most accurate entry (the smallest one among ties)."""
+        front = self.front()
+        return front[-1] if front else None
+
+    def __len__(self) -> int:
+        return len(self._best)
+
+
+def front_scores(entries: Sequence[_Entry]) -> np.ndarray:
+    """PySR's score: drop of log(loss) per unit of size from the previous entry (0 for the first).
+
+    ``entries`` must be sorted by size, as a front is.
+    """
+    tiny = np.finfo(np.float64).tiny
+    scores = np.zeros(len(entries))
+    for i in range(1, len(entries)):
+        d_size = entries[i].size - entries[i - 1].size
+        d_log = math.log(max(entries[i].mse, tiny)) - math.log(max(entries[i - 1].mse, tiny))
+        scores[i] = -d_log / d_size if d_size > 0 else 0.0
+    return scores
+
+
+def select(entries: Sequence[_Entry], rule: str = "best") -> int:
+    """Index of the entry that ``rule`` picks from a front sorted by size.
+
+    ``"accuracy"``: lowest loss. ``"score"``: largest score (:func:`front_scores`). ``"best"``:
+    largest score among entries whose loss is within 1.5x of the lowest (PySR's default).
+    """
+    if rule not in SELECTION_RULES:
+        raise ValueError(f"model_selection must be one of {SELECTION_RULES}, got {rule!r}")
+    if not entries:
+        raise ValueError("cannot select from an empty front")
+    losses = np.array([e.mse for e in entries], dtype=float)
+    if rule == "accuracy":
+        return int(np.argmin(losses))
+    scores = front_scores(entries)
+    if rule == "best":
+        eligible = losses <= BEST_LOSS_FACTOR * losses.min()
+        scores = np.where(eligible, scores, -np.inf)
+    return int(np.argmax(scores))

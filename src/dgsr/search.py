@@ -1,0 +1,482 @@
+"""Monte-Carlo tree search over expressions (Section 3.1 of the paper).
+
+A search runs *trials*; each trial builds a tree from the empty expression for
+``iterations_per_trial`` iterations, then the tree is reset (the policy may have changed in
+between: expert iteration). One iteration:
+
+1. **selection**: from the root, follow the child maximising equation 3,
+   ``V(f') + p_uct * P(f') * sqrt(sum_children N) / (1 + N(f'))``, to a leaf;
+2. **expansion**: ask the policy for K mutations of the leaf and apply them; every new
+   expression is evaluated (constants fitted per ``constant_fitting``, Table 5) and offered
+   to the Pareto archive; its first value is 1 when it solves the problem (R² >= 0.99), else
+   the critic's estimate (or, for a policy without a critic, its own accuracy);
+3. **back-propagation**: every ancestor adds the new values, times ``depth_decay ** distance``.
+
+The tree stores the expressions as mutated, not with fitted constants (Section 4.1); the
+archive stores the fitted ones. A leaf with no valid new child is terminal, as is a node whose
+children all are; a terminal root ends the trial early. Evaluations are counted as CONTRACTS §2
+says, and cached by expression key for the whole search. This module never imports torch or
+SymPy (CONTRACTS §5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .budget import Budget
+from .constants import DEFAULT_METHOD, fit_constants
+from .evaluate import as_columns, evaluate_columns, r2_score
+from .expression import Expression
+from .mutations import InvalidMutation, Mutation, apply_mutation
+from .pareto import ParetoArchive, ParetoEntry
+from .policy import Policy
+
+CONSTANT_FITTING_MODES = ("never", "best", "all")
+# "best" fits the constants of this many of a trial's most accurate expressions when it ends.
+_BEST_FITS_PER_TRIAL = 3
+_PROGRESS_EVERY = 8  # iterations between progress callbacks (the display rate-limits itself)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Hyper-parameters of the search (defaults: CONTRACTS §4 and Appendix E).
+
+    Attributes
+    ----------
+    n_samples:
+        K, mutations asked of the policy per expansion.
+    iterations_per_trial:
+        MCTS iterations before the tree is reset.
+    p_uct:
+        Exploration constant of equation 3.
+    depth_decay:
+        Back-propagated values are multiplied by ``depth_decay ** distance`` (Appendix E.3).
+    constant_fitting:
+        ``"never"``, ``"best"`` (the best expressions of each trial) or ``"all"`` (every new one).
+    constant_method, constant_time_limit, constant_batch_size:
+        Optimiser (None: :data:`dgsr.constants.DEFAULT_METHOD`), seconds and rows per fit.
+    max_size:
+        Node limit of an expression.
+    solved_r2:
+        R² at which an expression counts as a solution (value 1).
+    max_trials:
+        Stop after this many trials (None: only the budget stops the search).
+    record_training_data:
+        Keep, per trial, the shortest mutation path to a solution and the critic targets
+        (for expert iteration); off by default because it holds on to the trees' expressions.
+    min_visits:
+        N_min_visits: nodes visited fewer times give no critic target.
+    cache_size:
+        Evaluations remembered by expression key; the cache is cleared when it is full.
+    """
+
+    n_samples: int = 16
+    iterations_per_trial: int = 1000
+    p_uct: float = 1.0
+    depth_decay: float = 1.0
+    constant_fitting: str = "all"
+    constant_method: str | None = None
+    constant_time_limit: float = 1.0
+    constant_batch_size: int = 256
+    max_size: int = 60
+    solved_r2: float = 0.99
+    max_trials: int | None = None
+    record_training_data: bool = False
+    min_visits: int = 5
+    cache_size: int = 200_000
+
+    def __post_init__(self) -> None:
+        if self.constant_fitting not in CONSTANT_FITTING_MODES:
+            raise ValueError(f"constant_fitting must be one of {CONSTANT_FITTING_MODES}, "
+                             f"got {self.constant_fitting!r}")
+        if self.n_samples < 1:
+            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
+        if self.iterations_per_trial < 1:
+            raise ValueError(f"iterations_per_trial must be >= 1, got {self.iterations_per_trial}")
+        if not self.p_uct >= 0:
+            raise ValueError(f"p_uct must be >= 0, got {self.p_uct}")
+        if not 0 < self.depth_decay <= 1:
+            raise ValueError(f"depth_decay must be in (0, 1], got {self.depth_decay}")
+        if not 1 <= self.max_size <= 60:
+            raise ValueError(f"max_size must be in 1..60, got {self.max_size}")
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """What a progress display needs; passed to ``on_progress``."""
+
+    elapsed: float
+    evaluations: float
+    best_r2: float
+    best_size: int
+    trials: int
+
+
+@dataclass
+class TrialRecord:
+    """Summary of one trial, with expert-iteration data when the config asks for it.
+
+    ``solution_path``: ``(state, mutation)`` pairs from the empty expression to the solution
+    reached in the fewest mutations (None when nothing was solved). ``critic_targets``:
+    ``(expression, target)``, 1.0 on paths to solutions, else the node's mean value, for nodes
+    visited at least ``min_visits`` times.
+    """
+
+    index: int
+    iterations: int
+    evaluations: float
+    best_r2: float
+    solved: bool
+    solution_path: list[tuple[Expression, Mutation]] | None = None
+    critic_targets: list[tuple[Expression, float]] = field(default_factory=list)
+
+
+@dataclass
+class SearchResult:
+    """Outcome of :func:`run_search`; ``archive.front()`` holds the accuracy-size front."""
+
+    archive: ParetoArchive
+    best: ParetoEntry | None
+    n_evaluations: float
+    n_trials: int
+    n_iterations: int
+    elapsed: float
+    stop_reason: str
+    history: list[dict[str, float]]
+    mutation_stats: dict[str, int]
+    trials: list[TrialRecord]
+
+
+class _Node:
+    __slots__ = (
+        "children",
+        "depth",
+        "expression",
+        "mutation",
+        "parent",
+        "prior",
+        "r2",
+        "terminal",
+        "value_sum",
+        "visits",
+    )
+
+    def __init__(self, expression: Expression, parent: _Node | None, mutation: Mutation | None,
+                 prior: float, r2: float):
+        self.expression = expression
+        self.parent = parent
+        self.mutation = mutation
+        self.prior = prior
+        self.children: list[_Node] = []
+        self.visits = 0
+        self.value_sum = 0.0
+        self.terminal = False
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.r2 = r2
+
+
+class _Evaluator:
+    """Scores expressions on the training rows, caching by key, counting, feeding the archive."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, config: SearchConfig, budget: Budget,
+                 archive: ParetoArchive, rng: np.random.Generator):
+        self.columns = as_columns(X)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.y_var = float(np.var(self.y))
+        self.config = config
+        self.budget = budget
+        self.archive = archive
+        self.rng = rng
+        self.method = config.constant_method or DEFAULT_METHOD
+        self.cache: dict[tuple, tuple[float, Expression]] = {}
+        self.fitted: set[tuple] = set()
+        self.best_r2 = -math.inf
+        self.best_size = 0
+
+    def score(self, expr: Expression, fit: bool) -> float:
+        """R² of ``expr`` (constants fitted first when ``fit`` and it has any); -inf if invalid."""
+        key = expr.key()
+        hit = self.cache.get(key)
+        if hit is not None and (not fit or key in self.fitted or not expr.n_constants):
+            return hit[0]
+        if fit and expr.n_constants:
+            result = fit_constants(expr, self.columns, self.y, method=self.method, rng=self.rng,
+                                   time_limit=self.budget.cap(self.config.constant_time_limit),
+                                   batch_size=self.config.constant_batch_size, y_var=self.y_var)
+            self.budget.add(result.evaluations)
+            r2, scored = result.r2, result.expression
+            self.fitted.add(key)
+            if hit is not None and hit[0] > r2:  # the mutated constants were better than the fit
+                return hit[0]
+        else:
+            pred = evaluate_columns(expr, self.columns)
+            self.budget.add(1.0)
+            r2, scored = r2_score(self.y, pred, self.y_var), expr
+        if len(self.cache) >= self.config.cache_size:
+            self.cache.clear()
+            self.fitted.clear()
+        self.cache[key] = (r2, scored)
+        if math.isfinite(r2):
+            # R² = 1 - mse / var(y), so the archive's loss needs no second pass over the rows.
+            mse = max(1.0 - r2, 0.0) * self.y_var if self.y_var > 0 else 0.0
+            self.archive.add(scored, mse, r2)
+            if r2 > self.best_r2 or (r2 == self.best_r2 and scored.size < self.best_size):
+                self.best_r2, self.best_size = r2, scored.size
+        return r2
+
+
+def run_search(
+    X: np.ndarray,
+    y: np.ndarray,
+    policy: Policy,
+    *,
+    config: SearchConfig | None = None,
+    rng: np.random.Generator | int | None = None,
+    budget: Budget | None = None,
+    archive: ParetoArchive | None = None,
+    on_progress: Callable[[SearchProgress], Any] | None = None,
+) -> SearchResult:
+    """Search for expressions of the columns of ``X`` that fit ``y``.
+
+    Parameters
+    ----------
+    X, y:
+        Training rows ``[n_rows, n_features]`` and targets ``[n_rows]``, all finite.
+    policy:
+        The mutation policy (:class:`dgsr.policy.Policy`).
+    config:
+        Search hyper-parameters (default :class:`SearchConfig`).
+    rng:
+        Randomness of the search, the policy's sampling and the constant fits.
+    budget:
+        Evaluations / time / target R² (default: 100,000 evaluations).
+    archive:
+        A Pareto archive to continue (warm start); a new one otherwise.
+    on_progress:
+        Called every few iterations with a :class:`SearchProgress`.
+
+    Returns
+    -------
+    SearchResult
+        ``stop_reason`` is ``"evaluations"``, ``"time"``, ``"target"``, ``"trials"`` or
+        ``"interrupted"`` (Ctrl-C: the search returns what it found so far).
+    """
+    config = config or SearchConfig()
+    rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    budget = (budget or Budget(max_evaluations=100_000)).start()
+    archive = archive if archive is not None else ParetoArchive()
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be [n_rows, n_features] and y [n_rows]; got {X.shape} and {y.shape}")
+
+    evaluator = _Evaluator(X, y, config, budget, archive, rng)
+    stats: Counter[str] = Counter()
+    history: list[dict[str, float]] = []
+    trials: list[TrialRecord] = []
+    n_iterations = 0
+    stop_reason = None
+
+    def record_history(trial: int) -> None:
+        if not history or evaluator.best_r2 > history[-1]["best_r2"]:
+            history.append({"evaluations": budget.evaluations, "time": budget.elapsed,
+                            "best_r2": evaluator.best_r2, "best_size": evaluator.best_size, "trial": trial})
+
+    def progress(trial: int) -> None:
+        if on_progress is not None:
+            on_progress(SearchProgress(budget.elapsed, budget.evaluations, evaluator.best_r2,
+                                       evaluator.best_size, trial))
+
+    try:
+        trial = 0
+        while stop_reason is None:
+            if config.max_trials is not None and trial >= config.max_trials:
+                stop_reason = "trials"
+                break
+            trial_rng = np.random.default_rng(rng.integers(2**63))
+            search = _Trial(trial, policy, policy.prepare(X, y, trial_rng), evaluator, config, trial_rng, stats)
+            trials.append(search.record)
+            fit_now = config.constant_fitting == "all"
+            while search.iterations < config.iterations_per_trial:
+                stop_reason = budget.exhausted(evaluator.best_r2)
+                if stop_reason is not None or search.root.terminal:
+                    break
+                search.iterate(fit_now)
+                n_iterations += 1
+                record_history(trial)
+                if search.iterations % _PROGRESS_EVERY == 0:
+                    progress(trial + 1)
+            search.finish(fit_best=config.constant_fitting == "best" and stop_reason != "time")
+            record_history(trial)
+            trial += 1
+    except KeyboardInterrupt:
+        stop_reason = "interrupted"
+    record_history(len(trials))
+    if stop_reason is None:
+        stop_reason = budget.exhausted(evaluator.best_r2) or "trials"
+    progress(len(trials))
+    return SearchResult(archive=archive, best=archive.best(), n_evaluations=budget.evaluations,
+                        n_trials=len(trials), n_iterations=n_iterations, elapsed=budget.elapsed,
+                        stop_reason=stop_reason, history=history, mutation_stats=dict(stats), trials=trials)
+
+
+class _Trial:
+    """One search tree, from the empty expression."""
+
+    def __init__(self, index: int, policy: Policy, context: Any, evaluator: _Evaluator, config: SearchConfig,
+                 rng: np.random.Generator, stats: Counter):
+        self.policy = policy
+        self.context = context
+        self.evaluator = evaluator
+        self.config = config
+        self.rng = rng
+        self.stats = stats
+        self.root = _Node(Expression.empty(), None, None, 1.0, -math.inf)
+        self.nodes: list[_Node] = [self.root]
+        self.keys: set[tuple] = {self.root.expression.key()}
+        self.iterations = 0
+        self.has_critic = getattr(policy, "has_critic", True)
+        self.record = TrialRecord(index=index, iterations=0, evaluations=0.0, best_r2=-math.inf, solved=False)
+        self._evaluations_at_start = evaluator.budget.evaluations
+
+    def iterate(self, fit: bool) -> None:
+        leaf = self._select()
+        if leaf.children:  # every child terminal: nothing left below this node
+            self._mark_terminal(leaf)
+            self.iterations += 1
+            return
+        children = self._expand(leaf, fit)
+        self.iterations += 1
+        if not children:
+            self._mark_terminal(leaf)
+            return
+        self._backpropagate(leaf, [c.value_sum for c in children])
+
+    def _select(self) -> _Node:
+        node = self.root
+        p_uct = self.config.p_uct
+        while node.children:
+            best, best_score = None, -math.inf
+            sqrt_total = math.sqrt(sum(c.visits for c in node.children))
+            for c in node.children:
+                if c.terminal:
+                    continue
+                score = c.value_sum / c.visits + p_uct * c.prior * sqrt_total / (1 + c.visits)
+                if score > best_score:
+                    best, best_score = c, score
+            if best is None:  # all children terminal (kept consistent by _mark_terminal)
+                return node
+            node = best
+        return node
+
+    def _expand(self, leaf: _Node, fit: bool) -> list[_Node]:
+        proposals = self.policy.propose(self.context, leaf.expression, self.config.n_samples, self.rng)
+        self.stats["proposed"] += len(proposals)
+        fresh: list[tuple[Expression, Mutation, float, float]] = []
+        for p in proposals:
+            try:
+                child = apply_mutation(leaf.expression, p.mutation, max_size=self.config.max_size)
+            except InvalidMutation as err:
+                self.stats[f"invalid:{err.reason}"] += 1
+                continue
+            key = child.key()
+            if key in self.keys:
+                self.stats["duplicate"] += 1
+                continue
+            self.keys.add(key)
+            r2 = self.evaluator.score(child, fit)
+            if not math.isfinite(r2):
+                self.stats["non_finite"] += 1
+                continue
+            self.stats["valid"] += 1
+            fresh.append((child, p.mutation, p.prior, r2))
+        if not fresh:
+            return []
+        values = self._values(fresh)
+        prior_sum = sum(f[2] for f in fresh)
+        children = []
+        for (expr, mutation, prior, r2), value in zip(fresh, values):
+            node = _Node(expr, leaf, mutation, prior / prior_sum if prior_sum > 0 else 1 / len(fresh), r2)
+            node.visits, node.value_sum = 1, float(value)
+            children.append(node)
+            self.record.best_r2 = max(self.record.best_r2, r2)
+        leaf.children = children
+        self.nodes.extend(children)
+        return children
+
+    def _values(self, fresh: list[tuple[Expression, Mutation, float, float]]) -> np.ndarray:
+        solved = np.array([f[3] >= self.config.solved_r2 for f in fresh])
+        values = np.ones(len(fresh))
+        todo = np.flatnonzero(~solved)
+        if len(todo) and self.has_critic:
+            estimates = np.asarray(self.policy.value(self.context, [fresh[i][0] for i in todo]), dtype=float)
+            values[todo] = estimates
+        # No critic (or no estimate): a node is worth its own accuracy, clipped to [0, 1).
+        missing = ~np.isfinite(values)
+        if missing.any():
+            accuracy = np.array([max(f[3], 0.0) for f in fresh])
+            values[missing] = np.minimum(accuracy[missing], 0.99)
+        return np.clip(values, 0.0, 1.0)
+
+    def _backpropagate(self, leaf: _Node, values: list[float]) -> None:
+        total, count = float(sum(values)), len(values)
+        decay = self.config.depth_decay
+        node: _Node | None = leaf
+        while node is not None:
+            total *= decay
+            node.value_sum += total
+            node.visits += count
+            node = node.parent
+
+    def _mark_terminal(self, node: _Node) -> None:
+        node.terminal = True
+        parent = node.parent
+        while parent is not None and all(c.terminal for c in parent.children):
+            parent.terminal = True
+            parent = parent.parent
+
+    def finish(self, fit_best: bool) -> None:
+        """Close the trial: fit the best expressions' constants (``"best"`` mode), fill the record."""
+        if fit_best:
+            candidates = sorted((n for n in self.nodes if n.expression.n_constants and math.isfinite(n.r2)),
+                                key=lambda n: -n.r2)[:_BEST_FITS_PER_TRIAL]
+            for node in candidates:
+                if self.evaluator.budget.exhausted(self.evaluator.best_r2):
+                    break
+                node.r2 = max(node.r2, self.evaluator.score(node.expression, fit=True))
+        record = self.record
+        record.iterations = self.iterations
+        record.evaluations = self.evaluator.budget.evaluations - self._evaluations_at_start
+        record.best_r2 = max((n.r2 for n in self.nodes), default=-math.inf)
+        solved = [n for n in self.nodes if n.r2 >= self.config.solved_r2]
+        record.solved = bool(solved)
+        if self.config.record_training_data:
+            self._record_training_data(solved)
+
+    def _record_training_data(self, solved: list[_Node]) -> None:
+        on_path: set[int] = set()
+        for node in solved:
+            n: _Node | None = node
+            while n is not None and id(n) not in on_path:
+                on_path.add(id(n))
+                n = n.parent
+        if solved:
+            target = min(solved, key=lambda n: (n.depth, -n.r2))
+            path = []
+            n = target
+            while n.parent is not None:
+                path.append((n.parent.expression, n.mutation))
+                n = n.parent
+            self.record.solution_path = path[::-1]
+        for n in self.nodes:
+            if id(n) in on_path:
+                self.record.critic_targets.append((n.expression, 1.0))
+            elif n.visits >= self.config.min_visits:
+                self.record.critic_targets.append((n.expression, n.value_sum / n.visits))
+
