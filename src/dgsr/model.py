@@ -1,0 +1,293 @@
+"""The mutation policy M_theta and critic C_psi (Sections 3.1, 3.3 and Appendix C of the paper).
+
+An encoder-decoder transformer in three parts (pre-LayerNorm blocks, as nanoGPT):
+
+* **point encoder**: each data point ``(x, y)`` is ONE token (the E2E point embedder: the
+  ``POINT_WIDTH`` float tokens of a point are embedded, concatenated and projected), followed by
+  self-attention over the points. Its output ``memory`` [B, P, d] depends only on the dataset,
+  so :mod:`dgsr.neural_policy` computes it once per trial and reuses it for every expansion (a
+  documented departure: the paper re-encodes a fresh point subset at each expansion).
+* **expression encoder**: the current expression's prefix tokens, self-attention plus
+  cross-attention to the point memory -> ``h`` [B, T, d].
+* **decoder**: the action ``I<node> <op> [B] <eos>`` token by token, causal self-attention plus
+  cross-attention to ``[memory; h]``, with a KV cache for sampling (:mod:`dgsr.sampling`).
+* **critic**: a value in [0, 1] from the masked mean of ``h`` (weights shared with the policy,
+  Section 3.1).
+
+Mantissa and exponent embeddings start from a smooth sinusoidal code of the number they stand
+for, so that neighbouring values start close (10,000 mantissa rows are too many to learn from
+scratch in a CPU-sized training run).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .mutations import MAX_SIZE
+from .tokens import FLOAT_WIDTH, MAX_EXPONENT, MAX_MANTISSA, POINT_WIDTH, vocabulary
+
+#: Longest expression in tokens: every node a constant triple (60 nodes, 3 tokens each) + margin.
+MAX_EXPRESSION_TOKENS = FLOAT_WIDTH * MAX_SIZE + 4
+#: Longest action: node + op + operand (<= 60 nodes of 3 tokens) + eos.
+MAX_ACTION_TOKENS = FLOAT_WIDTH * MAX_SIZE + 3
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape of the model; stored as JSON in checkpoint metadata.
+
+    The presets: ``small`` is sized for a 2-core CPU (an expansion with K=16 under 50 ms),
+    ``large`` for GPU training.
+    """
+
+    d_model: int = 128
+    n_heads: int = 4
+    point_layers: int = 2
+    expr_layers: int = 2
+    dec_layers: int = 2
+    ff_mult: int = 4
+    #: width of each float token's embedding inside the point embedder (concatenated: 33 x this)
+    point_token_dim: int = 24
+    vocab_size: int = 0  # 0 = the dgsr.tokens vocabulary
+    max_points: int = 100
+    max_expression_tokens: int = MAX_EXPRESSION_TOKENS
+    max_action_tokens: int = MAX_ACTION_TOKENS
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.vocab_size == 0:
+            object.__setattr__(self, "vocab_size", len(vocabulary()))
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown ModelConfig fields: {sorted(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def preset(cls, name: str) -> ModelConfig:
+        """``"small"`` (CPU default), ``"large"`` (GPU) or ``"tiny"`` (tests)."""
+        try:
+            return cls(**PRESETS[name])
+        except KeyError:
+            raise ValueError(f"unknown model preset {name!r}; choose from {sorted(PRESETS)}") from None
+
+
+PRESETS: dict[str, dict] = {
+    "tiny": {"d_model": 32, "n_heads": 2, "point_layers": 1, "expr_layers": 1, "dec_layers": 1, "ff_mult": 2,
+                 "point_token_dim": 8},
+    "small": {"d_model": 128, "n_heads": 4, "point_layers": 2, "expr_layers": 2, "dec_layers": 2, "ff_mult": 4,
+                  "point_token_dim": 24},
+    "large": {"d_model": 512, "n_heads": 8, "point_layers": 4, "expr_layers": 4, "dec_layers": 8, "ff_mult": 4,
+                  "point_token_dim": 64},
+}
+
+
+class _Attention(nn.Module):
+    """Multi-head attention with separate query and key/value inputs; K/V can be precomputed."""
+
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(d, d)
+        self.kv = nn.Linear(d, 2 * d)
+        self.out = nn.Linear(d, d)
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:  # [B, T, d] -> [B, H, T, d/H]
+        b, t, d = x.shape
+        return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+    def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        k, v = self.kv(x).chunk(2, dim=-1)
+        return self.split(k), self.split(v)
+
+    def attend(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               mask: torch.Tensor | None = None, causal: bool = False) -> torch.Tensor:
+        """``x`` [B, T, d] attends to ``k, v`` [B, H, S, d/H]; ``mask`` [B, 1, T|1, S] True = keep."""
+        q = self.split(self.q(x))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None)
+        b, _, t, _ = y.shape
+        return self.out(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class _Block(nn.Module):
+    """Pre-LN block: self-attention, optional cross-attention, feed-forward."""
+
+    def __init__(self, d: int, heads: int, ff_mult: int, cross: bool, dropout: float):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.self_attn = _Attention(d, heads)
+        self.cross = cross
+        if cross:
+            self.ln2 = nn.LayerNorm(d)
+            self.cross_attn = _Attention(d, heads)
+        self.ln3 = nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, ff_mult * d), nn.GELU(), nn.Linear(ff_mult * d, d))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, self_mask: torch.Tensor | None = None, causal: bool = False,
+                mem_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
+                mem_mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.ln1(x)
+        k, v = self.self_attn.keys_values(h)
+        x = x + self.drop(self.self_attn.attend(h, k, v, self_mask, causal))
+        if self.cross:
+            x = x + self.drop(self.cross_attn.attend(self.ln2(x), *mem_kv, mem_mask))
+        return x + self.drop(self.ff(self.ln3(x)))
+
+    def step(self, x: torch.Tensor, cache: dict, mem_kv: tuple[torch.Tensor, torch.Tensor],
+             mem_mask: torch.Tensor | None) -> torch.Tensor:
+        """One decoding step: ``x`` [B, 1, d]; appends this step's keys/values to ``cache``."""
+        h = self.ln1(x)
+        k, v = self.self_attn.keys_values(h)
+        if "k" in cache:
+            k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+        cache["k"], cache["v"] = k, v
+        x = x + self.self_attn.attend(h, k, v)
+        x = x + self.cross_attn.attend(self.ln2(x), *mem_kv, mem_mask)
+        return x + self.ff(self.ln3(x))
+
+
+def _smooth_rows(values: torch.Tensor, dim: int, scale: float) -> torch.Tensor:
+    """Sinusoidal code [len(values), dim] of scalar ``values`` in [0, 1] (nearby values, nearby rows)."""
+    freqs = torch.exp(torch.linspace(0.0, math.log(200.0), dim // 2)) * math.pi
+    angles = values[:, None] * freqs[None, :]
+    code = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+    if code.shape[1] < dim:
+        code = torch.cat([code, torch.zeros(len(values), dim - code.shape[1])], dim=1)
+    return code * scale
+
+
+def _init_number_rows(emb: nn.Embedding) -> None:
+    v = vocabulary()
+    dim = emb.weight.shape[1]
+    with torch.no_grad():
+        m = torch.arange(MAX_MANTISSA + 1, dtype=torch.float32) / (MAX_MANTISSA + 1)
+        emb.weight[v.mantissa0:v.mantissa0 + MAX_MANTISSA + 1] = _smooth_rows(m, dim, 0.05)
+        e = torch.arange(2 * MAX_EXPONENT + 1, dtype=torch.float32) / (2 * MAX_EXPONENT + 1)
+        emb.weight[v.exponent0:v.exponent0 + 2 * MAX_EXPONENT + 1] = _smooth_rows(e, dim, 0.05)
+
+
+class PolicyModel(nn.Module):
+    """Point encoder + expression encoder + action decoder + critic head."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        c = self.config = config
+        d = c.d_model
+        self.pad = vocabulary().pad
+        # point embedder: 33 float tokens -> ONE token of width d
+        self.point_tok = nn.Embedding(c.vocab_size, c.point_token_dim)
+        self.point_proj = nn.Sequential(nn.Linear(POINT_WIDTH * c.point_token_dim, d), nn.GELU(),
+                                        nn.Linear(d, d))
+        self.point_blocks = nn.ModuleList(_Block(d, c.n_heads, c.ff_mult, False, c.dropout)
+                                          for _ in range(c.point_layers))
+        self.point_ln = nn.LayerNorm(d)
+        # shared token embedding for expressions and actions (tied with the output layer)
+        self.tok = nn.Embedding(c.vocab_size, d)
+        self.expr_pos = nn.Embedding(c.max_expression_tokens, d)
+        self.expr_blocks = nn.ModuleList(_Block(d, c.n_heads, c.ff_mult, True, c.dropout)
+                                         for _ in range(c.expr_layers))
+        self.expr_ln = nn.LayerNorm(d)
+        self.dec_pos = nn.Embedding(c.max_action_tokens + 1, d)
+        self.dec_blocks = nn.ModuleList(_Block(d, c.n_heads, c.ff_mult, True, c.dropout)
+                                        for _ in range(c.dec_layers))
+        self.dec_ln = nn.LayerNorm(d)
+        self.critic = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
+        self.apply(self._init)
+        _init_number_rows(self.point_tok)
+        _init_number_rows(self.tok)
+
+    @staticmethod
+    def _init(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=0.02)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    # ------------------------------------------------------------------ encoders
+    def encode_points(self, points: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``points`` [B, P, POINT_WIDTH] token ids -> memory [B, P, d]; ``point_mask`` [B, P] True = real."""
+        b, p, w = points.shape
+        x = self.point_proj(self.point_tok(points).reshape(b, p, w * self.config.point_token_dim))
+        mask = None if point_mask is None else point_mask[:, None, None, :]
+        for block in self.point_blocks:
+            x = block(x, self_mask=mask)
+        return self.point_ln(x)
+
+    def encode_expression(self, tokens: torch.Tensor, memory: torch.Tensor,
+                          point_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``tokens`` [B, T] (pad-padded) attending to ``memory`` [B, P, d] -> h [B, T, d]."""
+        t = tokens.shape[1]
+        x = self.tok(tokens) + self.expr_pos(torch.arange(t, device=tokens.device))
+        self_mask = (tokens != self.pad)[:, None, None, :]
+        mem_mask = None if point_mask is None else point_mask[:, None, None, :]
+        for block in self.expr_blocks:
+            x = block(x, self_mask=self_mask, mem_kv=block.cross_attn.keys_values(memory), mem_mask=mem_mask)
+        return self.expr_ln(x)
+
+    def value(self, h: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """Critic logits [B] from the masked mean of the expression encoding (sigmoid -> [0, 1])."""
+        keep = (tokens != self.pad).unsqueeze(-1).to(h.dtype)
+        pooled = (h * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+        return self.critic(pooled).squeeze(-1)
+
+    @staticmethod
+    def decoder_memory(memory: torch.Tensor, h: torch.Tensor, tokens: torch.Tensor, pad: int,
+                       point_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[memory; h]`` [B, P+T, d] and its key mask [B, 1, 1, P+T] for the decoder."""
+        b, p, _ = memory.shape
+        pm = torch.ones(b, p, dtype=torch.bool, device=memory.device) if point_mask is None else point_mask
+        mask = torch.cat([pm, tokens != pad], dim=1)[:, None, None, :]
+        return torch.cat([memory, h], dim=1), mask
+
+    # ------------------------------------------------------------------ decoder
+    def decode(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits [B, L, V] for decoder inputs ``actions_in`` [B, L] (starting with <bos>)."""
+        t = actions_in.shape[1]
+        x = self.tok(actions_in) + self.dec_pos(torch.arange(t, device=actions_in.device))
+        for block in self.dec_blocks:
+            x = block(x, causal=True, mem_kv=block.cross_attn.keys_values(mem), mem_mask=mem_mask)
+        return self.dec_ln(x) @ self.tok.weight.T
+
+    def cross_kv(self, mem: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per-layer cross-attention keys/values of the decoder memory (computed once per expansion)."""
+        return [block.cross_attn.keys_values(mem) for block in self.dec_blocks]
+
+    def decode_step(self, token: torch.Tensor, position: int, caches: list[dict],
+                    cross: list[tuple[torch.Tensor, torch.Tensor]], mem_mask: torch.Tensor,
+                    columns: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [B, V] of the next token after ``token`` [B] at ``position``; updates ``caches``.
+
+        ``columns`` restricts the output to those token ids ([B, len(columns)]): the grammar
+        usually allows a few dozen of the ~10k tokens, and the full projection dominates a step.
+        """
+        x = self.tok(token)[:, None, :] + self.dec_pos.weight[position]
+        for block, cache, kv in zip(self.dec_blocks, caches, cross):
+            x = block.step(x, cache, kv, mem_mask)
+        weight = self.tok.weight if columns is None else self.tok.weight[columns]
+        return self.dec_ln(x)[:, 0] @ weight.T
+
+    def forward(self, points: torch.Tensor, expr: torch.Tensor, actions_in: torch.Tensor,
+                point_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Training pass: (action logits [B, L, V], critic logits [B])."""
+        memory = self.encode_points(points, point_mask)
+        h = self.encode_expression(expr, memory, point_mask)
+        mem, mem_mask = self.decoder_memory(memory, h, expr, self.pad, point_mask)
+        return self.decode(actions_in, mem, mem_mask), self.value(h, expr)
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

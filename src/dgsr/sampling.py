@@ -1,0 +1,170 @@
+"""Batched sampling of K mutations per expansion (Section 3.3, Appendix E.3 of the paper).
+
+The K samples of one expansion decode together as one batch with a KV cache: the decoder memory
+(points + expression encoding) is encoded once and its cross-attention keys/values are computed
+once and broadcast over the K rows; rows that reach ``<eos>`` leave the batch. Every step is
+constrained by :class:`dgsr.tokens.ActionGrammar` (node index in range, ``root`` only on the
+empty expression, operand ``B`` well-formed and within the size budget), so decoding failures
+are rare; what remains invalid is what the rules of :mod:`dgsr.mutations` reject.
+
+Priors: each distinct valid mutation gets ``exp(log p / len**length_penalty)`` normalised over the
+distinct valid mutations (``log p`` = the model's constrained log-probability at temperature 1;
+``len`` = action length in tokens), as E2E/fairseq rank beams.
+
+Also the tensor helpers that turn expressions and datasets into padded id batches.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .expression import Expression
+from .model import PolicyModel
+from .mutations import MAX_SIZE, InvalidMutation, Mutation, apply_mutation
+from .tokens import ActionGrammar, DecodeFailure, vocabulary
+
+
+@dataclass(frozen=True)
+class SampledMutation:
+    """A distinct valid mutation, its result, log-probability and token length."""
+
+    mutation: Mutation
+    result: Expression
+    logprob: float
+    length: int
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """The outcome of one expansion's sampling."""
+
+    samples: list[SampledMutation]
+    priors: np.ndarray  # [len(samples)] normalised, sums to 1 (empty when no sample is valid)
+    n_sampled: int  # sequences decoded (K)
+    n_decode_failures: int  # not a well-formed action (should be 0 with the grammar)
+    rejected: Counter = field(default_factory=Counter)  # validity-rule reason -> count
+    n_duplicates: int = 0
+
+    @property
+    def n_valid(self) -> int:
+        """Valid samples, duplicates included (the paper's "valid mutations" rate numerator)."""
+        return self.n_sampled - self.n_decode_failures - sum(self.rejected.values())
+
+
+def expression_ids(expressions: Sequence[Expression], device: torch.device | str = "cpu") -> torch.Tensor:
+    """Padded token ids [B, T] of ``expressions`` (the empty expression is ``<empty>``)."""
+    v = vocabulary()
+    seqs = [v.encode_expression(e) for e in expressions]
+    return pad_ids(seqs, v.pad, device)
+
+
+def pad_ids(seqs: Sequence[Sequence[int]], pad: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Right-padded [B, max len] int64 tensor."""
+    width = max((len(s) for s in seqs), default=1)
+    out = np.full((len(seqs), max(width, 1)), pad, dtype=np.int64)
+    for i, s in enumerate(seqs):
+        out[i, :len(s)] = s
+    return torch.from_numpy(out).to(device)
+
+
+def points_ids(X: np.ndarray, y: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Point tokens [1, n, POINT_WIDTH] of one dataset (non-finite values encode, see dgsr.tokens)."""
+    return torch.from_numpy(vocabulary().encode_points(X, y)).unsqueeze(0).to(device)
+
+
+@torch.inference_mode()
+def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expression, *, k: int,
+                     n_features: int, temperature: float = 1.0, length_penalty: float = 1.0,
+                     generator: torch.Generator | None = None, max_size: int = MAX_SIZE) -> SampleResult:
+    """Sample ``k`` actions for ``expression`` given the encoded points ``memory`` [1, P, d].
+
+    ``temperature <= 0`` decodes greedily (all K rows then agree). Returns the distinct valid
+    mutations with priors; invalid and malformed samples are counted, never raised.
+    """
+    v = vocabulary()
+    device = memory.device
+    tokens = expression_ids([expression], device)
+    h = model.encode_expression(tokens, memory)
+    mem, mem_mask = model.decoder_memory(memory, h, tokens, v.pad)
+    cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in model.cross_kv(mem)]
+    mem_mask = mem_mask.expand(k, -1, -1, -1)
+    budget = max_size - expression.size - 1 if expression.size else max_size
+    grammars = [ActionGrammar(v, expression.size, n_features, max_operand=max(budget, 1)) for _ in range(k)]
+    caches: list[dict] = [{} for _ in model.dec_blocks]
+    out_tokens: list[list[int]] = [[] for _ in range(k)]
+    logprobs = np.zeros(k)
+    active = np.arange(k)  # rows of the original batch still decoding
+    token = torch.full((k,), v.bos, dtype=torch.long, device=device)
+    for position in range(model.config.max_action_tokens):
+        allowed_np = np.stack([grammars[i].allowed() for i in active])  # [A, V]
+        cols_np = np.flatnonzero(allowed_np.any(axis=0))  # tokens some row may take
+        cols = torch.from_numpy(cols_np).to(device)
+        logits = model.decode_step(token, position, caches, cross, mem_mask, cols).float()  # [A, C]
+        allowed = torch.from_numpy(allowed_np[:, cols_np]).to(device)
+        logits = logits.masked_fill(~allowed, float("-inf"))
+        logp = torch.log_softmax(logits, dim=-1)
+        if temperature > 0:
+            probs = torch.softmax(logits / temperature, dim=-1)
+            choice = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+        else:
+            choice = logits.argmax(dim=-1)
+        picked = logp.gather(1, choice[:, None]).squeeze(1).cpu().numpy()
+        choice = cols[choice]  # back to token ids
+        chosen = choice.cpu().numpy()
+        keep = []
+        for j, row in enumerate(active):
+            t = int(chosen[j])
+            logprobs[row] += picked[j]
+            out_tokens[row].append(t)
+            grammars[row].advance(t)
+            if not grammars[row].done:
+                keep.append(j)
+        if not keep:
+            break
+        if len(keep) < len(active):
+            idx = torch.tensor(keep, device=device)
+            for cache in caches:
+                cache["k"], cache["v"] = cache["k"][idx], cache["v"][idx]
+            cross = [(kk[idx], vv[idx]) for kk, vv in cross]
+            mem_mask = mem_mask[idx]
+            choice = choice[idx]
+            active = active[keep]
+        token = choice
+    return _collect(expression, out_tokens, logprobs, length_penalty, max_size)
+
+
+def _collect(expression: Expression, out_tokens: list[list[int]], logprobs: np.ndarray,
+             length_penalty: float, max_size: int) -> SampleResult:
+    v = vocabulary()
+    failures, duplicates = 0, 0
+    rejected: Counter = Counter()
+    best: dict[tuple, SampledMutation] = {}
+    for seq, lp in zip(out_tokens, logprobs):
+        mutation = v.decode_action(seq)
+        if isinstance(mutation, DecodeFailure):
+            failures += 1
+            continue
+        try:
+            result = apply_mutation(expression, mutation, max_size=max_size)
+        except InvalidMutation as err:
+            rejected[err.reason] += 1
+            continue
+        key = (mutation.node, mutation.op, None if mutation.operand is None else mutation.operand.key())
+        if key in best:
+            duplicates += 1
+            continue
+        best[key] = SampledMutation(mutation, result, float(lp), len(seq))
+    samples = list(best.values())
+    if samples:
+        scores = np.array([s.logprob / max(s.length, 1) ** length_penalty for s in samples])
+        scores = np.where(np.isfinite(scores), scores, -1e30)
+        w = np.exp(scores - scores.max())
+        priors = w / w.sum()
+    else:
+        priors = np.zeros(0)
+    return SampleResult(samples, priors, len(out_tokens), failures, rejected, duplicates)

@@ -1,0 +1,149 @@
+"""The transformer policy/critic: shapes, masking, config round trip, a tiny model overfits one batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dgsr.model import ModelConfig, PolicyModel
+from dgsr.mutations import Mutation
+from dgsr.parser import parse
+from dgsr.sampling import expression_ids, pad_ids, points_ids
+from dgsr.tokens import vocabulary
+
+NAMES = ["x0", "x1"]
+
+
+def _batch(n_points: int = 12):
+    """Four hand-built (dataset, state, action) triples."""
+    v = vocabulary()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n_points, 2))
+    cases = [
+        ("x0", Mutation(0, "mul", parse("x1", NAMES)), X[:, 0] * X[:, 1]),
+        ("x0*x1", Mutation(0, "sin"), np.sin(X[:, 0] * X[:, 1])),
+        ("x0 + x1", Mutation(2, "add", parse("2.5", NAMES)), X[:, 0] + X[:, 1] + 2.5),
+        ("x1", Mutation(0, "radd", parse("x0**2", NAMES)), X[:, 0] ** 2 + X[:, 1]),
+    ]
+    points = torch.cat([points_ids(X, y) for _, _, y in cases])
+    states = expression_ids([parse(s, NAMES) for s, _, _ in cases])
+    actions = pad_ids([[v.bos] + v.encode_action(m) for _, m, _ in cases], v.pad)
+    return points, states, actions
+
+
+def _loss(model, points, states, actions):
+    logits, _ = model(points, states, actions[:, :-1])
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), actions[:, 1:].reshape(-1),
+                           ignore_index=vocabulary().pad)
+
+
+def test_presets_and_dict_round_trip():
+    for name in ("tiny", "small", "large"):
+        cfg = ModelConfig.preset(name)
+        assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+        assert cfg.vocab_size == len(vocabulary())
+    with pytest.raises(ValueError, match="unknown model preset"):
+        ModelConfig.preset("huge")
+    with pytest.raises(ValueError, match="unknown ModelConfig fields"):
+        ModelConfig.from_dict({"d_model": 32, "colour": 1})
+
+
+def test_small_model_fits_the_cpu_budget():
+    n = PolicyModel(ModelConfig.preset("small")).n_parameters()
+    assert n * 4 < 16 * 2**20  # float32 weights under the 16 MiB package limit
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_shapes_and_critic_range():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny")).eval()
+    points, states, actions = _batch()
+    logits, value = model(points, states, actions)
+    assert logits.shape == (4, actions.shape[1], len(vocabulary()))
+    assert value.shape == (4,)
+    p = torch.sigmoid(value)
+    assert torch.all((p >= 0) & (p <= 1))
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_expression_padding_does_not_change_outputs():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny")).eval()
+    points, states, actions = _batch()
+    padded = torch.cat([states, torch.full((4, 5), vocabulary().pad)], dim=1)
+    with torch.no_grad():
+        a, va = model(points, states, actions)
+        b, vb = model(points, padded, actions)
+    assert torch.allclose(a, b, atol=1e-5) and torch.allclose(va, vb, atol=1e-5)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_decoder_is_causal():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny")).eval()
+    points, states, actions = _batch()
+    changed = actions.clone()
+    changed[:, -1] = vocabulary().ids["x1"]
+    with torch.no_grad():
+        a, _ = model(points, states, actions)
+        b, _ = model(points, states, changed)
+    assert torch.allclose(a[:, :-1], b[:, :-1], atol=1e-5)
+    assert not torch.allclose(a[:, -1], b[:, -1])
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_kv_cache_step_matches_full_decode():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny")).eval()
+    points, states, actions = _batch()
+    with torch.no_grad():
+        memory = model.encode_points(points)
+        h = model.encode_expression(states, memory)
+        mem, mask = model.decoder_memory(memory, h, states, vocabulary().pad)
+        full = model.decode(actions, mem, mask)
+        caches = [{} for _ in model.dec_blocks]
+        cross = model.cross_kv(mem)
+        for t in range(actions.shape[1]):
+            step = model.decode_step(actions[:, t], t, caches, cross, mask)
+            assert torch.allclose(step, full[:, t], atol=1e-4)
+        cols = torch.tensor([3, 17, 500])
+        step_cols = model.decode_step(actions[:, 0], 0, [{} for _ in model.dec_blocks], cross, mask, cols)
+        assert torch.allclose(step_cols, full[:, 0][:, cols], atol=1e-4)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_tiny_model_overfits_one_batch():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny"))
+    points, states, actions = _batch()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    first = _loss(model, points, states, actions).item()
+    for _ in range(150):
+        opt.zero_grad()
+        loss = _loss(model, points, states, actions)
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.05 < first
+    with torch.no_grad():
+        logits, _ = model(points, states, actions[:, :-1])
+    target = actions[:, 1:]
+    keep = target != vocabulary().pad
+    assert torch.equal(logits.argmax(-1)[keep], target[keep])  # every action token predicted exactly
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_critic_learns_labels():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny"))
+    points, states, _actions = _batch()
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(100):
+        opt.zero_grad()
+        value = model.value(model.encode_expression(states, model.encode_points(points)), states)
+        loss = F.binary_cross_entropy_with_logits(value, labels)
+        loss.backward()
+        opt.step()
+    assert torch.equal((torch.sigmoid(value) > 0.5).float(), labels)
