@@ -50,6 +50,10 @@ class GeneratorConfig:
     max_tries: int = 1000  # draws before random_problem gives up (a config that never yields data)
 
 
+#: The paper's distribution (Appendix A); also the default argument of the functions below.
+DEFAULT_CONFIG = GeneratorConfig()
+
+
 @dataclass(frozen=True)
 class Problem:
     """A synthetic regression problem: ground truth, inputs [n_points, D] and targets [n_points]."""
@@ -121,7 +125,7 @@ def random_shape(rng: np.random.Generator, n_ops: int) -> list[int]:
 
 # ---------------------------------------------------------------------------- expressions
 def random_tree(
-    rng: np.random.Generator, n_ops: int, n_variables: int, config: GeneratorConfig = GeneratorConfig()
+    rng: np.random.Generator, n_ops: int, n_variables: int, config: GeneratorConfig = DEFAULT_CONFIG
 ) -> Expression:
     """An unsimplified random expression with exactly ``n_ops`` operators over ``n_variables`` inputs.
 
@@ -154,7 +158,7 @@ def random_tree(
 
 
 def random_expression(
-    rng: np.random.Generator, config: GeneratorConfig = GeneratorConfig(), n_variables: int | None = None
+    rng: np.random.Generator, config: GeneratorConfig = DEFAULT_CONFIG, n_variables: int | None = None
 ) -> Expression:
     """A simplified, valid random expression (Appendix A), with at least one variable.
 
@@ -171,7 +175,7 @@ def random_expression(
     raise GenerationError(f"no valid expression in {config.max_tries} draws")
 
 
-def simplify_expression(expr: Expression, config: GeneratorConfig = GeneratorConfig()) -> Expression | None:
+def simplify_expression(expr: Expression, config: GeneratorConfig = DEFAULT_CONFIG) -> Expression | None:
     """``expr`` simplified as ``config.simplify`` says; None if it is undefined or SymPy ran out of time."""
     if config.simplify == "sympy":
         return sympy_simplify(expr, config.sympy_timeout)
@@ -211,7 +215,7 @@ def acceptable_targets(y: np.ndarray, max_abs_value: float = 1e15) -> bool:
 
 
 def random_problem(
-    rng: np.random.Generator, config: GeneratorConfig = GeneratorConfig(), n_points: int = 100
+    rng: np.random.Generator, config: GeneratorConfig = DEFAULT_CONFIG, n_points: int = 100
 ) -> Problem:
     """A random expression and data on which it is finite, bounded and non-constant."""
     d = int(rng.integers(1, config.max_variables + 1))

@@ -1,0 +1,291 @@
+"""The pre-training corpus: a stream of (data, current expression, target mutation) examples.
+
+Section 3.3 of the paper: a ground truth ``f*`` and its data are drawn (:mod:`dgsr.generator`),
+``f*`` is dismantled into ``f(0) = empty -> m1 -> ... -> mL = f*`` (:mod:`dgsr.dismantle`), and
+every step ``(D, f(l-1)) -> m_l`` is one supervised example. Generation is cheap enough to run
+on the fly in data-loader workers (docs/corpus_bench.md), so there is no cache to build.
+
+The held-out set of Section 4.1 (500 in-domain, 500 out-of-domain expressions with up to 40
+operators) ships as ``dgsr/data/heldout.jsonl.gz`` with the data seed of each problem; its
+expressions are excluded from the training stream by :func:`expression_key`.
+
+``torch`` is imported only when :class:`MutationCorpus` is first used, so the held-out set and
+the plain-Python stream work without it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .dismantle import mutation_path
+from .evaluate import evaluate
+from .expression import Expression
+from .generator import (
+    DEFAULT_CONFIG,
+    GeneratorConfig,
+    Problem,
+    acceptable_targets,
+    random_expression,
+    random_problem,
+    sample_inputs,
+)
+from .mutations import Mutation
+
+#: Root seed of the held-out set; changing it (or the generator) changes every later benchmark.
+HELDOUT_SEED = 20230723
+HELDOUT_PER_DOMAIN = 500
+HELDOUT_N_POINTS = 200  # enough for a train/test split of each held-out problem
+OUT_OF_DOMAIN = GeneratorConfig(max_operators=40)  # Section 4.1: up to 40 operators instead of 25
+
+
+@dataclass(frozen=True)
+class TrainingExample:
+    """One supervised step: given data ``(X, y)`` and ``state``, predict ``mutation`` (towards ``target``).
+
+    ``X`` is [n_points, D] and ``y`` [n_points]; the whole path of one ``target`` shares them.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    state: Expression
+    mutation: Mutation
+    target: Expression
+
+
+def expression_key(expr: Expression) -> tuple[str, ...]:
+    """Key by which held-out expressions are kept out of training: the structure (prefix symbols).
+
+    Constants are left out on purpose, so a training expression with the held-out skeleton and
+    other constants is excluded too; this removes about nothing from the stream (measured: 0 of
+    5,000 draws, docs/corpus_bench.md).
+    """
+    return expr.symbols
+
+
+def example_stream(
+    seed: int | Sequence[int],
+    *,
+    config: GeneratorConfig = DEFAULT_CONFIG,
+    mutation_size: float = 10,
+    n_points: int = 100,
+    exclude: frozenset | None = None,
+    steps_per_problem: int | None = None,
+) -> Iterator[TrainingExample]:
+    """Endless, seeded stream of training examples.
+
+    Each drawn problem yields the steps of its mutation path in random order (all of them, or
+    ``steps_per_problem`` of them). ``exclude`` holds :func:`expression_key` values to skip; by
+    default the held-out keys (pass ``frozenset()`` to exclude nothing).
+    """
+    rng = np.random.default_rng(seed)
+    if exclude is None:
+        exclude = heldout_keys()
+    while True:
+        problem = random_problem(rng, config, n_points)
+        if exclude and expression_key(problem.expression) in exclude:
+            continue
+        path = mutation_path(problem.expression, rng, mutation_size)
+        order = rng.permutation(len(path))
+        if steps_per_problem is not None:
+            order = order[:steps_per_problem]
+        for i in order:
+            state, mutation = path[i]
+            yield TrainingExample(problem.X, problem.y, state, mutation, problem.expression)
+
+
+def encode_example(example: TrainingExample, vocab: Any = None) -> dict[str, np.ndarray]:
+    """Token ids of an example: ``points`` [n_points, POINT_WIDTH], ``expression`` [T], ``action`` [A]."""
+    from .tokens import vocabulary
+
+    v = vocab if vocab is not None else vocabulary()
+    return {
+        "points": v.encode_points(example.X, example.y),
+        "expression": np.asarray(v.encode_expression(example.state), dtype=np.int64),
+        "action": np.asarray(v.encode_action(example.mutation), dtype=np.int64),
+    }
+
+
+def _corpus_class() -> type:
+    import torch.utils.data
+
+    class MutationCorpus(torch.utils.data.IterableDataset):
+        """:func:`example_stream` as a torch ``IterableDataset``, deterministic per (seed, worker id).
+
+        Each ``DataLoader`` worker streams from its own generator seeded with ``(seed, worker_id)``;
+        ``transform`` (e.g. :func:`encode_example`) runs in the worker.
+        """
+
+        def __init__(
+            self,
+            seed: int,
+            *,
+            config: GeneratorConfig = DEFAULT_CONFIG,
+            mutation_size: float = 10,
+            n_points: int = 100,
+            exclude: frozenset | None = None,
+            steps_per_problem: int | None = None,
+            transform: Callable[[TrainingExample], Any] | None = None,
+        ) -> None:
+            super().__init__()
+            self.seed = seed
+            self.config = config
+            self.mutation_size = mutation_size
+            self.n_points = n_points
+            self.exclude = heldout_keys() if exclude is None else exclude
+            self.steps_per_problem = steps_per_problem
+            self.transform = transform
+
+        def __iter__(self) -> Iterator[Any]:
+            info = torch.utils.data.get_worker_info()
+            worker = 0 if info is None else info.id
+            stream = example_stream(
+                (self.seed, worker), config=self.config, mutation_size=self.mutation_size,
+                n_points=self.n_points, exclude=self.exclude, steps_per_problem=self.steps_per_problem,
+            )
+            return stream if self.transform is None else map(self.transform, stream)
+
+    MutationCorpus.__module__ = __name__
+    MutationCorpus.__qualname__ = "MutationCorpus"  # picklable as dgsr.corpus.MutationCorpus
+    return MutationCorpus
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: build the torch-backed class on first use, so importing this module stays torch-free.
+    if name == "MutationCorpus":
+        cls = _corpus_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------------- held-out set
+@dataclass(frozen=True)
+class HeldoutProblem:
+    """A held-out ground truth and how to regenerate its data (``n_points`` x ``n_variables`` inputs)."""
+
+    expression: Expression
+    n_points: int
+    seed: int
+    domain: Literal["in", "out"]
+    n_variables: int
+    name: str = ""
+
+    def problem(self) -> Problem:
+        """The inputs and targets, regenerated deterministically from ``seed``."""
+        X = sample_inputs(np.random.default_rng(self.seed), self.n_points, self.n_variables)
+        return Problem(self.expression, X, evaluate(self.expression, X))
+
+
+def build_heldout(per_domain: int = HELDOUT_PER_DOMAIN, seed: int = HELDOUT_SEED) -> list[HeldoutProblem]:
+    """Draw the held-out set: ``per_domain`` in-domain then ``per_domain`` out-of-domain problems.
+
+    Problem ``i`` of a domain depends only on ``(seed, domain, i)`` and on the keys drawn before it
+    (all keys are distinct), so the file can be checked problem by problem.
+    """
+    out: list[HeldoutProblem] = []
+    seen: set = set()
+    for code, (domain, config) in enumerate((("in", GeneratorConfig()), ("out", OUT_OF_DOMAIN))):
+        for i in range(per_domain):
+            rng = np.random.default_rng([seed, code, i])
+            while True:
+                item = _draw_heldout(rng, config, domain, f"{domain}-{i:03d}")
+                if expression_key(item.expression) not in seen:
+                    break
+            seen.add(expression_key(item.expression))
+            out.append(item)
+    return out
+
+
+def _draw_heldout(rng: np.random.Generator, config: GeneratorConfig, domain: str, name: str) -> HeldoutProblem:
+    d = int(rng.integers(1, config.max_variables + 1))
+    for _ in range(config.max_tries):
+        data_seed = int(rng.integers(2**31))
+        X = sample_inputs(np.random.default_rng(data_seed), HELDOUT_N_POINTS, d)
+        for _ in range(20):
+            expr = random_expression(rng, config, n_variables=d)
+            if acceptable_targets(evaluate(expr, X), config.max_abs_value):
+                return HeldoutProblem(expr, HELDOUT_N_POINTS, data_seed, domain, d, name)  # type: ignore[arg-type]
+    raise RuntimeError("could not draw a held-out problem")
+
+
+def _record(item: HeldoutProblem) -> dict:
+    y = item.problem().y
+    return {
+        "name": item.name,
+        "domain": item.domain,
+        "n_variables": item.n_variables,
+        "n_points": item.n_points,
+        "seed": item.seed,
+        "prefix": " ".join(item.expression.symbols),
+        "constants": list(item.expression.constants),  # JSON keeps Python floats exactly (repr)
+        "infix": item.expression.format(precision=4),
+        "y_mean": float(f"{np.mean(y):.6g}"),  # lets a reader check that X regenerates as it did here
+    }
+
+
+def write_heldout(path: str | Path, items: Iterable[HeldoutProblem] | None = None) -> Path:
+    """Write the held-out set as gzipped JSON lines, byte-for-byte reproducible (no gzip timestamp)."""
+    items = build_heldout() if items is None else items
+    text = "".join(json.dumps(_record(it), sort_keys=True) + "\n" for it in items).encode()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=9) as f:
+        f.write(text)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(buffer.getvalue())
+    tmp.replace(path)
+    return path
+
+
+def read_heldout(path: str | Path) -> list[HeldoutProblem]:
+    """Read a held-out file written by :func:`write_heldout`."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [_parse_record(json.loads(line)) for line in f if line.strip()]
+
+
+def _parse_record(rec: dict) -> HeldoutProblem:
+    expr = Expression(tuple(rec["prefix"].split()), tuple(float(c) for c in rec["constants"]))
+    return HeldoutProblem(expr, int(rec["n_points"]), int(rec["seed"]), rec["domain"], int(rec["n_variables"]),
+                          rec.get("name", ""))
+
+
+def heldout_path() -> Path:
+    """Location of the shipped held-out file."""
+    return Path(str(resources.files("dgsr").joinpath("data", "heldout.jsonl.gz")))
+
+
+@lru_cache(maxsize=1)
+def _shipped_heldout() -> tuple[HeldoutProblem, ...]:
+    return tuple(read_heldout(heldout_path()))
+
+
+def load_heldout(domain: Literal["in", "out"] | None = None) -> list[HeldoutProblem]:
+    """The shipped held-out problems (Section 4.1), optionally one domain only."""
+    items = _shipped_heldout()
+    return [it for it in items if domain is None or it.domain == domain]
+
+
+@lru_cache(maxsize=1)
+def heldout_keys() -> frozenset:
+    """:func:`expression_key` of every held-out expression (empty if the file is missing)."""
+    try:
+        return frozenset(expression_key(it.expression) for it in _shipped_heldout())
+    except FileNotFoundError:
+        return frozenset()
+
+
+__all__ = [  # noqa: F822 (MutationCorpus is built lazily by __getattr__)
+    "HeldoutProblem", "MutationCorpus", "TrainingExample", "build_heldout", "encode_example", "example_stream",
+    "expression_key", "heldout_keys", "load_heldout", "read_heldout", "write_heldout",
+]
