@@ -59,8 +59,9 @@ def test_front_table_is_a_pareto_front_with_pysr_scores(fitted):
     assert (np.diff(t["complexity"]) > 0).all(), "sorted by complexity, one row per size"
     assert (np.diff(t["loss"]) < 0).all(), "each larger expression is strictly more accurate"
     assert t["score"].iloc[0] == 0.0
+    tiny = np.finfo(np.float64).tiny  # an exact fit has loss 0: scores floor it at the tiniest float
     for i in range(1, len(t)):
-        expected = -(math.log(t["loss"].iloc[i]) - math.log(t["loss"].iloc[i - 1])) / (
+        expected = -(math.log(max(t["loss"].iloc[i], tiny)) - math.log(max(t["loss"].iloc[i - 1], tiny))) / (
             t["complexity"].iloc[i] - t["complexity"].iloc[i - 1])
         assert t["score"].iloc[i] == pytest.approx(expected)
     # The loss column is the MSE of the row's expression on the training data.

@@ -71,7 +71,9 @@ class RandomPolicy:
     def _draw(self, expression: Expression, n_features: int, rng: np.random.Generator) -> Mutation:
         if expression.is_empty:
             return Mutation(0, "root", self.random_operand(n_features, rng))
-        node = int(rng.integers(expression.size))
+        # Wrapping the whole expression is the commonest useful growth step; a third of the
+        # draws take the root, the rest a uniform node.
+        node = 0 if rng.random() < 1 / 3 else int(rng.integers(expression.size))
         op = _GROWTH_OPERATORS[int(rng.integers(len(_GROWTH_OPERATORS)))]
         if op in UNARY:
             return Mutation(node, op)

@@ -26,6 +26,7 @@ from .constants import fit_constants
 from .evaluate import as_columns, evaluate, evaluate_columns, r2_score
 from .expression import Expression
 from .features import select_features
+from .pareto import front_scores
 from .simplify import complexity, round_floats, simplify
 from .validation import validate_params, validate_predict_data, validate_training_data
 
@@ -400,17 +401,6 @@ def _pareto(entries: list[FrontEntry]) -> list[FrontEntry]:
             front.append(best[size])
             lowest = best[size].mse
     return front
-
-
-def front_scores(entries: list[FrontEntry]) -> np.ndarray:
-    """PySR's score: drop of log(loss) per unit of size from the previous front entry (0 for the first)."""
-    tiny = np.finfo(np.float64).tiny
-    scores = np.zeros(len(entries))
-    for i in range(1, len(entries)):
-        d_size = entries[i].size - entries[i - 1].size
-        d_log = math.log(max(entries[i].mse, tiny)) - math.log(max(entries[i - 1].mse, tiny))
-        scores[i] = -d_log / d_size if d_size > 0 else 0.0
-    return scores
 
 
 def _front_table(entries: list[FrontEntry], names: list[str], seconds: float) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .budget import Budget
-from .constants import DEFAULT_METHOD, fit_constants
+from .constants import DEFAULT_METHOD, fit_constants, linear_scaling, scale_expression
 from .evaluate import as_columns, evaluate_columns, r2_score
 from .expression import Expression
 from .mutations import InvalidMutation, Mutation, apply_mutation
@@ -72,6 +72,14 @@ class SearchConfig:
         (for expert iteration); off by default because it holds on to the trees' expressions.
     min_visits:
         N_min_visits: nodes visited fewer times give no critic target.
+    linear_scaling:
+        Score an expression evaluated without constant fitting as ``a*f + b`` with the
+        closed-form best ``a, b`` (free: no extra evaluation), as Operon does; the archive gets
+        both the scaled and the unscaled expression.
+    progressive_widening:
+        A node expanded ``e`` times is expanded again (K more proposals, new children only)
+        once ``e < progressive_widening * sqrt(visits / K)``, at most 8 times; 0 turns it off
+        (the paper's one expansion per node).
     cache_size:
         Evaluations remembered by expression key; the cache is cleared when it is full.
     """
@@ -80,7 +88,7 @@ class SearchConfig:
     iterations_per_trial: int = 1000
     p_uct: float = 1.0
     depth_decay: float = 1.0
-    constant_fitting: str = "all"
+    constant_fitting: str = "best"
     constant_method: str | None = None
     constant_time_limit: float = 1.0
     constant_batch_size: int = 256
@@ -89,6 +97,8 @@ class SearchConfig:
     max_trials: int | None = None
     record_training_data: bool = False
     min_visits: int = 5
+    linear_scaling: bool = True
+    progressive_widening: float = 1.0
     cache_size: int = 200_000
 
     def __post_init__(self) -> None:
@@ -157,6 +167,7 @@ class _Node:
     __slots__ = (
         "children",
         "depth",
+        "expansions",
         "expression",
         "mutation",
         "parent",
@@ -174,6 +185,7 @@ class _Node:
         self.mutation = mutation
         self.prior = prior
         self.children: list[_Node] = []
+        self.expansions = 0
         self.visits = 0
         self.value_sum = 0.0
         self.terminal = False
@@ -218,6 +230,8 @@ class _Evaluator:
             pred = evaluate_columns(expr, self.columns)
             self.budget.add(1.0)
             r2, scored = r2_score(self.y, pred, self.y_var), expr
+            if self.config.linear_scaling and math.isfinite(r2):
+                r2, scored = self._scaled(expr, pred, r2)
         if len(self.cache) >= self.config.cache_size:
             self.cache.clear()
             self.fitted.clear()
@@ -229,6 +243,34 @@ class _Evaluator:
             if r2 > self.best_r2 or (r2 == self.best_r2 and scored.size < self.best_size):
                 self.best_r2, self.best_size = r2, scored.size
         return r2
+
+
+    def _scaled(self, expr: Expression, pred: np.ndarray, r2: float) -> tuple[float, Expression]:
+        """Offer ``a*f + b`` (closed-form least squares, no extra evaluation) to the archive; best (R², expr)."""
+        a, b = linear_scaling(pred, self.y)
+        if a == 1.0 and b == 0.0:
+            return r2, expr
+        with np.errstate(all="ignore"):
+            scaled_r2 = r2_score(self.y, a * pred + b, self.y_var)
+        scaled = scale_expression(expr, a, b)
+        if scaled_r2 <= r2 or scaled.size > self.config.max_size:
+            return r2, expr
+        # The unscaled expression still competes at its own (smaller) size.
+        self.archive.add(expr, max(1.0 - r2, 0.0) * self.y_var, r2)
+        return scaled_r2, scaled
+
+
+def accuracy_value(r2: float, solved_r2: float = 0.99) -> float:
+    """Value of a node for a policy without a critic: its accuracy on a log scale, in [0, 1).
+
+    ``-log10(1 - R²)`` spreads the high-accuracy range that matters (R² 0.9 vs 0.99 vs 0.999)
+    where plain R² would squeeze it into [0.9, 1]; it reaches 1 only for a solution.
+    """
+    if not r2 > 0:
+        return 0.0
+    if r2 >= solved_r2:
+        return 1.0
+    return min(-math.log10(1.0 - r2) / -math.log10(1.0 - solved_r2), 0.999)
 
 
 def run_search(
@@ -347,21 +389,24 @@ class _Trial:
 
     def iterate(self, fit: bool) -> None:
         leaf = self._select()
-        if leaf.children:  # every child terminal: nothing left below this node
-            self._mark_terminal(leaf)
-            self.iterations += 1
-            return
         children = self._expand(leaf, fit)
         self.iterations += 1
         if not children:
-            self._mark_terminal(leaf)
+            if not leaf.children or all(c.terminal for c in leaf.children):
+                self._mark_terminal(leaf)
+            else:  # widening found nothing new: stop widening this node
+                leaf.expansions = 8
             return
         self._backpropagate(leaf, [c.value_sum for c in children])
 
     def _select(self) -> _Node:
         node = self.root
         p_uct = self.config.p_uct
+        widening = self.config.progressive_widening
+        k = self.config.n_samples
         while node.children:
+            if widening > 0 and node.expansions < widening * math.sqrt(node.visits / k) and node.expansions < 8:
+                return node  # progressive widening: a much-visited node gets K more proposals
             best, best_score = None, -math.inf
             sqrt_total = math.sqrt(sum(c.visits for c in node.children))
             for c in node.children:
@@ -406,7 +451,8 @@ class _Trial:
             node.visits, node.value_sum = 1, float(value)
             children.append(node)
             self.record.best_r2 = max(self.record.best_r2, r2)
-        leaf.children = children
+        leaf.children.extend(children)
+        leaf.expansions += 1
         self.nodes.extend(children)
         return children
 
@@ -417,11 +463,9 @@ class _Trial:
         if len(todo) and self.has_critic:
             estimates = np.asarray(self.policy.value(self.context, [fresh[i][0] for i in todo]), dtype=float)
             values[todo] = estimates
-        # No critic (or no estimate): a node is worth its own accuracy, clipped to [0, 1).
         missing = ~np.isfinite(values)
         if missing.any():
-            accuracy = np.array([max(f[3], 0.0) for f in fresh])
-            values[missing] = np.minimum(accuracy[missing], 0.99)
+            values[missing] = [accuracy_value(fresh[i][3], self.config.solved_r2) for i in np.flatnonzero(missing)]
         return np.clip(values, 0.0, 1.0)
 
     def _backpropagate(self, leaf: _Node, values: list[float]) -> None:
