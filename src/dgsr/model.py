@@ -255,13 +255,17 @@ class PolicyModel(nn.Module):
         return torch.cat([memory, h], dim=1), mask
 
     # ------------------------------------------------------------------ decoder
-    def decode(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor) -> torch.Tensor:
-        """Teacher-forced logits [B, L, V] for decoder inputs ``actions_in`` [B, L] (starting with <bos>)."""
+    def decode_hidden(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced final decoder states [B, L, d] for inputs ``actions_in`` [B, L] (from <bos>)."""
         t = actions_in.shape[1]
         x = self.tok(actions_in) + self.dec_pos(torch.arange(t, device=actions_in.device))
         for block in self.dec_blocks:
             x = block(x, causal=True, mem_kv=block.cross_attn.keys_values(mem), mem_mask=mem_mask)
-        return self.dec_ln(x) @ self.tok.weight.T
+        return self.dec_ln(x)
+
+    def decode(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits [B, L, V] (the output layer is tied to the token embedding)."""
+        return self.decode_hidden(actions_in, mem, mem_mask) @ self.tok.weight.T
 
     def cross_kv(self, mem: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per-layer cross-attention keys/values of the decoder memory (computed once per expansion)."""

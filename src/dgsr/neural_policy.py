@@ -1,0 +1,167 @@
+"""The neural mutation policy and critic behind the :class:`dgsr.policy.Policy` seam.
+
+* ``prepare`` samples at most ``n_points`` rows and encodes them ONCE per trial; every expansion
+  of the trial reuses that memory. This departs from the paper, which samples a new subset of
+  points at each expansion: on a CPU the point encoder would otherwise dominate the cost of an
+  expansion (see docs/policy_bench.md). It also draws the trial's decoding temperature and
+  length penalty from the paper's ranges (Appendix E.3) unless fixed values are given.
+* ``propose`` samples K actions in one batch (:func:`dgsr.sampling.sample_mutations`); priors
+  are the distinct valid mutations' normalised (length-penalised) sequence probabilities.
+* ``value`` runs the critic on a batch of expressions.
+
+No global torch state is changed: inference runs under ``torch.inference_mode`` and, only when
+``num_threads`` is given, with torch's thread count set for the call and restored after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .checkpoint import load_model
+from .expression import Expression
+from .model import PolicyModel
+from .operators import MAX_VARIABLES
+from .policy import Proposal
+from .sampling import expression_ids, points_ids, sample_mutations
+
+#: The shipped default weights (CONTRACTS §6).
+WEIGHTS_DIR = Path(__file__).parent / "weights"
+DEFAULT_WEIGHTS = WEIGHTS_DIR / "dgsr-small.safetensors"
+_VALUE_BATCH = 64  # expressions per critic forward pass
+
+
+@dataclass
+class NeuralContext:
+    """Per-trial state: the encoded points and the trial's decoding settings and counters."""
+
+    memory: torch.Tensor  # [1, P, d]
+    n_features: int
+    temperature: float
+    length_penalty: float
+    generator: torch.Generator
+    stats: Counter = field(default_factory=Counter)  # sampled / valid / rejected:<reason> / ...
+
+
+def _draw(value: float | tuple[float, float], rng: np.random.Generator) -> float:
+    if isinstance(value, tuple):
+        return float(rng.uniform(value[0], value[1]))
+    return float(value)
+
+
+class NeuralPolicy:
+    """Transformer mutation policy M_theta with critic C_psi (implements :class:`dgsr.policy.Policy`).
+
+    Parameters
+    ----------
+    model:
+        A :class:`~dgsr.model.PolicyModel` (put in eval mode).
+    device:
+        Torch device for inference.
+    temperature, length_penalty:
+        Decoding settings: a number, or a ``(low, high)`` range drawn uniformly per trial
+        (defaults: the paper's ranges, Appendix E.3).
+    n_points:
+        Rows encoded per trial (the model was trained on at most 100).
+    num_threads:
+        Torch threads during policy calls (restored afterwards); None leaves torch's setting.
+    """
+
+    has_critic = True
+
+    def __init__(self, model: PolicyModel, *, device: str | torch.device = "cpu",
+                 temperature: float | tuple[float, float] = (0.5, 1.0),
+                 length_penalty: float | tuple[float, float] = (0.0, 1.2), n_points: int = 100,
+                 num_threads: int | None = None, info: dict | None = None):
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.temperature = temperature
+        self.length_penalty = length_penalty
+        self.n_points = min(n_points, model.config.max_points)
+        self.num_threads = num_threads
+        self.info = dict(info or {})
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike, device: str = "cpu", **kwargs) -> NeuralPolicy:
+        """A policy from a safetensors model file (config in its metadata; checksum checked)."""
+        model, info = load_model(path, device=device)
+        return cls(model, device=device, info=info, **kwargs)
+
+    @classmethod
+    def from_pretrained(cls, device: str = "cpu", **kwargs) -> NeuralPolicy:
+        """The shipped default weights (``dgsr/weights/dgsr-small.safetensors``); no network."""
+        if not DEFAULT_WEIGHTS.is_file():
+            raise FileNotFoundError(f"the shipped policy weights are missing: {DEFAULT_WEIGHTS}")
+        return cls.from_checkpoint(DEFAULT_WEIGHTS, device=device, **kwargs)
+
+    @contextlib.contextmanager
+    def _torch_threads(self) -> Iterator[None]:
+        if self.num_threads is None:
+            yield
+            return
+        previous = torch.get_num_threads()
+        torch.set_num_threads(self.num_threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(previous)
+
+    # ------------------------------------------------------------------ Policy protocol
+    def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> NeuralContext:
+        """Encode (a random subset of at most ``n_points``) rows once for the whole trial."""
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
+            raise ValueError(f"X must be [n, D] and y [n] with n > 0, got {X.shape} and {y.shape}")
+        if X.shape[1] > MAX_VARIABLES:
+            raise ValueError(f"the neural policy handles at most {MAX_VARIABLES} features, got {X.shape[1]} "
+                             "(select features first)")
+        if X.shape[0] > self.n_points:
+            rows = np.sort(rng.choice(X.shape[0], self.n_points, replace=False))
+            X, y = X[rows], y[rows]
+        seed = int(rng.integers(2**62))
+        with self._torch_threads(), torch.inference_mode():
+            memory = self.model.encode_points(points_ids(X, y, self.device))
+        return NeuralContext(memory=memory, n_features=X.shape[1], temperature=_draw(self.temperature, rng),
+                             length_penalty=_draw(self.length_penalty, rng),
+                             generator=torch.Generator(device=self.device).manual_seed(seed))
+
+    def propose(self, context: NeuralContext, expression: Expression, k: int,
+                rng: np.random.Generator) -> list[Proposal]:
+        """Up to ``k`` distinct valid mutations of ``expression`` with normalised priors."""
+        if k <= 0:
+            return []
+        with self._torch_threads():
+            result = sample_mutations(self.model, context.memory, expression, k=k, n_features=context.n_features,
+                                      temperature=context.temperature, length_penalty=context.length_penalty,
+                                      generator=context.generator)
+        s = context.stats
+        s["expansions"] += 1
+        s["sampled"] += result.n_sampled
+        s["valid"] += result.n_valid
+        s["distinct"] += len(result.samples)
+        s["decode_failures"] += result.n_decode_failures
+        for reason, n in result.rejected.items():
+            s[f"rejected:{reason}"] += n
+        return [Proposal(sample.mutation, float(p)) for sample, p in zip(result.samples, result.priors)]
+
+    def value(self, context: NeuralContext, expressions: Sequence[Expression]) -> np.ndarray:
+        """Critic values in [0, 1], shape [len(expressions)]."""
+        out = np.empty(len(expressions))
+        with self._torch_threads(), torch.inference_mode():
+            for start in range(0, len(expressions), _VALUE_BATCH):
+                chunk = list(expressions[start:start + _VALUE_BATCH])
+                tokens = expression_ids(chunk, self.device)
+                memory = context.memory.expand(len(chunk), -1, -1)
+                h = self.model.encode_expression(tokens, memory)
+                values = torch.sigmoid(self.model.value(h, tokens).float())
+                out[start:start + len(chunk)] = values.cpu().numpy()
+        return np.nan_to_num(out, nan=0.0, posinf=1.0, neginf=0.0)

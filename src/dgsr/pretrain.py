@@ -1,0 +1,437 @@
+"""Supervised pre-training of the mutation policy and a first critic (Section 3.3, Appendix A).
+
+``dgsr pretrain --config small --steps N --out DIR [--resume]`` trains with cross-entropy on
+(dataset, state, next mutation) examples of the synthetic corpus (:mod:`dgsr.corpus`: random
+ground truths dismantled into mutation paths). The critic gets a sensible start from binary
+cross-entropy: positives are states on a dismantling path; negatives are the same states after a
+random mutation that leaves the path, and random expressions of similar size.
+
+* AdamW, linear warm-up then inverse-square-root decay (no horizon: training can continue
+  across sessions), gradient clipping;
+* the batch of step ``s`` is a pure function of ``(seed, s)``, so a resumed run sees exactly the
+  data the uninterrupted run would have seen (exact resume);
+* validation loss and accuracy on held-out examples every ``eval_every`` steps;
+* atomic checkpoints ``DIR/ckpt.pt`` (model, optimizer, scheduler, RNG, step) and the weights as
+  ``DIR/model.safetensors``; a JSONL log ``DIR/log.jsonl``; a progress line on stderr.
+* CUDA when available, else CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .checkpoint import load_training_state, save_model, save_training_state
+from .expression import Expression
+from .model import ModelConfig, PolicyModel
+from .mutations import Mutation
+from .operators import arity
+from .random_policy import RandomPolicy
+from .sampling import pad_ids
+from .tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings (defaults sized for a 2-core CPU)."""
+
+    model: str = "small"  # ModelConfig preset
+    batch_size: int = 64
+    lr: float = 1e-3
+    warmup: int = 300
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    critic_weight: float = 0.5  # the action loss is the main job; the critic is refined by search
+    eval_every: int = 250
+    checkpoint_every: int = 250
+    val_examples: int = 512
+    seed: int = 0
+    mutation_size: float = 10
+    n_points: int = 100
+    #: "corpus" (dgsr.corpus.example_stream) or "generator" (dgsr.generator + dgsr.dismantle
+    #: directly); "auto" resolves to the first available when training starts and is recorded.
+    data: str = "auto"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One supervised example (the fields of ``dgsr.corpus.TrainingExample`` that training uses)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    state: Expression
+    mutation: Mutation
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Collated examples; examples of one dataset share one encoding of its points."""
+
+    points: torch.Tensor  # [U, P, POINT_WIDTH] the U distinct datasets
+    point_mask: torch.Tensor  # [U, P] True = real point
+    dataset: torch.Tensor  # [B] index into the U datasets
+    states: torch.Tensor  # [B, T]
+    actions: torch.Tensor  # [B, L+1]: <bos> action <eos> <pad>...
+    negatives: torch.Tensor  # [B, T'] off-path expressions (critic label 0)
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(*(t.to(device) for t in (self.points, self.point_mask, self.dataset, self.states,
+                                              self.actions, self.negatives)))
+
+
+# ---------------------------------------------------------------------- data
+def resolve_data(config: TrainConfig) -> TrainConfig:
+    """``config`` with ``data="auto"`` replaced by the source available now (fixed for resumes)."""
+    if config.data != "auto":
+        return config
+    try:
+        from .corpus import example_stream  # noqa: F401
+        source = "corpus"
+    except ImportError:
+        source = "generator"
+    return replace(config, data=source)
+
+
+def _example_stream(seed: int, config: TrainConfig) -> Iterator[Any]:
+    if resolve_data(config).data == "generator":
+        return _fallback_stream(seed, config)
+    from .corpus import example_stream
+
+    return example_stream(seed, mutation_size=config.mutation_size, n_points=config.n_points)
+
+
+def _fallback_stream(seed: int, config: TrainConfig) -> Iterator[Example]:
+    """Generator + dismantling directly (used only where :mod:`dgsr.corpus` is absent)."""
+    from .dismantle import mutation_path
+    from .generator import random_problem
+
+    rng = np.random.default_rng(seed)
+    while True:
+        problem = random_problem(rng, n_points=config.n_points)
+        for state, mutation in mutation_path(problem.expression, rng, config.mutation_size):
+            yield Example(problem.X, problem.y, state, mutation)
+
+
+def batch_examples(config: TrainConfig, step: int) -> list[Any]:
+    """The training examples of ``step``: a pure function of ``(config.seed, step)``."""
+    stream = _example_stream(int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0]), config)
+    return [next(stream) for _ in range(config.batch_size)]
+
+
+def _random_expression_like(expr: Expression, n_features: int, rng: np.random.Generator) -> Expression:
+    from .generator import random_tree
+
+    n_ops = max(1, sum(1 for s in expr.symbols if arity(s) > 0))
+    for _ in range(20):
+        candidate = random_tree(rng, n_ops, n_features)
+        if candidate.size <= 60:
+            return candidate
+    return Expression.variable(int(rng.integers(n_features)))
+
+
+def negative_for(example: Any, rng: np.random.Generator) -> Expression:
+    """An off-path expression for the critic: a wrong mutation of the state, or a random expression."""
+    n_features = example.X.shape[1]
+    if rng.random() < 0.5:
+        target = example.target if hasattr(example, "target") else None
+        for proposal in RandomPolicy().propose(n_features, example.state, 4, rng):
+            if proposal.mutation == example.mutation:
+                continue
+            from .mutations import apply_mutation
+
+            child = apply_mutation(example.state, proposal.mutation)
+            if target is None or child.key() != target.key():
+                return child
+    return _random_expression_like(example.state, n_features, rng)
+
+
+def collate(examples: list[Any], rng: np.random.Generator, *, with_negatives: bool = True) -> Batch:
+    """Token tensors of a list of examples (points padded to the longest dataset)."""
+    v = vocabulary()
+    # consecutive examples of one dismantling path share their data: encode those points once
+    index_of: dict[int, int] = {}
+    encoded, dataset = [], []
+    for e in examples:
+        key = id(e.X)
+        if key not in index_of:
+            index_of[key] = len(encoded)
+            encoded.append(v.encode_points(e.X, e.y))
+        dataset.append(index_of[key])
+    n = max(p.shape[0] for p in encoded)
+    points = np.full((len(encoded), n, encoded[0].shape[1]), v.pad, dtype=np.int64)
+    mask = np.zeros((len(encoded), n), dtype=bool)
+    for i, p in enumerate(encoded):
+        points[i, :p.shape[0]] = p
+        mask[i, :p.shape[0]] = True
+    states = pad_ids([v.encode_expression(e.state) for e in examples], v.pad)
+    actions = pad_ids([[v.bos] + v.encode_action(e.mutation) for e in examples], v.pad)
+    negs = [negative_for(e, rng) for e in examples] if with_negatives else [e.state for e in examples]
+    negatives = pad_ids([v.encode_expression(x) for x in negs], v.pad)
+    return Batch(torch.from_numpy(points), torch.from_numpy(mask), torch.tensor(dataset), states, actions,
+                 negatives)
+
+
+# ---------------------------------------------------------------------- loss
+def token_groups() -> torch.Tensor:
+    """Group of each token id: 0 = mantissa, 1 = exponent, 2 = everything else.
+
+    Under constrained decoding a mantissa step can only emit a mantissa and an exponent step an
+    exponent, so the action loss normalises each target over its own group: the same
+    distribution the sampler uses, at a fraction of the cost of a 10k-way softmax everywhere.
+    """
+    v = vocabulary()
+    groups = torch.full((len(v),), 2, dtype=torch.long)
+    groups[v.mantissa0:v.mantissa0 + MAX_MANTISSA + 1] = 0
+    groups[v.exponent0:v.exponent0 + 2 * MAX_EXPONENT + 1] = 1
+    return groups
+
+
+_GROUPS = token_groups()
+
+
+def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Cross-entropy of ``target`` [B, L] within its token group from decoder states ``hidden`` [B, L, d].
+
+    Returns (mean loss, per-position correctness [B, L] (pads count as right), valid mask [B, L]).
+    """
+    pad = vocabulary().pad
+    keep = target != pad
+    groups = _GROUPS.to(target.device)
+    flat_h, flat_t = hidden[keep], target[keep]  # [N, d], [N]
+    tgroup = groups[flat_t]
+    total = hidden.new_zeros(())
+    right_flat = torch.zeros_like(flat_t, dtype=torch.bool)
+    for g in range(3):
+        sel = tgroup == g
+        if not sel.any():
+            continue
+        cols = torch.nonzero(groups == g).squeeze(1)  # token ids of the group, ascending
+        logits = flat_h[sel] @ model.tok.weight[cols].T  # [n_g, |group|]
+        local = torch.searchsorted(cols, flat_t[sel])
+        total = total + F.cross_entropy(logits, local, reduction="sum")
+        right_flat[sel] = logits.argmax(-1) == local
+    right = torch.ones_like(target, dtype=torch.bool)
+    right[keep] = right_flat
+    return total / keep.sum().clamp_min(1), right, keep
+
+
+def losses(model: PolicyModel, batch: Batch, critic_weight: float = 0.5) -> dict[str, torch.Tensor]:
+    """Action cross-entropy, critic BCE, their weighted sum, token and whole-action accuracy."""
+    pad = vocabulary().pad
+    memory = model.encode_points(batch.points, batch.point_mask)[batch.dataset]  # [B, P, d]
+    point_mask = batch.point_mask[batch.dataset]
+    h = model.encode_expression(batch.states, memory, point_mask)
+    mem, mem_mask = model.decoder_memory(memory, h, batch.states, pad, point_mask)
+    hidden = model.decode_hidden(batch.actions[:, :-1], mem, mem_mask)  # [B, L, d]
+    target = batch.actions[:, 1:]
+    action, right, keep = grouped_action_loss(model, hidden, target)
+    h_neg = model.encode_expression(batch.negatives, memory, point_mask)
+    values = torch.cat([model.value(h, batch.states), model.value(h_neg, batch.negatives)])
+    labels = torch.cat([torch.ones(len(target)), torch.zeros(len(target))]).to(values.device)
+    critic = F.binary_cross_entropy_with_logits(values, labels)
+    with torch.no_grad():
+        token_acc = right[keep].float().mean() if keep.any() else torch.tensor(0.0)
+        seq_acc = right.all(dim=1).float().mean()
+        critic_acc = ((values > 0).float() == labels).float().mean()
+    return {"loss": action + critic_weight * critic, "action_loss": action, "critic_loss": critic,
+            "token_acc": token_acc, "action_acc": seq_acc, "critic_acc": critic_acc}
+
+
+def lr_at(step: int, config: TrainConfig) -> float:
+    """Linear warm-up, then inverse square root (Vaswani et al.), as a factor of ``config.lr``."""
+    s = step + 1
+    return min(s / config.warmup, math.sqrt(config.warmup / s))
+
+
+# ---------------------------------------------------------------------- validation
+def validation_batches(config: TrainConfig, size: int = 64) -> list[Batch]:
+    """Held-out examples (``dgsr.corpus.load_heldout`` when available), collated once."""
+    examples = _heldout_examples(config)[: config.val_examples]
+    rng = np.random.default_rng([config.seed, 99])
+    return [collate(examples[i:i + size], rng) for i in range(0, len(examples), size)]
+
+
+def _heldout_examples(config: TrainConfig) -> list[Any]:
+    try:
+        from .corpus import load_heldout
+
+        held = load_heldout()
+        examples = _examples_from_heldout(held, config)
+        if examples:
+            return examples
+    except (ImportError, FileNotFoundError, TypeError, AttributeError):
+        pass
+    # A stream seed that training never uses (training seeds come from SeedSequence([seed, step])).
+    stream = _example_stream(10**9 + config.seed, config)
+    return [next(stream) for _ in range(config.val_examples)]
+
+
+def _examples_from_heldout(held: Any, config: TrainConfig) -> list[Any]:
+    """Examples from whatever :func:`dgsr.corpus.load_heldout` returns (examples or problems)."""
+    from .dismantle import mutation_path
+
+    items = list(held.values()) if isinstance(held, dict) else list(held)
+    if items and isinstance(items[0], list):
+        items = [x for sub in items for x in sub]
+    out: list[Any] = []
+    rng = np.random.default_rng([config.seed, 7])
+    for item in items:
+        if hasattr(item, "state") and hasattr(item, "mutation"):
+            out.append(item)
+        elif hasattr(item, "expression") and hasattr(item, "X"):
+            X, y = item.X[: config.n_points], item.y[: config.n_points]
+            out += [Example(X, y, s, m) for s, m in mutation_path(item.expression, rng, config.mutation_size)]
+        if len(out) >= config.val_examples:
+            break
+    return out
+
+
+@torch.no_grad()
+def evaluate_batches(model: PolicyModel, batches: list[Batch], device: torch.device,
+                     critic_weight: float = 0.5) -> dict[str, float]:
+    """Example-weighted mean of :func:`losses` over ``batches``."""
+    model.eval()
+    totals: dict[str, float] = {}
+    count = 0
+    for batch in batches:
+        n = len(batch.states)
+        for k, v in losses(model, batch.to(device), critic_weight).items():
+            totals[k] = totals.get(k, 0.0) + float(v) * n
+        count += n
+    model.train()
+    return {f"val_{k}": v / max(count, 1) for k, v in totals.items()}
+
+
+# ---------------------------------------------------------------------- training loop
+def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = False,
+          device: str | None = None, model_config: ModelConfig | None = None, progress: bool = True,
+          max_seconds: float | None = None) -> dict[str, Any]:
+    """Train until ``steps`` total steps (or ``max_seconds``); returns the last logged record."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    ckpt_path = out / "ckpt.pt"
+    step = 0
+    if resume and ckpt_path.is_file():
+        state = load_training_state(ckpt_path)
+        config = TrainConfig(**state["train_config"])
+        model = PolicyModel(ModelConfig.from_dict(state["model_config"])).to(dev)
+        model.load_state_dict(state["model"])
+        optimizer = _optimizer(model, config)
+        optimizer.load_state_dict(state["optimizer"])
+        step = int(state["step"])
+        torch.set_rng_state(state["torch_rng"])
+    else:
+        config = resolve_data(config)
+        model = PolicyModel(model_config or ModelConfig.preset(config.model)).to(dev)
+        optimizer = _optimizer(model, config)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, config), last_epoch=step - 1)
+    val = validation_batches(config)
+    log_path = out / "log.jsonl"
+    start, record = time.time(), {}
+    model.train()
+    while step < steps:
+        if max_seconds is not None and time.time() - start > max_seconds:
+            break
+        rng = np.random.default_rng([config.seed, step, 1])
+        batch = collate(batch_examples(config, step), rng).to(dev)
+        parts = losses(model, batch, config.critic_weight)
+        optimizer.zero_grad(set_to_none=True)
+        parts["loss"].backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        if torch.isfinite(grad_norm):  # a non-finite gradient would poison AdamW's moments: skip it
+            optimizer.step()
+        scheduler.step()
+        step += 1
+        record = {"step": step, "time": round(time.time() - start, 2), "lr": scheduler.get_last_lr()[0],
+                  "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
+        if step % config.eval_every == 0 or step == steps:
+            record.update({k: round(v, 5) for k, v in evaluate_batches(model, val, dev, config.critic_weight).items()})
+        with open(log_path, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        if progress:
+            _progress(record, steps)
+        if step % config.checkpoint_every == 0 or step == steps:
+            _checkpoint(out, model, optimizer, config, step, record)
+    if step % config.checkpoint_every and step != steps:
+        _checkpoint(out, model, optimizer, config, step, record)
+    if progress:
+        print(file=sys.stderr)
+    return record
+
+
+def _optimizer(model: PolicyModel, config: TrainConfig) -> torch.optim.AdamW:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    rest = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                              {"params": rest, "weight_decay": 0.0}], lr=config.lr, betas=(0.9, 0.98))
+
+
+def _checkpoint(out: Path, model: PolicyModel, optimizer: torch.optim.Optimizer, config: TrainConfig,
+                step: int, record: dict) -> None:
+    save_training_state(out / "ckpt.pt", {
+        "step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        "model_config": model.config.to_dict(), "train_config": asdict(config),
+        "torch_rng": torch.get_rng_state(), "last_record": record})
+    info = {"steps": step, "examples": step * config.batch_size, "train_config": asdict(config),
+            **{k: v for k, v in record.items() if k.startswith("val_")}}
+    save_model(model, out / "model.safetensors", info=info)
+
+
+def _progress(record: dict, steps: int) -> None:
+    width = 30
+    done = int(width * record["step"] / max(steps, 1))
+    val = f" val_acc {record['val_action_acc']:.3f}" if "val_action_acc" in record else ""
+    line = (f"\r[{'#' * done}{'.' * (width - done)}] {record['step']}/{steps} loss {record['loss']:.3f} "
+            f"tok {record['token_acc']:.3f} act {record['action_acc']:.3f} crit {record['critic_acc']:.2f}"
+            f"{val} {record['time']:.0f}s")
+    print(line, end="", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------- CLI plug-in
+def add_subparser(subparsers: Any) -> None:
+    """``dgsr pretrain``: see the module docstring."""
+    p = subparsers.add_parser("pretrain", help="pre-train the neural mutation policy on synthetic data",
+                              description="Pre-train the mutation policy and critic on the synthetic corpus.")
+    p.add_argument("--config", default="small", help="model preset: small (CPU), large (GPU), tiny")
+    p.add_argument("--steps", type=int, required=True, help="total optimisation steps (a resume continues to it)")
+    p.add_argument("--out", required=True, help="folder for ckpt.pt, model.safetensors and log.jsonl")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt if it exists")
+    p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    p.add_argument("--lr", type=float, default=TrainConfig.lr)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", choices=("auto", "corpus", "generator"), default="auto",
+                   help="example source (default: dgsr.corpus when installed)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--eval-every", type=int, default=TrainConfig.eval_every)
+    p.add_argument("--val-examples", type=int, default=TrainConfig.val_examples, help="held-out examples")
+    p.add_argument("--points", type=int, default=TrainConfig.n_points, help="points per dataset")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``dgsr pretrain``."""
+    if args.threads:
+        torch.set_num_threads(args.threads)  # a CLI process of its own: setting it globally is fine
+    ModelConfig.preset(args.config)  # fail early on an unknown name
+    config = TrainConfig(model=args.config, batch_size=args.batch_size, lr=args.lr, seed=args.seed, data=args.data,
+                         eval_every=args.eval_every, checkpoint_every=args.eval_every,
+                         val_examples=args.val_examples, n_points=args.points)
+    record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
+                   max_seconds=None if args.max_minutes is None else args.max_minutes * 60)
+    print(json.dumps(record))
+    return 0

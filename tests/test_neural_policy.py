@@ -1,0 +1,176 @@
+"""NeuralPolicy (the Policy seam), model files and checksums, the shipped weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from dgsr.checkpoint import CheckpointError, file_sha256, load_model, read_metadata, save_model
+from dgsr.expression import Expression
+from dgsr.model import ModelConfig, PolicyModel
+from dgsr.mutations import apply_mutation
+from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
+from dgsr.parser import parse
+from dgsr.policy import Policy
+
+NAMES = ["x0", "x1"]
+
+
+def _data(n: int = 150, d: int = 2):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    return X, X[:, 0] * np.sin(X[:, 1 % d]) + 1.0
+
+
+@pytest.fixture(scope="module")
+def tiny_model() -> PolicyModel:
+    torch.manual_seed(0)
+    return PolicyModel(ModelConfig.preset("tiny")).eval()
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_policy_protocol_propose_and_value(tiny_model):
+    policy = NeuralPolicy(tiny_model, temperature=1.0, length_penalty=1.0)
+    assert isinstance(policy, Policy)
+    X, y = _data()
+    ctx = policy.prepare(X, y, np.random.default_rng(1))
+    assert ctx.memory.shape == (1, 100, tiny_model.config.d_model)  # 150 rows subsampled to 100
+    expr = parse("x0*x1 + 1.5", NAMES)
+    proposals = policy.propose(ctx, expr, 8, np.random.default_rng(2))
+    assert 0 < len(proposals) <= 8
+    assert np.isclose(sum(p.prior for p in proposals), 1.0)
+    children = [apply_mutation(expr, p.mutation) for p in proposals]  # all valid
+    assert len({c.key() for c in children}) == len(children)  # all distinct
+    assert ctx.stats["sampled"] == 8 and ctx.stats["expansions"] == 1
+    values = policy.value(ctx, children + [Expression.empty()] + children * 30)  # > one critic batch
+    assert values.shape == (len(children) * 31 + 1,)
+    assert np.all((values >= 0) & (values <= 1))
+    assert np.allclose(values[: len(children)], values[len(children) + 1: 2 * len(children) + 1], atol=1e-5)
+    assert policy.propose(ctx, expr, 0, np.random.default_rng(2)) == []
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_same_rng_same_proposals(tiny_model):
+    policy = NeuralPolicy(tiny_model)
+    X, y = _data()
+    expr = parse("x0 + x1", NAMES)
+
+    def run():
+        rng = np.random.default_rng(5)
+        ctx = policy.prepare(X, y, rng)
+        return [(p.mutation, round(p.prior, 6)) for p in policy.propose(ctx, expr, 8, rng)]
+
+    assert run() == run()
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_thread_setting_is_restored(tiny_model):
+    before = torch.get_num_threads()
+    policy = NeuralPolicy(tiny_model, num_threads=1)
+    X, y = _data()
+    ctx = policy.prepare(X, y, np.random.default_rng(0))
+    policy.propose(ctx, parse("x0", NAMES), 4, np.random.default_rng(0))
+    policy.value(ctx, [parse("x0", NAMES)])
+    assert torch.get_num_threads() == before
+
+
+def test_too_many_features_is_a_clear_error(tiny_model):
+    X = np.zeros((5, 11))
+    with pytest.raises(ValueError, match="at most 10 features"):
+        NeuralPolicy(tiny_model).prepare(X, np.zeros(5), np.random.default_rng(0))
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_save_load_round_trip_gives_identical_outputs(tiny_model, tmp_path):
+    path = tmp_path / "m.safetensors"
+    digest = save_model(tiny_model, path, info={"steps": 7})
+    meta = read_metadata(path)
+    assert meta["dgsr_sha256"] == digest
+    assert json.loads(meta["dgsr_config"]) == tiny_model.config.to_dict()
+    loaded, info = load_model(path)
+    assert info == {"steps": 7}
+    assert loaded.config == tiny_model.config
+    X, y = _data()
+    a, b = NeuralPolicy(tiny_model), NeuralPolicy.from_checkpoint(path)
+    assert b.info == {"steps": 7}
+    expr = parse("x0*x1", NAMES)
+    ca, cb = a.prepare(X, y, np.random.default_rng(3)), b.prepare(X, y, np.random.default_rng(3))
+    assert torch.equal(ca.memory, cb.memory)
+    pa = a.propose(ca, expr, 8, np.random.default_rng(4))
+    pb = b.propose(cb, expr, 8, np.random.default_rng(4))
+    assert pa == pb
+    exprs = [apply_mutation(expr, p.mutation) for p in pa]
+    assert np.array_equal(a.value(ca, exprs), b.value(cb, exprs))
+
+
+def test_missing_and_corrupt_files(tiny_model, tmp_path):
+    with pytest.raises(FileNotFoundError, match="not found"):
+        NeuralPolicy.from_checkpoint(tmp_path / "nope.safetensors")
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a safetensors file at all")
+    with pytest.raises(CheckpointError, match="bad.safetensors"):
+        load_model(bad)
+    # flip one byte of the tensor data: the stored tensor checksum catches it
+    path = tmp_path / "m.safetensors"
+    save_model(tiny_model, path)
+    raw = bytearray(path.read_bytes())
+    raw[-10] ^= 0xFF
+    flipped = tmp_path / "flipped.safetensors"
+    flipped.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match="checksum"):
+        load_model(flipped)
+    # truncated
+    truncated = tmp_path / "cut.safetensors"
+    truncated.write_bytes(path.read_bytes()[: len(raw) // 2])
+    with pytest.raises(CheckpointError):
+        load_model(truncated)
+
+
+def test_sidecar_checksum_is_checked(tiny_model, tmp_path):
+    path = tmp_path / "m.safetensors"
+    save_model(tiny_model, path, write_sha256_file=True)
+    sidecar = Path(f"{path}.sha256")
+    assert sidecar.read_text().split()[0] == file_sha256(path)
+    load_model(path)
+    sidecar.write_text("0" * 64 + "  m.safetensors\n")
+    with pytest.raises(CheckpointError, match="does not match"):
+        load_model(path)
+
+
+def test_not_a_dgsr_checkpoint(tmp_path):
+    from safetensors.torch import save_file
+
+    path = tmp_path / "other.safetensors"
+    save_file({"w": torch.zeros(2)}, str(path))
+    with pytest.raises(CheckpointError, match="not a dgsr policy checkpoint"):
+        load_model(path)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_search_runs_with_the_neural_policy(tiny_model, tmp_path):
+    from dgsr.search import SearchConfig, run_search
+
+    X, y = _data(60)
+    policy = NeuralPolicy(tiny_model, num_threads=1)
+    result = run_search(X, y, policy, config=SearchConfig(n_samples=4, iterations_per_trial=20, max_trials=1),
+                        rng=0)
+    assert result is not None
+
+
+@pytest.mark.timeout(60, method="thread")
+@pytest.mark.skipif(not DEFAULT_WEIGHTS.is_file(), reason="shipped weights not trained yet")
+def test_shipped_weights_load_and_checksum_matches():
+    sidecar = Path(f"{DEFAULT_WEIGHTS}.sha256")
+    if sidecar.is_file():
+        assert sidecar.read_text().split()[0] == file_sha256(DEFAULT_WEIGHTS)
+    assert DEFAULT_WEIGHTS.stat().st_size <= 16 * 2**20
+    policy = NeuralPolicy.from_pretrained()
+    assert policy.model.config == ModelConfig.preset("small")
+    assert policy.info.get("steps", 0) > 0
+    X, y = _data()
+    ctx = policy.prepare(X, y, np.random.default_rng(0))
+    assert policy.propose(ctx, parse("x0*x1", NAMES), 16, np.random.default_rng(0))

@@ -1,0 +1,124 @@
+"""Pre-training: deterministic batches, grouped loss, exact resume, the CLI plug-in."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dgsr.checkpoint import CheckpointError, load_model, load_training_state
+from dgsr.model import ModelConfig, PolicyModel
+from dgsr.pretrain import TrainConfig, batch_examples, collate, grouped_action_loss, losses, lr_at, train
+from dgsr.tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
+
+TINY = TrainConfig(model="tiny", batch_size=6, warmup=2, eval_every=2, checkpoint_every=2, val_examples=6,
+                   n_points=20, data="generator")
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_batches_are_a_function_of_seed_and_step():
+    a, b = batch_examples(TINY, 3), batch_examples(TINY, 3)
+    assert [(e.state, e.mutation) for e in a] == [(e.state, e.mutation) for e in b]
+    c = batch_examples(TINY, 4)
+    assert [(e.state, e.mutation) for e in a] != [(e.state, e.mutation) for e in c]
+    batch = collate(a, np.random.default_rng(0))
+    assert batch.states.shape[0] == batch.actions.shape[0] == batch.negatives.shape[0] == 6
+    assert batch.points.shape[0] == int(batch.dataset.max()) + 1 <= 6  # shared datasets encoded once
+    assert batch.points.shape[1] == 20
+    assert torch.all(batch.actions[:, 0] == vocabulary().bos)
+    # negatives are off the path: never the positive state itself
+    assert not any(torch.equal(n, s) for n, s in zip(batch.negatives, batch.states))
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_grouped_loss_equals_constrained_softmax():
+    """Each target is normalised within its token group (what constrained decoding samples from)."""
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny"))
+    v = vocabulary()
+    hidden = torch.randn(2, 3, 32)
+    target = torch.tensor([[v.ids["I3"], v.mantissa0 + 1234, v.exponent0 + 90], [v.ids["x1"], v.eos, v.pad]])
+    loss, right, keep = grouped_action_loss(model, hidden, target)
+    logits = hidden @ model.tok.weight.T
+    groups = {0: range(v.mantissa0, v.mantissa0 + MAX_MANTISSA + 1),
+              1: range(v.exponent0, v.exponent0 + 2 * MAX_EXPONENT + 1)}
+    manual = []
+    for i in range(2):
+        for j in range(3):
+            t = int(target[i, j])
+            if t == v.pad:
+                continue
+            mask = torch.zeros(len(v), dtype=torch.bool)
+            g = next((g for g, r in groups.items() if t in r), 2)
+            if g == 2:
+                mask[:] = True
+                for r in groups.values():
+                    mask[r.start:r.stop] = False
+            else:
+                mask[groups[g].start:groups[g].stop] = True
+            manual.append(-torch.log_softmax(logits[i, j].masked_fill(~mask, float("-inf")), -1)[t])
+    assert loss.item() == pytest.approx(torch.stack(manual).mean().item(), rel=1e-5)
+    assert keep.sum() == 5 and bool(right[1, 2])
+
+
+def test_learning_rate_schedule():
+    cfg = TrainConfig(lr=1.0, warmup=10)
+    assert lr_at(0, cfg) == pytest.approx(0.1)
+    assert lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(39, cfg) == pytest.approx(0.5)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_losses_are_finite_and_backpropagate():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny"))
+    batch = collate(batch_examples(TINY, 0), np.random.default_rng(0))
+    parts = losses(model, batch)
+    assert all(torch.isfinite(v) for v in parts.values())
+    parts["loss"].backward()
+    assert model.critic[0].weight.grad is not None and model.point_tok.weight.grad is not None
+    assert F.softplus(torch.tensor(0.0)) > 0  # sanity of the import
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_resume_after_interrupt_continues_at_the_same_step(tmp_path):
+    torch.manual_seed(0)
+    straight = train(TINY, tmp_path / "a", 4, device="cpu", progress=False)
+    torch.manual_seed(0)
+    train(TINY, tmp_path / "b", 2, device="cpu", progress=False)  # "interrupted" after step 2
+    state = load_training_state(tmp_path / "b" / "ckpt.pt")
+    assert state["step"] == 2
+    torch.manual_seed(123)  # the resumed process starts from other global state
+    resumed = train(TINY, tmp_path / "b", 4, resume=True, device="cpu", progress=False)
+    assert resumed["step"] == straight["step"] == 4
+    assert resumed["loss"] == pytest.approx(straight["loss"], abs=1e-6)
+    a, _ = load_model(tmp_path / "a" / "model.safetensors")
+    b, info = load_model(tmp_path / "b" / "model.safetensors")
+    assert info["steps"] == 4 and "val_action_acc" in info
+    for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.allclose(pa, pb, atol=1e-6), name
+    steps = [json.loads(line)["step"] for line in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4]
+
+
+def test_broken_training_checkpoint_is_a_clear_error(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    path.write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="ckpt.pt"):
+        load_training_state(path)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_cli_pretrain(tmp_path, capsys):
+    from dgsr.cli import main
+
+    out = tmp_path / "run"
+    status = main(["pretrain", "--config", "tiny", "--steps", "2", "--out", str(out), "--batch-size", "4",
+                   "--eval-every", "2", "--data", "generator", "--val-examples", "4", "--points", "20"])
+    assert status == 0
+    assert (out / "ckpt.pt").is_file() and (out / "model.safetensors").is_file()
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["step"] == 2
+    assert main(["pretrain", "--config", "nope", "--steps", "1", "--out", str(out)]) == 2
