@@ -1,0 +1,95 @@
+"""Pareto archive and selection rules, budgets, and the random policy."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from dgsr.budget import Budget
+from dgsr.expression import Expression
+from dgsr.mutations import apply_mutation
+from dgsr.pareto import ParetoArchive, front_scores, select
+from dgsr.parser import parse
+from dgsr.random_policy import RandomPolicy
+
+pytestmark = pytest.mark.timeout(30, method="thread")
+
+
+@dataclass
+class E:
+    size: int
+    mse: float
+
+
+def test_archive_keeps_best_per_size_and_a_non_dominated_front():
+    archive = ParetoArchive()
+    assert archive.add(parse("x0"), 4.0, 0.6)
+    assert not archive.add(parse("x1"), 5.0, 0.5)  # same size, worse
+    assert archive.add(parse("x1"), 3.0, 0.7)  # same size, better: replaces
+    assert archive.add(parse("x0 + x1"), 3.5, 0.65)  # dominated by the size-1 entry
+    assert archive.add(parse("x0*x1 + x0"), 1.0, 0.9)
+    assert not archive.add(parse("x0*x0"), math.nan, 0.0)
+    front = archive.front()
+    assert [(e.size, e.mse) for e in front] == [(1, 3.0), (5, 1.0)]
+    assert archive.best().size == 5
+
+
+def test_selection_rules_on_a_hand_made_front():
+    front = [E(1, 10.0), E(3, 1.0), E(5, 0.9), E(9, 0.5)]
+    # scores: ln(10/1)/2 = 1.151, ln(1/0.9)/2 = 0.053, ln(0.9/0.5)/4 = 0.147
+    assert front_scores(front) == pytest.approx([0.0, math.log(10) / 2, math.log(1 / 0.9) / 2, math.log(0.9 / 0.5) / 4])
+    assert select(front, "accuracy") == 3
+    assert select(front, "score") == 1
+    # "best": among losses <= 1.5 * 0.5 = 0.75 only the last entry is eligible.
+    assert select(front, "best") == 3
+    front2 = [E(1, 10.0), E(3, 0.6), E(9, 0.5)]
+    assert select(front2, "best") == 1  # within 1.5x of the lowest and a much larger score
+    with pytest.raises(ValueError, match="model_selection"):
+        select(front, "shortest")
+    with pytest.raises(ValueError, match="empty"):
+        select([], "best")
+
+
+def test_budget_reasons_and_cap():
+    b = Budget(max_evaluations=10, target_r2=0.9).start()
+    assert b.exhausted(0.5) is None
+    assert b.exhausted(0.95) == "target"
+    b.add(9.5)
+    assert b.exhausted() is None
+    b.add(0.5)
+    assert b.exhausted() == "evaluations"
+    t = Budget(max_time=0.05).start()
+    assert t.cap(1.0) <= 0.05
+    time.sleep(0.06)
+    assert t.exhausted() == "time" and t.cap(1.0) == 0.0
+    assert Budget().cap(1.0) == 1.0 and Budget().exhausted() is None
+    with pytest.raises(ValueError):
+        Budget(max_evaluations=0)
+
+
+def test_random_policy_proposes_distinct_valid_mutations():
+    policy = RandomPolicy()
+    rng = np.random.default_rng(0)
+    context = policy.prepare(np.zeros((5, 3)), np.zeros(5), rng)
+    root = policy.propose(context, Expression.empty(), 8, rng)
+    assert 1 <= len(root) <= 8
+    assert all(p.mutation.op == "root" and p.mutation.node == 0 for p in root)
+    expr = parse("sin(x0) + x1*x2")
+    proposals = policy.propose(context, expr, 16, rng)
+    assert len(proposals) == 16
+    children = [apply_mutation(expr, p.mutation) for p in proposals]
+    assert len({c.key() for c in children}) == 16
+    assert sum(p.prior for p in proposals) == pytest.approx(1.0)
+    assert all(v < 3 for c in children for v in c.variables)
+    assert np.isnan(policy.value(context, children)).all()
+
+
+def test_random_policy_stops_at_the_size_limit():
+    policy = RandomPolicy(max_size=5)
+    rng = np.random.default_rng(1)
+    expr = parse("x0*x1 + x2")  # 5 nodes: nothing can grow
+    assert policy.propose(policy.prepare(np.zeros((2, 3)), np.zeros(2), rng), expr, 8, rng) == []

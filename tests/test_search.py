@@ -1,0 +1,228 @@
+"""MCTS search: selection (equation 3), back-propagation, budgets, stop reasons, constant modes."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dgsr.budget import Budget
+from dgsr.evaluate import evaluate, r2_score
+from dgsr.expression import Expression
+from dgsr.mutations import Mutation, apply_mutation
+from dgsr.pareto import ParetoArchive
+from dgsr.parser import parse
+from dgsr.policy import Proposal
+from dgsr.random_policy import RandomPolicy
+from dgsr.search import SearchConfig, _Evaluator, _Trial, accuracy_value, run_search
+
+pytestmark = pytest.mark.timeout(60, method="thread")
+
+
+def _data(n: int = 200, d: int = 2, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(1, 3, size=(n, d))
+
+
+class ScriptedPolicy:
+    """Proposes fixed root operands on the empty expression and fixed mutations elsewhere."""
+
+    has_critic = True
+
+    def __init__(self, roots: list[tuple[Expression, float]], values: dict[str, float] | None = None,
+                 grow: list[Mutation] | None = None):
+        self.roots, self.values, self.grow = roots, values or {}, grow or []
+        self.calls = 0
+
+    def prepare(self, X, y, rng):
+        return None
+
+    def propose(self, context, expression, k, rng):
+        self.calls += 1
+        if expression.is_empty:
+            return [Proposal(Mutation(0, "root", b), p) for b, p in self.roots[:k]]
+        return [Proposal(m, 1.0 / len(self.grow)) for m in self.grow[:k]]
+
+    def value(self, context, expressions):
+        return np.array([self.values.get(str(e), 0.1) for e in expressions])
+
+
+def test_finds_a_product_with_the_random_policy():
+    X = _data()
+    y = X[:, 0] * X[:, 1]
+    result = run_search(X, y, RandomPolicy(), rng=0, budget=Budget(max_evaluations=20_000, target_r2=1 - 1e-10))
+    assert result.stop_reason == "target"
+    assert result.best.r2 >= 1 - 1e-10
+    assert np.allclose(evaluate(result.best.expression, X), y)
+
+
+def test_same_seed_same_search():
+    X = _data(seed=1)
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2
+    runs = [run_search(X, y, RandomPolicy(), rng=7, budget=Budget(max_evaluations=3000)) for _ in range(2)]
+    assert runs[0].n_evaluations == runs[1].n_evaluations
+    assert [e.expression.key() for e in runs[0].archive.front()] == [e.expression.key() for e in runs[1].archive.front()]
+    other = run_search(X, y, RandomPolicy(), rng=8, budget=Budget(max_evaluations=3000))
+    assert [e.expression.key() for e in other.archive.front()] != [e.expression.key() for e in runs[0].archive.front()]
+
+
+@pytest.mark.parametrize("mode", ["never", "best", "all"])
+def test_evaluation_budget_is_respected(mode):
+    X = _data(seed=2)
+    y = np.exp(0.3 * X[:, 0]) - X[:, 1]
+    config = SearchConfig(constant_fitting=mode, n_samples=8)
+    result = run_search(X, y, RandomPolicy(), config=config, rng=0, budget=Budget(max_evaluations=1500))
+    assert result.stop_reason == "evaluations"
+    # The budget is checked between expansions: at most one expansion (K fits) over.
+    assert 1500 <= result.n_evaluations <= 1500 + 8 * 120
+    assert all(math.isfinite(e.mse) and math.isfinite(e.r2) for e in result.archive.front())
+
+
+def test_time_limit_stops_the_search():
+    X = _data(seed=3)
+    y = np.cos(X[:, 0] * X[:, 1]) + X[:, 0]
+    result = run_search(X, y, RandomPolicy(), rng=0, budget=Budget(max_time=0.5))
+    assert result.stop_reason == "time"
+    assert result.elapsed < 5.0
+
+
+def test_terminal_root_ends_trials_and_max_trials_stops():
+    X = _data()
+    y = X[:, 0]
+    policy = ScriptedPolicy(roots=[])  # no proposal at all: the root is terminal at once
+    result = run_search(X, y, policy, config=SearchConfig(max_trials=3), rng=0, budget=Budget(max_evaluations=100))
+    assert result.stop_reason == "trials" and result.n_trials == 3
+    assert policy.calls == 3 and result.n_evaluations == 0 and result.best is None
+
+
+def test_invalid_and_non_finite_children_are_counted_not_kept():
+    X = _data()
+    y = X[:, 0] + 1
+    bad_node = Mutation(5, "sin")  # out of range on a one-node expression
+    policy = ScriptedPolicy(roots=[(parse("x0"), 0.5), (parse("log(x0 - 10)"), 0.5)], grow=[bad_node])
+    result = run_search(X, y, policy, config=SearchConfig(max_trials=1, iterations_per_trial=5), rng=0)
+    stats = result.mutation_stats
+    assert stats["invalid:node_out_of_range"] >= 1
+    assert stats["non_finite"] == 1
+    assert stats["valid"] == 1
+    assert [e.expression.key() for e in result.archive.front()][-1] != parse("log(x0 - 10)").key()
+
+
+def test_evaluations_are_cached_across_trials():
+    X = _data()
+    y = 2 * X[:, 0] + X[:, 1]
+    policy = ScriptedPolicy(roots=[(parse("x0 + x1"), 1.0)])
+    result = run_search(X, y, policy, config=SearchConfig(max_trials=4), rng=0)
+    assert result.n_trials == 4
+    assert result.n_evaluations == 1.0
+
+
+def test_selection_follows_equation_3_and_backprop_adds_decayed_values():
+    X = _data()
+    y = X[:, 0] * 0.0 + np.linspace(0, 1, len(X))  # nothing here is solved
+    a, b = parse("x0"), parse("x1")
+    policy = ScriptedPolicy(roots=[(a, 0.9), (b, 0.1)], values={"x0": 0.2, "x1": 0.6})
+    config = SearchConfig(p_uct=1.0, depth_decay=0.5, progressive_widening=0.0)
+    evaluator = _Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    trial = _Trial(0, policy, None, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
+    trial.iterate(fit=False)
+    root = trial.root
+    assert [c.expression.key() for c in root.children] == [a.key(), b.key()]
+    assert root.visits == 2
+    assert root.value_sum == pytest.approx(0.5 * (0.2 + 0.6))
+    # Equation 3: V + p_uct * P * sqrt(sum N) / (1 + N) = 0.2 + 0.9*sqrt(2)/2 vs 0.6 + 0.1*sqrt(2)/2.
+    scores = [c.value_sum / c.visits + c.prior * math.sqrt(2) / 2 for c in root.children]
+    assert scores[0] > scores[1]
+    assert trial._select() is root.children[0]
+
+
+def test_value_is_one_for_solutions_else_the_critic():
+    X = _data()
+    y = X[:, 0]
+    policy = ScriptedPolicy(roots=[(parse("x0"), 0.5), (parse("x1"), 0.5)], values={"x1": 0.25})
+    config = SearchConfig(progressive_widening=0.0)
+    evaluator = _Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    trial = _Trial(0, policy, None, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
+    trial.iterate(fit=False)
+    values = {str(c.expression): c.value_sum for c in trial.root.children}
+    assert values == {"x0": 1.0, "x1": 0.25}
+
+
+def test_accuracy_value_is_monotone_and_bounded():
+    r2s = [-5, 0.0, 0.5, 0.9, 0.95, 0.98, 0.989, 0.99, 1.0]
+    values = [accuracy_value(r) for r in r2s]
+    assert values[0] == 0.0 and values[-1] == 1.0 and values[-2] == 1.0
+    assert all(b >= a for a, b in itertools.pairwise(values))
+    assert values[-3] < 1.0
+
+
+@pytest.mark.parametrize(("mode", "solved"), [("never", False), ("best", True), ("all", True)])
+def test_constant_fitting_modes(mode, solved):
+    X = _data(seed=4)
+    y = np.exp(0.7 * X[:, 0])
+    start = parse("exp(1.0*x0)")  # right shape, wrong constant: linear scaling alone cannot fix it
+    policy = ScriptedPolicy(roots=[(start, 1.0)])
+    config = SearchConfig(constant_fitting=mode, max_trials=1, iterations_per_trial=2)
+    result = run_search(X, y, policy, config=config, rng=0)
+    assert (result.best.r2 > 1 - 1e-9) is solved
+    if solved:
+        assert result.best.expression.constants[0] == pytest.approx(0.7, rel=1e-5)
+
+
+def test_interrupt_returns_what_was_found():
+    X = _data()
+    y = X[:, 0] ** 2
+
+    class Interrupting(RandomPolicy):
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def propose(self, context, expression, k, rng):
+            self.n += 1
+            if self.n == 20:
+                raise KeyboardInterrupt
+            return super().propose(context, expression, k, rng)
+
+    result = run_search(X, y, Interrupting(), rng=0)
+    assert result.stop_reason == "interrupted"
+    assert result.archive.front() and result.n_evaluations > 0
+
+
+def test_training_data_path_rebuilds_the_solution():
+    X = _data()
+    y = X[:, 0] * X[:, 1] + X[:, 1]
+    config = SearchConfig(record_training_data=True, iterations_per_trial=300, min_visits=2)
+    result = run_search(X, y, RandomPolicy(), config=config, rng=3, budget=Budget(max_evaluations=30_000))
+    solved = [t for t in result.trials if t.solution_path]
+    assert solved, "the random policy solves this within the budget"
+    path = solved[0].solution_path
+    expr = Expression.empty()
+    for state, mutation in path:
+        assert state == expr
+        expr = apply_mutation(expr, mutation)
+    assert r2_score(y, evaluate(expr, X)) >= 0.99 or result.best.r2 >= 0.99
+    targets = solved[0].critic_targets
+    assert targets and all(0.0 <= t <= 1.0 for _, t in targets)
+    assert any(t == 1.0 for _, t in targets)
+
+
+def test_warm_start_keeps_the_archive():
+    X = _data()
+    y = X[:, 0] / X[:, 1]
+    first = run_search(X, y, RandomPolicy(), rng=0, budget=Budget(max_evaluations=500))
+    before = {e.size: e.mse for e in first.archive.front()}
+    second = run_search(X, y, RandomPolicy(), rng=1, budget=Budget(max_evaluations=500), archive=first.archive)
+    assert second.archive is first.archive
+    after = {e.size: e.mse for e in second.archive.front()}
+    assert min(after.values()) <= min(before.values())
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="constant_fitting"):
+        SearchConfig(constant_fitting="sometimes")
+    with pytest.raises(ValueError, match="depth_decay"):
+        SearchConfig(depth_decay=0.0)
+    with pytest.raises(ValueError, match="n_samples"):
+        SearchConfig(n_samples=0)
