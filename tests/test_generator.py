@@ -170,3 +170,17 @@ def test_sympy_option_gives_valid_simplified_expressions():
     assert validity_violation(expr) is None and expr.variables
     assert sympy_simplify(parse("x0*x0 + 2*x0*x0"), timeout=2.0) == parse("3*sq(x0)")
     assert all(arity(s) <= 2 for s in expr.symbols)
+
+
+def test_positive_inputs_option_lets_sqrt_and_log_survive():
+    def share(config):
+        rng = np.random.default_rng(8)
+        problems = [random_problem(rng, config, n_points=30) for _ in range(300)]
+        positive = np.mean([bool(np.all(p.X > 0)) for p in problems])
+        with_sqrt_log = np.mean([bool({"sqrt", "log"} & set(p.expression.symbols)) for p in problems])
+        return positive, with_sqrt_log
+
+    pos0, sl0 = share(GeneratorConfig())
+    pos1, sl1 = share(GeneratorConfig(positive_inputs=0.5))
+    assert pos0 < 0.05 and 0.35 < pos1 < 0.65
+    assert sl1 > 1.5 * sl0
