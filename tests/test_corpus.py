@@ -87,6 +87,9 @@ def test_encode_example_shapes():
     assert enc["points"].shape == (100, POINT_WIDTH)
     assert v.decode_action(list(enc["action"])).op == ex.mutation.op
     assert enc["expression"].dtype == np.int64 and enc["expression"].ndim == 1
+    # the points cache is keyed by the problem: always equal to a fresh encoding
+    for ex in islice(example_stream(2, exclude=frozenset(), n_points=10), 40):
+        np.testing.assert_array_equal(encode_example(ex)["points"], v.encode_points(ex.X, ex.y))
 
 
 def test_importing_corpus_does_not_import_torch():
@@ -151,6 +154,9 @@ def test_heldout_problems_regenerate_their_data():
         assert float(np.mean(problem.y)) == pytest.approx(rec["y_mean"], rel=1e-5, abs=1e-12)
         again = items[rec["name"]].problem()
         np.testing.assert_array_equal(problem.X, again.X)
+        np.testing.assert_array_equal(items[rec["name"]].X, problem.X)
+        np.testing.assert_array_equal(items[rec["name"]].y, problem.y)
+        assert not problem.X.flags.writeable  # the shared benchmark data cannot be changed by accident
 
 
 def test_heldout_generation_is_reproducible(tmp_path):

@@ -20,7 +20,7 @@ import io
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -103,13 +103,27 @@ def example_stream(
             yield TrainingExample(problem.X, problem.y, state, mutation, problem.expression)
 
 
+_last_points: list = [None, None, None, None]  # X, y, vocabulary, encoded points of the latest example
+
+
 def encode_example(example: TrainingExample, vocab: Any = None) -> dict[str, np.ndarray]:
-    """Token ids of an example: ``points`` [n_points, POINT_WIDTH], ``expression`` [T], ``action`` [A]."""
+    """Token ids of an example: ``points`` [n_points, POINT_WIDTH], ``expression`` [T], ``action`` [A].
+
+    ``points`` is read-only and shared by the consecutive steps of one problem.
+    """
     from .tokens import vocabulary
 
     v = vocab if vocab is not None else vocabulary()
+    # the steps of one problem come one after another and share X and y: encode the points once
+    cached = _last_points
+    if cached[0] is example.X and cached[1] is example.y and cached[2] is v:
+        points = cached[3]
+    else:
+        points = v.encode_points(example.X, example.y)
+        points.setflags(write=False)
+        _last_points[:] = [example.X, example.y, v, points]
     return {
-        "points": v.encode_points(example.X, example.y),
+        "points": points,
         "expression": np.asarray(v.encode_expression(example.state), dtype=np.int64),
         "action": np.asarray(v.encode_action(example.mutation), dtype=np.int64),
     }
@@ -181,9 +195,26 @@ class HeldoutProblem:
     name: str = ""
 
     def problem(self) -> Problem:
-        """The inputs and targets, regenerated deterministically from ``seed``."""
+        """The inputs and targets, regenerated deterministically from ``seed`` (computed once, read-only)."""
+        return self._problem
+
+    @cached_property
+    def _problem(self) -> Problem:
         X = sample_inputs(np.random.default_rng(self.seed), self.n_points, self.n_variables)
-        return Problem(self.expression, X, evaluate(self.expression, X))
+        y = evaluate(self.expression, X)
+        X.setflags(write=False)  # shared by every caller: nobody may change the benchmark's data
+        y.setflags(write=False)
+        return Problem(self.expression, X, y)
+
+    @property
+    def X(self) -> np.ndarray:
+        """Inputs [n_points, n_variables] (see :meth:`problem`)."""
+        return self._problem.X
+
+    @property
+    def y(self) -> np.ndarray:
+        """Targets [n_points] (see :meth:`problem`)."""
+        return self._problem.y
 
 
 def build_heldout(per_domain: int = HELDOUT_PER_DOMAIN, seed: int = HELDOUT_SEED) -> list[HeldoutProblem]:
