@@ -10,9 +10,9 @@ and the tuple is a free hash key for caches and MCTS transpositions.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
 
 import sympy
 
@@ -58,6 +58,14 @@ class Expression:
                 raise MalformedExpression(f"incomplete prefix sequence {self.symbols}")
 
     # ------------------------------------------------------------------ construction
+    @classmethod
+    def _trusted(cls, symbols: tuple[str, ...], constants: tuple[float, ...]) -> Expression:
+        """Build from parts already known to be well formed (skips the checks: search hot path)."""
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "symbols", symbols)
+        object.__setattr__(obj, "constants", constants)
+        return obj
+
     @staticmethod
     def empty() -> Expression:
         """The empty expression, root of every search tree."""
@@ -83,7 +91,7 @@ class Expression:
                 raise MalformedExpression("cannot combine an empty expression")
             symbols += child.symbols
             constants += child.constants
-        return Expression(symbols, constants)
+        return Expression._trusted(symbols, constants)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -127,7 +135,7 @@ class Expression:
         """The subtree rooted at prefix ``position``."""
         end = self.subtree_ends[position]
         c0, c1 = self.constant_offset(position), self.constant_offset(end)
-        return Expression(self.symbols[position:end], self.constants[c0:c1])
+        return Expression._trusted(self.symbols[position:end], self.constants[c0:c1])
 
     def children(self, position: int = 0) -> list[int]:
         """Prefix positions of the children of the node at ``position``."""
@@ -141,7 +149,9 @@ class Expression:
         """A copy with the subtree at ``position`` replaced by ``new``."""
         end = self.subtree_ends[position]
         c0, c1 = self.constant_offset(position), self.constant_offset(end)
-        return Expression(
+        if new.is_empty:
+            raise MalformedExpression("cannot insert an empty expression")
+        return Expression._trusted(
             self.symbols[:position] + new.symbols + self.symbols[end:],
             self.constants[:c0] + new.constants + self.constants[c1:],
         )

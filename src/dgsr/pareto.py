@@ -52,6 +52,11 @@ class ParetoArchive:
         self._best[size] = ParetoEntry(size, expression, float(mse), float(r2))
         return True
 
+    def accepts(self, size: int, mse: float) -> bool:
+        """Whether :meth:`add` would keep an expression of this size and loss (lets callers skip building it)."""
+        current = self._best.get(size)
+        return math.isfinite(mse) and (current is None or mse < current.mse)
+
     def front(self) -> list[ParetoEntry]:
         """Non-dominated entries sorted by size: each strictly more accurate than every smaller one."""
         out, lowest = [], math.inf

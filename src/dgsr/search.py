@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from .budget import Budget
-from .constants import DEFAULT_METHOD, fit_constants, linear_scaling, scale_expression
-from .evaluate import as_columns, evaluate_columns, r2_score
+from .constants import DEFAULT_METHOD, fit_constants, scale_expression
+from .evaluate import as_columns, evaluate_columns
 from .expression import Expression
 from .mutations import InvalidMutation, Mutation, apply_mutation
 from .pareto import ParetoArchive, ParetoEntry
@@ -200,13 +200,16 @@ class _Evaluator:
                  archive: ParetoArchive, rng: np.random.Generator):
         self.columns = as_columns(X)
         self.y = np.asarray(y, dtype=np.float64)
-        self.y_var = float(np.var(self.y))
+        self.n = len(self.y)
+        self.y_mean = float(np.mean(self.y))
+        self.y_centered = self.y - self.y_mean
+        self.y_var = float(np.dot(self.y_centered, self.y_centered)) / self.n
         self.config = config
         self.budget = budget
         self.archive = archive
         self.rng = rng
         self.method = config.constant_method or DEFAULT_METHOD
-        self.cache: dict[tuple, tuple[float, Expression]] = {}
+        self.cache: dict[tuple, float] = {}
         self.fitted: set[tuple] = set()
         self.best_r2 = -math.inf
         self.best_size = 0
@@ -216,48 +219,69 @@ class _Evaluator:
         key = expr.key()
         hit = self.cache.get(key)
         if hit is not None and (not fit or key in self.fitted or not expr.n_constants):
-            return hit[0]
+            return hit
         if fit and expr.n_constants:
             result = fit_constants(expr, self.columns, self.y, method=self.method, rng=self.rng,
                                    time_limit=self.budget.cap(self.config.constant_time_limit),
                                    batch_size=self.config.constant_batch_size, y_var=self.y_var)
             self.budget.add(result.evaluations)
-            r2, scored = result.r2, result.expression
             self.fitted.add(key)
-            if hit is not None and hit[0] > r2:  # the mutated constants were better than the fit
-                return hit[0]
+            r2 = result.r2
+            self._offer(result.expression, r2)
+            if hit is not None and hit > r2:  # the mutated constants were better than the fit
+                r2 = hit
         else:
             pred = evaluate_columns(expr, self.columns)
             self.budget.add(1.0)
-            r2, scored = r2_score(self.y, pred, self.y_var), expr
-            if self.config.linear_scaling and math.isfinite(r2):
-                r2, scored = self._scaled(expr, pred, r2)
+            r2 = self._score_prediction(expr, pred)
         if len(self.cache) >= self.config.cache_size:
             self.cache.clear()
             self.fitted.clear()
-        self.cache[key] = (r2, scored)
-        if math.isfinite(r2):
-            # R² = 1 - mse / var(y), so the archive's loss needs no second pass over the rows.
-            mse = max(1.0 - r2, 0.0) * self.y_var if self.y_var > 0 else 0.0
-            self.archive.add(scored, mse, r2)
-            if r2 > self.best_r2 or (r2 == self.best_r2 and scored.size < self.best_size):
-                self.best_r2, self.best_size = r2, scored.size
+        self.cache[key] = r2
         return r2
 
+    def _score_prediction(self, expr: Expression, pred: np.ndarray) -> float:
+        """R² of ``pred``, or of its least-squares rescaling ``a*pred + b`` when linear scaling is on.
 
-    def _scaled(self, expr: Expression, pred: np.ndarray, r2: float) -> tuple[float, Expression]:
-        """Offer ``a*f + b`` (closed-form least squares, no extra evaluation) to the archive; best (R², expr)."""
-        a, b = linear_scaling(pred, self.y)
-        if a == 1.0 and b == 0.0:
-            return r2, expr
+        Both come from the first two moments of ``pred`` and its covariance with ``y``: one pass,
+        no second evaluation; the scaled expression is built only when the archive keeps it.
+        """
+        n, y_var = self.n, self.y_var
         with np.errstate(all="ignore"):
-            scaled_r2 = r2_score(self.y, a * pred + b, self.y_var)
-        scaled = scale_expression(expr, a, b)
-        if scaled_r2 <= r2 or scaled.size > self.config.max_size:
-            return r2, expr
-        # The unscaled expression still competes at its own (smaller) size.
-        self.archive.add(expr, max(1.0 - r2, 0.0) * self.y_var, r2)
-        return scaled_r2, scaled
+            mean = float(np.add.reduce(pred)) / n
+            centered = pred - mean
+            var = float(np.dot(centered, centered)) / n
+            cov = float(np.dot(centered, self.y_centered)) / n
+        if not (math.isfinite(var) and math.isfinite(cov)):
+            return -math.inf  # NaN or inf somewhere in pred (or an overflow of its moments)
+        mse = max(y_var + var - 2.0 * cov + (self.y_mean - mean) ** 2, 0.0)
+        r2 = 1.0 - mse / y_var if y_var > 0 else (1.0 if mse == 0 else -math.inf)
+        self._offer(expr, r2, mse)
+        if not self.config.linear_scaling or var <= 1e-300 * max(mean * mean, 1.0) or y_var <= 0:
+            return r2
+        scaled_r2 = min(cov * cov / (var * y_var), 1.0)
+        scaled_size = expr.size + 4
+        if scaled_r2 <= r2 or scaled_size > self.config.max_size:
+            return r2
+        scaled_mse = (1.0 - scaled_r2) * y_var
+        if self.archive.accepts(scaled_size, scaled_mse):
+            a = cov / var
+            self._offer(scale_expression(expr, a, self.y_mean - a * mean), scaled_r2, scaled_mse)
+        else:
+            self._note_best(scaled_r2, scaled_size)
+        return scaled_r2
+
+    def _offer(self, expr: Expression, r2: float, mse: float | None = None) -> None:
+        if not math.isfinite(r2):
+            return
+        if mse is None:  # R² = 1 - mse / var(y): the loss needs no second pass over the rows
+            mse = max(1.0 - r2, 0.0) * self.y_var
+        self.archive.add(expr, mse, r2)
+        self._note_best(r2, expr.size)
+
+    def _note_best(self, r2: float, size: int) -> None:
+        if r2 > self.best_r2 or (r2 == self.best_r2 and size < self.best_size):
+            self.best_r2, self.best_size = r2, size
 
 
 def accuracy_value(r2: float, solved_r2: float = 0.99) -> float:
