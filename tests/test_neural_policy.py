@@ -19,6 +19,14 @@ from dgsr.policy import Policy
 
 NAMES = ["x0", "x1"]
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # the machine is shared; restored after each test
+    yield
+    torch.set_num_threads(before)
+
+
 
 def _data(n: int = 150, d: int = 2):
     rng = np.random.default_rng(0)
