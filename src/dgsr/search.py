@@ -38,8 +38,6 @@ from .pareto import ParetoArchive, ParetoEntry
 from .policy import Policy
 
 CONSTANT_FITTING_MODES = ("never", "best", "all")
-# "best" fits the constants of this many of a trial's most accurate expressions when it ends.
-_BEST_FITS_PER_TRIAL = 3
 _PROGRESS_EVERY = 8  # iterations between progress callbacks (the display rate-limits itself)
 
 
@@ -58,7 +56,8 @@ class SearchConfig:
     depth_decay:
         Back-propagated values are multiplied by ``depth_decay ** distance`` (Appendix E.3).
     constant_fitting:
-        ``"never"``, ``"best"`` (the best expressions of each trial) or ``"all"`` (every new one).
+        ``"never"``, ``"best"`` (each expression that improves on the trial's best so far) or
+        ``"all"`` (every new one).
     constant_method, constant_time_limit, constant_batch_size:
         Optimiser (None: :data:`dgsr.constants.DEFAULT_METHOD`), seconds and rows per fit.
     max_size:
@@ -378,7 +377,7 @@ def run_search(
                 record_history(trial)
                 if search.iterations % _PROGRESS_EVERY == 0:
                     progress(trial + 1)
-            search.finish(fit_best=config.constant_fitting == "best" and stop_reason != "time")
+            search.finish()
             record_history(trial)
             trial += 1
     except KeyboardInterrupt:
@@ -408,6 +407,7 @@ class _Trial:
         self.keys: set[tuple] = {self.root.expression.key()}
         self.iterations = 0
         self.has_critic = getattr(policy, "has_critic", True)
+        self.fit_improvements = config.constant_fitting == "best"
         self.record = TrialRecord(index=index, iterations=0, evaluations=0.0, best_r2=-math.inf, solved=False)
         self._evaluations_at_start = evaluator.budget.evaluations
 
@@ -460,6 +460,10 @@ class _Trial:
                 continue
             self.keys.add(key)
             r2 = self.evaluator.score(child, fit)
+            if self.fit_improvements and child.n_constants and r2 > self.record.best_r2:
+                # "best" mode: each new best of the trial gets its constants fitted at once.
+                r2 = max(r2, self.evaluator.score(child, fit=True))
+            self.record.best_r2 = max(self.record.best_r2, r2)
             if not math.isfinite(r2):
                 self.stats["non_finite"] += 1
                 continue
@@ -474,7 +478,6 @@ class _Trial:
             node = _Node(expr, leaf, mutation, prior / prior_sum if prior_sum > 0 else 1 / len(fresh), r2)
             node.visits, node.value_sum = 1, float(value)
             children.append(node)
-            self.record.best_r2 = max(self.record.best_r2, r2)
         leaf.children.extend(children)
         leaf.expansions += 1
         self.nodes.extend(children)
@@ -509,15 +512,8 @@ class _Trial:
             parent.terminal = True
             parent = parent.parent
 
-    def finish(self, fit_best: bool) -> None:
-        """Close the trial: fit the best expressions' constants (``"best"`` mode), fill the record."""
-        if fit_best:
-            candidates = sorted((n for n in self.nodes if n.expression.n_constants and math.isfinite(n.r2)),
-                                key=lambda n: -n.r2)[:_BEST_FITS_PER_TRIAL]
-            for node in candidates:
-                if self.evaluator.budget.exhausted(self.evaluator.best_r2):
-                    break
-                node.r2 = max(node.r2, self.evaluator.score(node.expression, fit=True))
+    def finish(self) -> None:
+        """Close the trial: fill its record (and the expert-iteration data when asked for)."""
         record = self.record
         record.iterations = self.iterations
         record.evaluations = self.evaluator.budget.evaluations - self._evaluations_at_start
