@@ -251,3 +251,21 @@ def test_neural_falls_back_to_random_with_a_warning_until_weights_ship():
             assert isinstance(load_policy("neural"), RandomPolicy)
     else:
         pytest.skip("the neural policy ships with this installation")
+
+
+def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
+    from dgsr.evaluate import as_columns
+    from dgsr.parser import parse
+    from dgsr.regressor import tidy_constants
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 3, size=(100, 2))
+    y = 6.674 * X[:, 0] * X[:, 1] + 0.5
+    noisy = parse("6.67400000001*x0*(x1 + 1.2e-10) + 0.5")
+    tidy, spent = tidy_constants(noisy, as_columns(X), y)
+    assert tidy.constants == (6.674, 0.0, 0.5)
+    assert spent >= 1 + 2
+    # A constant that matters is neither zeroed nor rounded away from its fitted value.
+    exact = parse("1.23456789*x0 + x1")
+    kept, _ = tidy_constants(exact, as_columns(X), 1.23456789 * X[:, 0] + X[:, 1])
+    assert kept.constants == (1.23456789,)

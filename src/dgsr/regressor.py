@@ -278,6 +278,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     self.n_evaluations_ += fit.evaluations
                     if fit.improved and fit.r2 > -math.inf:
                         expr = fit.expression
+            if expr.n_constants and evals_left >= 2 * expr.n_constants:
+                expr, spent = tidy_constants(expr, columns, y)
+                evals_left -= spent
+                self.n_evaluations_ += spent
             entries.append(_entry(expr, columns, y, y_var))
         return [e for e in entries if math.isfinite(e.mse)]
 
@@ -384,6 +388,38 @@ def _entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | 
     if not math.isfinite(mse):
         mse = math.inf
     return FrontEntry(expr.size, expr, mse, r2_score(y, pred, y_var))
+
+
+def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
+                   digits: int = 4, tolerance: float = 1e-9) -> tuple[Expression, int]:
+    """Zero negligible constants and round the others to ``digits`` significant digits where that
+    costs (almost) nothing: ``6.674*m1*(m2 + 1.2e-10)`` becomes ``6.674*m1*(m2 + 0)``, which SymPy
+    then shows as ``6.674*m1*m2``.
+
+    A change is kept when the training MSE grows by at most ``tolerance`` relative to the
+    variance of ``y`` (an R² loss below 1e-9). Returns the expression and the evaluations spent.
+    """
+    y_var = float(np.var(y))
+    slack = tolerance * (y_var if y_var > 0 else 1.0)
+
+    def mse_of(candidate: Expression) -> float:
+        with np.errstate(all="ignore"):
+            value = float(np.mean((evaluate_columns(candidate, columns) - y) ** 2))
+        return value if math.isfinite(value) else math.inf
+
+    limit = mse_of(expr) + slack
+    spent = 1
+    values = list(expr.constants)
+    for i in sorted(range(len(values)), key=lambda j: abs(values[j])):
+        for candidate in (0.0, float(f"{values[i]:.{digits}g}")):
+            if candidate == values[i]:
+                break
+            trial = values[:i] + [candidate] + values[i + 1:]
+            spent += 1
+            if mse_of(expr.with_constants(trial)) <= limit:
+                values = trial
+                break
+    return expr.with_constants(values), spent
 
 
 def _pareto(entries: list[FrontEntry]) -> list[FrontEntry]:
