@@ -226,3 +226,15 @@ def test_config_rejects_bad_values():
         SearchConfig(depth_decay=0.0)
     with pytest.raises(ValueError, match="n_samples"):
         SearchConfig(n_samples=0)
+
+
+def test_row_subset_counts_fractional_evaluations():
+    X = _data(n=5000)
+    y = X[:, 0] + X[:, 1]
+    policy = ScriptedPolicy(roots=[(parse("x0 + x1"), 0.5), (parse("x0"), 0.5)])
+    config = SearchConfig(max_trials=1, max_rows=1000)
+    result = run_search(X, y, policy, config=config, rng=0)
+    assert result.n_evaluations == pytest.approx(2 * 1000 / 5000)
+    assert result.best.r2 == pytest.approx(1.0)
+    full = run_search(X, y, policy, config=SearchConfig(max_trials=1, max_rows=None), rng=0)
+    assert full.n_evaluations == 2.0

@@ -79,6 +79,10 @@ class SearchConfig:
         A node expanded ``e`` times is expanded again (K more proposals, new children only)
         once ``e < progressive_widening * sqrt(visits / K)``, at most 8 times; 0 turns it off
         (the paper's one expansion per node).
+    max_rows:
+        The search scores expressions on a fixed random subset of at most this many training
+        rows (drawn once per search; each pass counts ``max_rows / n_rows`` evaluations); the
+        final front is refitted and scored on all rows by the estimator. None: all rows.
     cache_size:
         Evaluations remembered by expression key; the cache is cleared when it is full.
     """
@@ -98,6 +102,7 @@ class SearchConfig:
     min_visits: int = 5
     linear_scaling: bool = True
     progressive_widening: float = 1.0
+    max_rows: int | None = 1000
     cache_size: int = 200_000
 
     def __post_init__(self) -> None:
@@ -197,8 +202,14 @@ class _Evaluator:
 
     def __init__(self, X: np.ndarray, y: np.ndarray, config: SearchConfig, budget: Budget,
                  archive: ParetoArchive, rng: np.random.Generator):
+        y = np.asarray(y, dtype=np.float64)
+        self.weight = 1.0  # evaluations counted per scoring pass (CONTRACTS §2: b rows of N count b/N)
+        if config.max_rows is not None and len(y) > config.max_rows:
+            rows = np.sort(rng.choice(len(y), size=config.max_rows, replace=False))
+            self.weight = config.max_rows / len(y)
+            X, y = X[rows], y[rows]
         self.columns = as_columns(X)
-        self.y = np.asarray(y, dtype=np.float64)
+        self.y = y
         self.n = len(self.y)
         self.y_mean = float(np.mean(self.y))
         self.y_centered = self.y - self.y_mean
@@ -223,7 +234,7 @@ class _Evaluator:
             result = fit_constants(expr, self.columns, self.y, method=self.method, rng=self.rng,
                                    time_limit=self.budget.cap(self.config.constant_time_limit),
                                    batch_size=self.config.constant_batch_size, y_var=self.y_var)
-            self.budget.add(result.evaluations)
+            self.budget.add(result.evaluations * self.weight)
             self.fitted.add(key)
             r2 = result.r2
             self._offer(result.expression, r2)
@@ -231,7 +242,7 @@ class _Evaluator:
                 r2 = hit
         else:
             pred = evaluate_columns(expr, self.columns)
-            self.budget.add(1.0)
+            self.budget.add(self.weight)
             r2 = self._score_prediction(expr, pred)
         if len(self.cache) >= self.config.cache_size:
             self.cache.clear()
