@@ -238,3 +238,13 @@ def test_row_subset_counts_fractional_evaluations():
     assert result.best.r2 == pytest.approx(1.0)
     full = run_search(X, y, policy, config=SearchConfig(max_trials=1, max_rows=None), rng=0)
     assert full.n_evaluations == 2.0
+
+
+def test_overflowing_predictions_are_invalid_not_errors():
+    X = _data()
+    y = X[:, 0]
+    huge = Expression.constant(1e200)
+    policy = ScriptedPolicy(roots=[(Expression.combine("add", parse("x0"), huge), 0.5),
+                                   (Expression.combine("mul", parse("x0"), huge), 0.5)])
+    result = run_search(X, y, policy, config=SearchConfig(max_trials=1), rng=0)
+    assert all(math.isfinite(e.mse) for e in result.archive.front())

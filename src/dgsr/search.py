@@ -264,14 +264,15 @@ class _Evaluator:
             cov = float(np.dot(centered, self.y_centered)) / n
         if not (math.isfinite(var) and math.isfinite(cov)):
             return -math.inf  # NaN or inf somewhere in pred (or an overflow of its moments)
-        mse = max(y_var + var - 2.0 * cov + (self.y_mean - mean) ** 2, 0.0)
+        offset = self.y_mean - mean
+        mse = max(y_var + var - 2.0 * cov + offset * offset, 0.0)  # float * overflows to inf, ** raises
         r2 = 1.0 - mse / y_var if y_var > 0 else (1.0 if mse == 0 else -math.inf)
         self._offer(expr, r2, mse)
         if not self.config.linear_scaling or var <= 1e-300 * max(mean * mean, 1.0) or y_var <= 0:
             return r2
         scaled_r2 = min(cov * cov / (var * y_var), 1.0)
         scaled_size = expr.size + 4
-        if scaled_r2 <= r2 or scaled_size > self.config.max_size:
+        if not math.isfinite(scaled_r2) or scaled_r2 <= r2 or scaled_size > self.config.max_size:
             return r2
         scaled_mse = (1.0 - scaled_r2) * y_var
         if self.archive.accepts(scaled_size, scaled_mse):
