@@ -14,6 +14,7 @@ from dgsr.expression import Expression
 from dgsr.generator import (
     GeneratorConfig,
     Problem,
+    acceptable_targets,
     canonicalize,
     random_expression,
     random_problem,
@@ -118,6 +119,19 @@ def test_sample_inputs_is_a_standardised_finite_mixture(n_points, d):
         np.testing.assert_allclose(X.mean(axis=0), 0, atol=1e-9)
         np.testing.assert_allclose(X.std(axis=0), 1, atol=1e-9)
     np.testing.assert_array_equal(X, sample_inputs(np.random.default_rng(n_points), n_points, d))
+
+
+def test_degenerate_requests_fail_clearly():
+    with pytest.raises(ValueError):
+        sample_inputs(np.random.default_rng(0), 0, 3)
+    with pytest.raises(ValueError):
+        random_problem(np.random.default_rng(0), n_points=0)
+    assert not acceptable_targets(np.array([]))
+    assert not acceptable_targets(np.array([1.0, np.nan]))
+    assert not acceptable_targets(np.array([1.0, np.inf]))
+    assert not acceptable_targets(np.array([1.0, 1e300]))
+    assert not acceptable_targets(np.full(5, 2.0))
+    assert acceptable_targets(np.array([1.0, 2.0]))
 
 
 # ---------------------------------------------------------------------------- canonicaliser

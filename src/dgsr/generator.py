@@ -207,6 +207,8 @@ def sample_inputs(rng: np.random.Generator, n_points: int, n_variables: int, max
     Random number of clusters, weights, centres N(0, 1) and per-cluster covariances (random
     scales, random rotation); the columns are then standardised to mean 0 and variance 1.
     """
+    if n_points < 1 or n_variables < 1:
+        raise ValueError(f"need at least one point and one variable, got {n_points} x {n_variables}")
     k = int(rng.integers(1, max_clusters + 1))
     weights = rng.uniform(0.1, 1.0, size=k)
     counts = rng.multinomial(n_points, weights / weights.sum())
@@ -231,6 +233,8 @@ def _inputs(rng: np.random.Generator, n_points: int, d: int, config: GeneratorCo
 
 def acceptable_targets(y: np.ndarray, max_abs_value: float = 1e15) -> bool:
     """Finite, bounded and not constant (a constant target teaches nothing about the inputs)."""
+    if y.size == 0:
+        return False
     if not np.all(np.isfinite(y)) or float(np.max(np.abs(y))) > max_abs_value:
         return False
     scale = max(1.0, float(np.max(np.abs(y))))
