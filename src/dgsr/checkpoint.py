@@ -58,6 +58,7 @@ def _atomic(path: Path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a model file is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -273,10 +273,10 @@ class PolicyModel(nn.Module):
 
     def decode_step(self, token: torch.Tensor, position: int, caches: list[dict],
                     cross: list[tuple[torch.Tensor, torch.Tensor]], mem_mask: torch.Tensor,
-                    columns: torch.Tensor | None = None) -> torch.Tensor:
+                    columns: torch.Tensor | slice | None = None) -> torch.Tensor:
         """Logits [B, V] of the next token after ``token`` [B] at ``position``; updates ``caches``.
 
-        ``columns`` restricts the output to those token ids ([B, len(columns)]): the grammar
+        ``columns`` (ids, or a slice: a view, no copy) restricts the output to those tokens: the grammar
         usually allows a few dozen of the ~10k tokens, and the full projection dominates a step.
         """
         x = self.tok(token)[:, None, :] + self.dec_pos.weight[position]

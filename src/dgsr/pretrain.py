@@ -267,7 +267,7 @@ def _heldout_examples(config: TrainConfig) -> list[Any]:
     try:
         from .corpus import load_heldout
 
-        held = load_heldout()
+        held = load_heldout("in")  # in-domain: the distribution training draws from
         examples = _examples_from_heldout(held, config)
         if examples:
             return examples

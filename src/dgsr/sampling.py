@@ -91,8 +91,10 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
     tokens = expression_ids([expression], device)
     h = model.encode_expression(tokens, memory)
     mem, mem_mask = model.decoder_memory(memory, h, tokens, v.pad)
-    cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in model.cross_kv(mem)]
-    mem_mask = mem_mask.expand(k, -1, -1, -1)
+    base = model.cross_kv(mem)  # per layer [1, H, S, d/H]: the K rows share it (expand = no copy)
+    cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in base]
+    base_mask = mem_mask
+    mem_mask = base_mask.expand(k, -1, -1, -1)
     budget = max_size - expression.size - 1 if expression.size else max_size
     grammars = [ActionGrammar(v, expression.size, n_features, max_operand=max(budget, 1)) for _ in range(k)]
     caches: list[dict] = [{} for _ in model.dec_blocks]
@@ -104,13 +106,18 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
         allowed_np = np.stack([grammars[i].allowed() for i in active])  # [A, V]
         cols_np = np.flatnonzero(allowed_np.any(axis=0))  # tokens some row may take
         cols = torch.from_numpy(cols_np).to(device)
-        logits = model.decode_step(token, position, caches, cross, mem_mask, cols).float()  # [A, C]
-        allowed = torch.from_numpy(allowed_np[:, cols_np]).to(device)
-        logits = logits.masked_fill(~allowed, float("-inf"))
+        contiguous = cols_np[-1] - cols_np[0] + 1 == len(cols_np)  # mantissa/exponent blocks: a view
+        which = slice(int(cols_np[0]), int(cols_np[-1]) + 1) if contiguous else cols
+        logits = model.decode_step(token, position, caches, cross, mem_mask, which).float()  # [A, C]
+        sub = allowed_np[:, cols_np]
+        if not sub.all():
+            logits = logits.masked_fill(~torch.from_numpy(sub).to(device), float("-inf"))
         logp = torch.log_softmax(logits, dim=-1)
         if temperature > 0:
-            probs = torch.softmax(logits / temperature, dim=-1)
-            choice = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            # inverse-CDF draw: much faster than torch.multinomial over a 10k-token mantissa block
+            cdf = torch.softmax(logits / temperature, dim=-1).cumsum(dim=-1)
+            u = torch.rand(len(cdf), 1, generator=generator, device=device).clamp_min(1e-7) * cdf[:, -1:]
+            choice = torch.searchsorted(cdf, u).squeeze(1).clamp_max(len(cols_np) - 1)
         else:
             choice = logits.argmax(dim=-1)
         picked = logp.gather(1, choice[:, None]).squeeze(1).cpu().numpy()
@@ -130,8 +137,8 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
             idx = torch.tensor(keep, device=device)
             for cache in caches:
                 cache["k"], cache["v"] = cache["k"][idx], cache["v"][idx]
-            cross = [(kk[idx], vv[idx]) for kk, vv in cross]
-            mem_mask = mem_mask[idx]
+            cross = [(kk.expand(len(keep), -1, -1, -1), vv.expand(len(keep), -1, -1, -1)) for kk, vv in base]
+            mem_mask = base_mask.expand(len(keep), -1, -1, -1)
             choice = choice[idx]
             active = active[keep]
         token = choice

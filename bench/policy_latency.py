@@ -1,0 +1,179 @@
+"""Neural policy benchmark: latency per expansion, FLOP floor, mutation validity, points-once ablation.
+
+    python bench/policy_latency.py [--weights PATH] [--k 16] [--expansions 200] [--threads 1]
+
+* latency: median milliseconds of one ``propose`` (K samples, 100 points, a state of ~20 nodes
+  from a held-out in-domain dismantling path), of ``value`` on its children, and of ``prepare``;
+* floor: the model's FLOPs for that expansion (``torch.utils.flop_counter``) over the measured
+  single-thread fp32 matmul rate; the ratio says how far Python and small-kernel overheads are
+  from the arithmetic;
+* validity: over held-out states, % of sampled actions that are valid mutations, % rejected by the
+  rules (size, nesting), % malformed, % duplicates, and the hit rate (the ground-truth next
+  mutation's result is among the samples);
+* points once per trial vs. per expansion: hit rate when the 100 points are encoded once (our
+  default) vs. a fresh random 100 of the problem's 200 rows encoded at every expansion (the paper).
+
+Prints a Markdown table (paste into docs/policy_bench.md) and a JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from dgsr.corpus import load_heldout
+from dgsr.dismantle import mutation_path
+from dgsr.mutations import apply_mutation
+from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
+from dgsr.sampling import points_ids, sample_mutations
+
+
+def matmul_rate(n: int = 1024, repeats: int = 5) -> float:
+    """Measured fp32 GFLOP/s of an n x n x n matmul (best of ``repeats``)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n**3 / best / 1e9
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def states_near(size: int, n: int, rng: np.random.Generator):
+    """(problem, state, true mutation) triples: per held-out problem, the path state closest to ``size``."""
+    out = []
+    for item in load_heldout("in"):
+        path = mutation_path(item.expression, rng, 10)
+        state, mutation = min(path, key=lambda sm: abs(sm[0].size - size))
+        out.append((item, state, mutation))
+        if len(out) >= n:
+            break
+    return out
+
+
+def random_states(n: int, rng: np.random.Generator):
+    """(problem, state, true mutation): one random step of each held-out problem's path."""
+    out = []
+    for item in load_heldout("in")[:n]:
+        path = mutation_path(item.expression, rng, 10)
+        state, mutation = path[int(rng.integers(len(path)))]
+        out.append((item, state, mutation))
+    return out
+
+
+def latency(policy: NeuralPolicy, k: int, n: int, rng: np.random.Generator) -> dict:
+    cases = states_near(20, n, rng)
+    propose_ms, value_ms, prepare_ms, flops, sizes = [], [], [], [], []
+    for item, state, _ in cases:
+        X, y = item.X[:100], item.y[:100]
+        t = time.perf_counter()
+        ctx = policy.prepare(X, y, rng)
+        prepare_ms.append(1e3 * (time.perf_counter() - t))
+        t = time.perf_counter()
+        proposals = policy.propose(ctx, state, k, rng)
+        propose_ms.append(1e3 * (time.perf_counter() - t))
+        children = [apply_mutation(state, p.mutation) for p in proposals]
+        t = time.perf_counter()
+        if children:
+            policy.value(ctx, children)
+        value_ms.append(1e3 * (time.perf_counter() - t))
+        sizes.append(state.size)
+        if len(flops) < 20:  # FLOPs of the same kind of expansion (counting slows it down)
+            with FlopCounterMode(display=False) as counter:
+                sample_mutations(policy.model, ctx.memory, state, k=k, n_features=X.shape[1],
+                                 temperature=ctx.temperature, length_penalty=ctx.length_penalty,
+                                 generator=torch.Generator().manual_seed(0))
+            flops.append(counter.get_total_flops())
+    return {"propose_ms": statistics.median(propose_ms), "propose_p90_ms": float(np.percentile(propose_ms, 90)),
+            "value_ms": statistics.median(value_ms), "prepare_ms": statistics.median(prepare_ms),
+            "flops": statistics.median(flops), "state_size": statistics.median(sizes), "n": len(cases)}
+
+
+def validity(policy: NeuralPolicy, k: int, n: int, rng: np.random.Generator, *, per_expansion: bool) -> dict:
+    """Sampling statistics over ``n`` held-out states (points re-encoded each time if ``per_expansion``)."""
+    counts: Counter = Counter()
+    hits = 0
+    cases = random_states(n, np.random.default_rng(1))
+    for item, state, mutation in cases:
+        rows = rng.choice(item.X.shape[0], 100, replace=False)
+        X, y = item.X[rows], item.y[rows]
+        ctx = policy.prepare(X, y, rng)
+        if per_expansion:  # the paper: a fresh subset of points for this expansion
+            rows = rng.choice(item.X.shape[0], 100, replace=False)
+            with torch.inference_mode():
+                ctx.memory = policy.model.encode_points(points_ids(item.X[rows], item.y[rows]))
+        r = sample_mutations(policy.model, ctx.memory, state, k=k, n_features=X.shape[1],
+                             temperature=ctx.temperature, length_penalty=ctx.length_penalty, generator=ctx.generator)
+        counts["sampled"] += r.n_sampled
+        counts["valid"] += r.n_valid
+        counts["rejected"] += sum(r.rejected.values())
+        counts["malformed"] += r.n_decode_failures
+        counts["duplicates"] += r.n_duplicates
+        counts["distinct"] += len(r.samples)
+        for reason, c in r.rejected.items():
+            counts[f"rejected:{reason}"] += c
+        target = apply_mutation(state, mutation).key(3)
+        hits += any(s.result.key(3) == target for s in r.samples)
+    total = max(counts["sampled"], 1)
+    out = {f"{key}_pct": 100.0 * v / total for key, v in counts.items() if key != "sampled"}
+    out.update({"hit_rate_pct": 100.0 * hits / len(cases), "distinct_per_expansion": counts["distinct"] / len(cases),
+                "n": len(cases)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--weights", default=str(DEFAULT_WEIGHTS))
+    parser.add_argument("--k", type=int, default=16)
+    parser.add_argument("--expansions", type=int, default=200)
+    parser.add_argument("--latency-cases", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--temperature", type=float, default=None, help="fixed (default: paper's range per trial)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    kwargs = {} if args.temperature is None else {"temperature": args.temperature}
+    policy = NeuralPolicy.from_checkpoint(args.weights, **kwargs)
+    rng = np.random.default_rng(0)
+    rate = matmul_rate()
+    lat = latency(policy, args.k, args.latency_cases, rng)
+    floor_ms = 1e3 * lat["flops"] / (rate * 1e9)
+    once = validity(policy, args.k, args.expansions, np.random.default_rng(2), per_expansion=False)
+    fresh = validity(policy, args.k, args.expansions, np.random.default_rng(2), per_expansion=True)
+    info = policy.info
+    print(f"weights: {Path(args.weights).name}, steps {info.get('steps')}, "
+          f"{sum(p.numel() for p in policy.model.parameters()) / 1e6:.2f}M parameters, {args.threads} thread(s)")
+    print("| measure | value |\n|---|---|")
+    print(f"| propose, median ms per expansion (K={args.k}, 100 points, state size {lat['state_size']:.0f}) "
+          f"| {lat['propose_ms']:.1f} (p90 {lat['propose_p90_ms']:.1f}) |")
+    print(f"| value (critic on the expansion's children), median ms | {lat['value_ms']:.1f} |")
+    print(f"| prepare (encode 100 points once per trial), median ms | {lat['prepare_ms']:.1f} |")
+    print(f"| FLOPs per expansion (median) | {lat['flops'] / 1e6:.1f} M |")
+    print(f"| matmul rate, 1024^3 fp32 | {rate:.1f} GFLOP/s |")
+    print(f"| floor (FLOPs / rate) | {floor_ms:.2f} ms |")
+    print(f"| measured / floor | {lat['propose_ms'] / floor_ms:.0f}x |")
+    for name, r in (("points once per trial", once), ("points per expansion (paper)", fresh)):
+        print(f"| {name}: valid / rejected by rules / malformed | {r.get('valid_pct', 0):.1f}% / "
+              f"{r.get('rejected_pct', 0):.1f}% / {r.get('malformed_pct', 0):.1f}% |")
+        print(f"| {name}: duplicates / distinct valid per expansion | {r.get('duplicates_pct', 0):.1f}% / "
+              f"{r['distinct_per_expansion']:.1f} |")
+        print(f"| {name}: hit rate (true next mutation among K) | {r['hit_rate_pct']:.1f}% |")
+    print(json.dumps({"weights": args.weights, "steps": info.get("steps"), "k": args.k, "threads": args.threads,
+                      "latency": lat, "matmul_gflops": rate, "floor_ms": floor_ms, "once": once, "fresh": fresh}),
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
