@@ -207,10 +207,18 @@ def test_grammar_walks_always_decode_to_well_formed_actions():
             assert all(v < features for v in action.operand.variables)
 
 
-@pytest.mark.xfail(strict=True, reason="ActionGrammar lets a binary operator overshoot max_operand by one node")
 def test_grammar_respects_operand_budget():
     rng = np.random.default_rng(1)
     for _ in range(300):
         budget = int(rng.integers(1, 6))
         action = V.decode_action(walk(ActionGrammar(V, 3, 2, max_operand=budget), rng))
         assert action.operand is None or action.operand.size <= budget, (budget, str(action))
+
+
+def test_action_padding_without_eos_decodes():
+    from dgsr.mutations import Mutation
+    from dgsr.parser import parse
+
+    mutation = Mutation(2, "mul", parse("x1"))
+    ids = V.encode_action(mutation)[:-1] + [V.pad, V.pad]
+    assert V.decode_action(ids) == mutation

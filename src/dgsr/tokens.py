@@ -135,6 +135,8 @@ class Vocabulary:
         ids = list(ids)
         if self.eos in ids:
             ids = ids[: ids.index(self.eos)]
+        while ids and ids[-1] == self.pad:
+            ids.pop()
         if len(ids) < 2:
             return DecodeFailure("too_short")
         node = ids[0] - self.index0
@@ -257,9 +259,12 @@ class ActionGrammar:
             if self.float_pos == 2:
                 return m["exponent"]
             mask = m["leaf"][self.n_features].copy()
-            # an operator needs room for its children within the operand budget
+            # An operator needs room for itself and at least one node per open slot: a unary one
+            # keeps the open slots, a binary one adds one.
             if self.operand_nodes + self.need + 1 <= self.max_operand:
-                mask |= m["operator"]
+                mask |= m["unary_operator"]
+            if self.operand_nodes + self.need + 2 <= self.max_operand:
+                mask |= m["binary_operator"]
             return mask
         mask = np.zeros(len(self.v), dtype=bool)
         mask[self.v.eos] = True
@@ -318,6 +323,7 @@ def _grammar_masks(vocab: Vocabulary) -> dict:
         "mantissa": mantissa,
         "exponent": exponent,
         "leaf": leaf,
-        "operator": mask_of(list(BINARY) + list(UNARY)),
+        "unary_operator": mask_of(list(UNARY)),
+        "binary_operator": mask_of(list(BINARY)),
     }
 
