@@ -8,7 +8,7 @@ import torch
 
 from dgsr.expression import Expression
 from dgsr.model import ModelConfig, PolicyModel
-from dgsr.mutations import MAX_SIZE, apply_mutation
+from dgsr.mutations import MAX_SIZE, Mutation, apply_mutation
 from dgsr.parser import parse
 from dgsr.sampling import points_ids, sample_mutations
 from dgsr.tokens import vocabulary
@@ -116,7 +116,7 @@ def test_logprob_matches_teacher_forced_score(setup):
     model, memory = setup
     v = vocabulary()
     expr = parse("x0*x1", NAMES)
-    r = sample_mutations(model, memory, expr, k=4, n_features=3, generator=_gen(11))
+    r = sample_mutations(model, memory, expr, k=4, n_features=3, generator=_gen(11), rule_mask=False)
     from dgsr.sampling import expression_ids
     from dgsr.tokens import ActionGrammar
 
@@ -135,3 +135,50 @@ def test_logprob_matches_teacher_forced_score(setup):
                 total += lp[tok].item()
                 g.advance(tok)
             assert total == pytest.approx(s.logprob, abs=1e-3)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_rule_mask_removes_nesting_rejections(setup):
+    """With the nesting rule as a mask, hot sampling around transcendentals yields no rejections."""
+    model, memory = setup
+    rejected_without, rejected_with, n = 0, 0, 0
+    for text in ("sin(x0) + x1", "x0*exp(x1 + x2)", "log(x0) * cos(x1)", "x0 + x1"):
+        expr = parse(text, NAMES)
+        for seed in range(3):
+            a = sample_mutations(model, memory, expr, k=16, n_features=3, temperature=2.0, generator=_gen(seed),
+                                 rule_mask=False)
+            b = sample_mutations(model, memory, expr, k=16, n_features=3, temperature=2.0, generator=_gen(seed))
+            rejected_without += a.rejected["nested_transcendental"]
+            rejected_with += b.rejected["nested_transcendental"]
+            n += len(b.samples)
+            for s in b.samples:
+                assert apply_mutation(expr, s.mutation) == s.result
+    assert rejected_without > 0
+    assert rejected_with == 0
+    assert n > 0
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_rule_mask_keeps_valid_transcendental_operands(setup):
+    """B = sin(x0) + cos(x1) is legal at a node with no transcendental around: the mask must allow it."""
+    from dgsr.sampling import _NestingMask
+    from dgsr.tokens import ActionGrammar
+
+    v = vocabulary()
+    expr = parse("x0 + sq(x1)", NAMES)
+    g = ActionGrammar(v, expr.size, 3, max_operand=20)
+    rules = _NestingMask(expr, g)
+    seq = v.encode_action(Mutation(1, "add", parse("sin(x0) + cos(x1)", NAMES)))
+    for t in seq:
+        mask = g.allowed()
+        rules.restrict(mask)
+        assert mask[t], v.words[t]
+        rules.advance(t)
+    # ... but not sin inside B's own sin, nor any T under the sq->sin ancestor path
+    g = ActionGrammar(v, expr.size, 3, max_operand=20)
+    rules = _NestingMask(parse("sin(x0 + x1)", NAMES), g)
+    for t in [v.ids["I2"], v.ids["add"]]:
+        rules.advance(t)
+    mask = g.allowed()
+    rules.restrict(mask)
+    assert not mask[v.ids["cos"]] and mask[v.ids["sq"]]

@@ -72,6 +72,9 @@ class NeuralPolicy:
         Rows encoded per trial (the model was trained on at most 100).
     num_threads:
         Torch threads during policy calls (restored afterwards); None leaves torch's setting.
+    rule_mask:
+        Mask tokens that would break the nesting rule while decoding (no sample wasted on a
+        mutation the rules reject); False samples from the grammar only, as the paper does.
     """
 
     has_critic = True
@@ -79,13 +82,14 @@ class NeuralPolicy:
     def __init__(self, model: PolicyModel, *, device: str | torch.device = "cpu",
                  temperature: float | tuple[float, float] = (0.5, 1.0),
                  length_penalty: float | tuple[float, float] = (0.0, 1.2), n_points: int = 100,
-                 num_threads: int | None = None, info: dict | None = None):
+                 num_threads: int | None = None, rule_mask: bool = True, info: dict | None = None):
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.temperature = temperature
         self.length_penalty = length_penalty
         self.n_points = min(n_points, model.config.max_points)
         self.num_threads = num_threads
+        self.rule_mask = rule_mask
         self.info = dict(info or {})
 
     # ------------------------------------------------------------------ loading
@@ -142,7 +146,7 @@ class NeuralPolicy:
         with self._torch_threads():
             result = sample_mutations(self.model, context.memory, expression, k=k, n_features=context.n_features,
                                       temperature=context.temperature, length_penalty=context.length_penalty,
-                                      generator=context.generator)
+                                      generator=context.generator, rule_mask=self.rule_mask)
         s = context.stats
         s["expansions"] += 1
         s["sampled"] += result.n_sampled

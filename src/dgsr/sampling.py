@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -26,6 +27,7 @@ import torch
 from .expression import Expression
 from .model import PolicyModel
 from .mutations import MAX_SIZE, InvalidMutation, Mutation, apply_mutation
+from .operators import TRANSCENDENTAL
 from .tokens import ActionGrammar, DecodeFailure, vocabulary
 
 
@@ -80,11 +82,14 @@ def points_ids(X: np.ndarray, y: np.ndarray, device: torch.device | str = "cpu")
 @torch.inference_mode()
 def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expression, *, k: int,
                      n_features: int, temperature: float = 1.0, length_penalty: float = 1.0,
-                     generator: torch.Generator | None = None, max_size: int = MAX_SIZE) -> SampleResult:
+                     generator: torch.Generator | None = None, max_size: int = MAX_SIZE,
+                     rule_mask: bool = True) -> SampleResult:
     """Sample ``k`` actions for ``expression`` given the encoded points ``memory`` [1, P, d].
 
-    ``temperature <= 0`` decodes greedily (all K rows then agree). Returns the distinct valid
-    mutations with priors; invalid and malformed samples are counted, never raised.
+    ``temperature <= 0`` decodes greedily (all K rows then agree). ``rule_mask`` also masks the
+    tokens that would break the nesting rule (a transcendental operator above or below another),
+    so no sample is wasted on a mutation the rules reject. Returns the distinct valid mutations
+    with priors; invalid and malformed samples are counted, never raised.
     """
     v = vocabulary()
     device = memory.device
@@ -97,6 +102,7 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
     mem_mask = base_mask.expand(k, -1, -1, -1)
     budget = max_size - expression.size - 1 if expression.size else max_size
     grammars = [ActionGrammar(v, expression.size, n_features, max_operand=max(budget, 1)) for _ in range(k)]
+    rules = [_NestingMask(expression, g) for g in grammars] if rule_mask else None
     caches: list[dict] = [{} for _ in model.dec_blocks]
     out_tokens: list[list[int]] = [[] for _ in range(k)]
     logprobs = np.zeros(k)
@@ -104,6 +110,9 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
     token = torch.full((k,), v.bos, dtype=torch.long, device=device)
     for position in range(model.config.max_action_tokens):
         allowed_np = np.stack([grammars[i].allowed() for i in active])  # [A, V]
+        if rules is not None:
+            for j, row in enumerate(active):
+                rules[row].restrict(allowed_np[j])
         cols_np = np.flatnonzero(allowed_np.any(axis=0))  # tokens some row may take
         cols = torch.from_numpy(cols_np).to(device)
         contiguous = cols_np[-1] - cols_np[0] + 1 == len(cols_np)  # mantissa/exponent blocks: a view
@@ -128,7 +137,10 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
             t = int(chosen[j])
             logprobs[row] += picked[j]
             out_tokens[row].append(t)
-            grammars[row].advance(t)
+            if rules is not None:
+                rules[row].advance(t)
+            else:
+                grammars[row].advance(t)
             if not grammars[row].done:
                 keep.append(j)
         if not keep:
@@ -143,6 +155,74 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
             active = active[keep]
         token = choice
     return _collect(expression, out_tokens, logprobs, length_penalty, max_size)
+
+
+class _NestingMask:
+    """The nesting rule as a decoding mask, layered on one row's :class:`ActionGrammar`.
+
+    With ``T`` the transcendental operators: a unary ``T`` mutation is masked at a node that has a
+    ``T`` ancestor or a ``T`` inside its subtree; an operand ``B`` may hold a ``T`` operator only if
+    the node has no ``T`` ancestor and only outside another ``T`` of ``B`` (a ``T`` opened in ``B``
+    at ``need = n`` closes when the grammar's open-slot count falls back to ``n - 1``).
+    """
+
+    def __init__(self, expression: Expression, grammar: ActionGrammar):
+        self.g = grammar
+        self.expression = expression
+        self.node = 0
+        self.inside_until: int | None = None  # open-slot count at which B's open T subtree closes
+        self.ancestor_t = False
+        self.t_ids = _transcendental_ids()
+
+    def _above_or_below(self, node: int) -> tuple[bool, bool]:
+        e = self.expression
+        if e.is_empty:
+            return False, False
+        ends = e.subtree_ends
+        below = any(s in TRANSCENDENTAL for s in e.symbols[node + 1:ends[node]])
+        above = any(e.symbols[q] in TRANSCENDENTAL and ends[q] > node for q in range(node))
+        return above, below
+
+    def restrict(self, mask: np.ndarray) -> None:
+        """Clear, in place, the tokens of ``mask`` that would break the nesting rule."""
+        g = self.g
+        if g.stage == "op":
+            above, below = self._above_or_below(self.node)
+            here = not self.expression.is_empty and self.expression.symbols[self.node] in TRANSCENDENTAL
+            if above or below or here:
+                mask[self.t_ids] = False
+        elif g.stage == "operand" and g.float_pos == 0 and (self.ancestor_t or self.inside_until is not None):
+            mask[self.t_ids] = False
+
+    def advance(self, token: int) -> None:
+        g = self.g
+        if g.stage == "node":
+            self.node = token - g.v.index0
+            self.ancestor_t = False
+        elif g.stage == "op":
+            above, _ = self._above_or_below(self.node)
+            self.ancestor_t = above
+        opened = g.stage == "operand" and g.float_pos == 0 and token in self._t_set()
+        need_before = g.need
+        g.advance(token)
+        if opened and self.inside_until is None:
+            self.inside_until = need_before - 1
+        if self.inside_until is not None and g.need <= self.inside_until:
+            self.inside_until = None
+
+    def _t_set(self) -> frozenset:
+        return _transcendental_set()
+
+
+@lru_cache(maxsize=1)
+def _transcendental_ids() -> np.ndarray:
+    v = vocabulary()
+    return np.array(sorted(v.ids[w] for w in TRANSCENDENTAL), dtype=np.int64)
+
+
+@lru_cache(maxsize=1)
+def _transcendental_set() -> frozenset:
+    return frozenset(int(i) for i in _transcendental_ids())
 
 
 def _collect(expression: Expression, out_tokens: list[list[int]], logprobs: np.ndarray,
