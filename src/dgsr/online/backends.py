@@ -193,8 +193,9 @@ class _Ray:
 
         self.ray = ray
         self.config, self.model_config = config, model_config
-        self.options = {"num_cpus": worker_cpus, "max_restarts": 0,
-                        "runtime_env": {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}}
+        # Ray sets OMP_NUM_THREADS to an actor's num_cpus (1); SearchWorker also sets torch's threads.
+        # No runtime_env here: one would make Ray start fresh worker processes instead of its pre-started ones.
+        self.options = {"num_cpus": worker_cpus, "max_restarts": 0}
         self.actor_class = ray.remote(SearchWorker)
         self.idle: list[Any] = []
         self.pids: dict[Any, int] = {}
@@ -304,6 +305,10 @@ class TrainerActor:
     def weights(self) -> tuple[int, dict]:
         return self.local.trainer.weights()
 
+    def model_weights(self) -> dict:
+        """The state dict alone: what a worker's weights ObjectRef resolves to."""
+        return self.local.trainer.weights()[1]
+
     def state_dict(self) -> dict[str, Any]:
         return self.local.state_dict()
 
@@ -329,7 +334,7 @@ class _RayTrainer:
 
     def weights(self) -> tuple[int, Any]:
         if self._ref is None or self._ref[0] != self.version:
-            self._ref = (self.version, self.actor.weights.remote())  # an ObjectRef: workers fetch it
+            self._ref = (self.version, self.actor.model_weights.remote())  # an ObjectRef: workers fetch it
         return self._ref
 
     def model_state(self) -> tuple[int, dict]:
