@@ -109,3 +109,13 @@ def test_frozen_policy_does_not_learn(tmp_path):
     result = run_online(_datasets(), model=model, config=frozen, trainer_config=TRAIN, max_trials=2)
     assert result.trainer_steps == 0 and len(result.trainer.buffers.critic) == 0
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_local_process_pool_two_workers(tmp_path):
+    result = _run(tmp_path, max_trials=3, workers=2)
+    assert result.trials == 3 and result.trainer_steps == 3
+    workers = {line["worker"] for line in result.log}
+    assert all(w.startswith("pool:") for w in workers) and len(workers) == 2
+    # a trial dispatched after a trainer step runs on newer weights
+    assert max(line["weights_version"] for line in result.log) >= 1

@@ -41,6 +41,7 @@ PLUGINS: dict[str, str] = {
     "bench": "dgsr.bench.cli",
     "data": "dgsr.data_cli",
     "pretrain": "dgsr.pretrain",
+    "search": "dgsr.search_cli",
 }
 
 
