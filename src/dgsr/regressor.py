@@ -91,6 +91,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         Torch device for the neural policy.
     warm_start : bool, default=False
         Continue from the previous fit's archive when fitting the same columns again.
+    finetune : bool, default=False
+        Expert iteration on this dataset (Section 3.2): the budget is spent in trials with
+        hyper-parameters drawn per trial (Appendix E.3), and after each trial a copy of the
+        neural policy and its critic is trained on what the search found, so later trials use
+        the fine-tuned policy (:mod:`dgsr.online`). Only for the neural policy (otherwise a
+        warning and a plain search).
 
     Attributes
     ----------
@@ -126,6 +132,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         max_features: int = 10,
         device: str = "cpu",
         warm_start: bool = False,
+        finetune: bool = False,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -142,6 +149,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.max_features = max_features
         self.device = device
         self.warm_start = warm_start
+        self.finetune = finetune
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: Any) -> SymbolicRegressor:
@@ -207,7 +215,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """Run the MCTS search, then refit the front's constants on all rows."""
         from .budget import Budget
         from .policies import load_policy
-        from .search import SearchConfig, run_search
+        from .search import SearchConfig
 
         config_kwargs: dict[str, Any] = {"n_samples": self.n_samples, "p_uct": self.p_uct,
                                          "iterations_per_trial": self.iterations_per_trial,
@@ -233,8 +241,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         try:
             if progress is not None:
                 progress.__enter__()
-            result = run_search(X, y, policy, config=config, rng=search_rng, budget=budget, archive=previous,
-                                on_progress=progress.update if progress is not None else None)
+            result = self._run_search(X, y, policy, config, search_rng, budget, previous,
+                                      progress.update if progress is not None else None)
             if progress is not None:
                 progress.update(_snapshot(result), force=True)
         finally:
@@ -253,6 +261,23 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             candidates = [Expression.constant(float(np.mean(y)))]
         entries = self._polish(candidates, columns, y, polish_rng, start)
         return _pareto(entries)
+
+    def _run_search(self, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, rng: np.random.Generator,
+                    budget: Any, previous: Any, on_progress: Any) -> Any:
+        """:func:`dgsr.search.run_search`, or expert iteration on this dataset when ``finetune`` is set."""
+        from .search import run_search
+
+        if self.finetune:
+            from .online.finetune import finetune_search, is_finetunable
+
+            if is_finetunable(policy):
+                result, _ = finetune_search(X, y, policy, config=config, rng=rng, budget=budget, archive=previous,
+                                            on_progress=on_progress)
+                return result
+            warnings.warn("finetune=True needs the neural policy; running a plain search.", UserWarning,
+                          stacklevel=4)
+        return run_search(X, y, policy, config=config, rng=rng, budget=budget, archive=previous,
+                          on_progress=on_progress)
 
     def _polish(self, exprs: list[Expression], columns: np.ndarray, y: np.ndarray,
                 rng: np.random.Generator, start: float) -> list[FrontEntry]:

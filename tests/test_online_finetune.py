@@ -1,0 +1,43 @@
+"""``SymbolicRegressor(finetune=True)``: expert iteration on the dataset being fitted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from dgsr import SymbolicRegressor
+from dgsr.model import ModelConfig, PolicyModel
+from dgsr.neural_policy import NeuralPolicy
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 3, size=(120, 2))
+    return X, X[:, 0] * X[:, 1] + 1.0
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_finetune_fit_trains_a_copy_and_returns_a_front():
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    policy = NeuralPolicy(PolicyModel(ModelConfig.preset("tiny")))
+    before = {k: v.clone() for k, v in policy.model.state_dict().items()}
+    X, y = _data()
+    est = SymbolicRegressor(policy=policy, finetune=True, max_time=None, max_evaluations=500,
+                            iterations_per_trial=8, constant_fitting="never", random_state=0)
+    est.fit(X, y)
+    assert est.n_trials_ >= 2  # several trials, with training steps in between
+    assert est.n_evaluations_ <= 500 + 1e-9
+    assert len(est.equations_) >= 1 and np.isfinite(est.predict(X)).all()
+    # the caller's policy is untouched: a copy of its model was fine-tuned
+    assert all(torch.equal(v, before[k]) for k, v in policy.model.state_dict().items())
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_finetune_with_the_random_policy_warns_and_searches():
+    X, y = _data()
+    est = SymbolicRegressor(policy="random", finetune=True, max_time=None, max_evaluations=300, random_state=0)
+    with pytest.warns(UserWarning, match="finetune=True needs the neural policy"):
+        est.fit(X, y)
+    assert len(est.equations_) >= 1
