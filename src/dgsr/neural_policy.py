@@ -9,8 +9,8 @@
   are the distinct valid mutations' normalised (length-penalised) sequence probabilities.
 * ``value`` runs the critic on a batch of expressions.
 
-No global torch state is changed: inference runs under ``torch.inference_mode`` and, only when
-``num_threads`` is given, with torch's thread count set for the call and restored after it.
+No global torch state is changed: inference runs under ``torch.inference_mode`` with torch's
+thread count set for the call (``num_threads``, default 1) and restored after it.
 """
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ class NeuralPolicy:
     n_points:
         Rows encoded per trial (the model was trained on at most 100).
     num_threads:
-        Torch threads during policy calls (restored afterwards); None leaves torch's setting.
+        Torch threads during policy calls, restored afterwards (default 1: an expansion is a
+        string of small matrix products that a second thread only slows down, and CONTRACTS §2
+        compares methods at one thread each); None leaves torch's setting alone.
     rule_mask:
         Mask tokens that would break the nesting rule while decoding (no sample wasted on a
         mutation the rules reject); False samples from the grammar only, as the paper does.
@@ -82,7 +84,7 @@ class NeuralPolicy:
     def __init__(self, model: PolicyModel, *, device: str | torch.device = "cpu",
                  temperature: float | tuple[float, float] = (0.5, 1.0),
                  length_penalty: float | tuple[float, float] = (0.0, 1.2), n_points: int = 100,
-                 num_threads: int | None = None, rule_mask: bool = True, info: dict | None = None):
+                 num_threads: int | None = 1, rule_mask: bool = True, info: dict | None = None):
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.temperature = temperature
