@@ -14,7 +14,7 @@ from dgsr.model import ModelConfig, PolicyModel
 from dgsr.pretrain import TrainConfig, batch_examples, collate, grouped_action_loss, losses, lr_at, train
 from dgsr.tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
 
-TINY = TrainConfig(model="tiny", batch_size=6, warmup=2, eval_every=2, checkpoint_every=2, val_examples=6,
+TINY = TrainConfig(model="tiny", batch_size=6, warmup=2, eval_every=2, checkpoint_every=2, val_examples=4,
                    n_points=20, data="generator")
 
 @pytest.fixture(autouse=True)
@@ -94,22 +94,22 @@ def test_losses_are_finite_and_backpropagate():
 @pytest.mark.timeout(60, method="thread")
 def test_resume_after_interrupt_continues_at_the_same_step(tmp_path):
     torch.manual_seed(0)
-    straight = train(TINY, tmp_path / "a", 4, device="cpu", progress=False)
+    straight = train(TINY, tmp_path / "a", 3, device="cpu", progress=False)
     torch.manual_seed(0)
     train(TINY, tmp_path / "b", 2, device="cpu", progress=False)  # "interrupted" after step 2
     state = load_training_state(tmp_path / "b" / "ckpt.pt")
     assert state["step"] == 2
     torch.manual_seed(123)  # the resumed process starts from other global state
-    resumed = train(TINY, tmp_path / "b", 4, resume=True, device="cpu", progress=False)
-    assert resumed["step"] == straight["step"] == 4
+    resumed = train(TINY, tmp_path / "b", 3, resume=True, device="cpu", progress=False)
+    assert resumed["step"] == straight["step"] == 3
     assert resumed["loss"] == pytest.approx(straight["loss"], abs=1e-6)
     a, _ = load_model(tmp_path / "a" / "model.safetensors")
     b, info = load_model(tmp_path / "b" / "model.safetensors")
-    assert info["steps"] == 4 and "val_action_acc" in info
+    assert info["steps"] == 3 and "val_action_acc" in info
     for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.allclose(pa, pb, atol=1e-6), name
     steps = [json.loads(line)["step"] for line in (tmp_path / "b" / "log.jsonl").read_text().splitlines()]
-    assert steps == [1, 2, 3, 4]
+    assert steps == [1, 2, 3]
 
 
 def test_broken_training_checkpoint_is_a_clear_error(tmp_path):
