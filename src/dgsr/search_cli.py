@@ -38,7 +38,8 @@ def add_subparser(subparsers: Any) -> None:
                     "and the fine-tuned policy.")
     p.add_argument("data", nargs="*", help="CSV/TSV files (target: the last column unless --target names it)")
     p.add_argument("--target", help="target column name in every file (default: each file's last column)")
-    p.add_argument("--time", type=float, default=3600.0, help="seconds of wall time in all (default: 3600)")
+    p.add_argument("--time", type=float, default=3600.0,
+                   help="seconds of wall time in all; a resumed run counts the time already spent (default: 3600)")
     p.add_argument("--trials", type=int, default=None, help="stop after this many trials in all")
     p.add_argument("--out", default="run", help="output folder (default: run/)")
     p.add_argument("--policy", default="neural",
