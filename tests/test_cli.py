@@ -35,6 +35,12 @@ def test_fit_writes_front_and_model_then_predict(tmp_path, table, capsys):
     printed = capsys.readouterr().out
     assert "Pareto front for V" in printed and "→" in printed and "selected" in printed
 
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not (out / "front.png").exists()
+    else:
+        assert (out / "front.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     front = pd.read_csv(out / "front.csv")
     assert {"complexity", "loss", "r2", "score", "equation", "selected", "expression"} <= set(front.columns)
     assert front["selected"].sum() == 1

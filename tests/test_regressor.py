@@ -269,3 +269,18 @@ def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
     exact = parse("1.23456789*x0 + x1")
     kept, _ = tidy_constants(exact, as_columns(X), 1.23456789 * X[:, 0] + X[:, 1])
     assert kept.constants == (1.23456789,)
+
+
+def test_plot_front_draws_every_front_entry_and_marks_the_selection(fitted):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ax = fitted.plot_front(target="F")
+    points = ax.collections[0].get_offsets()
+    assert len(points) == len(fitted.equations_)
+    assert list(points[:, 0]) == list(fitted.equations_["complexity"])
+    marked = ax.collections[1].get_offsets()
+    assert marked[0, 0] == fitted.equations_["complexity"].iloc[fitted.best_index_]
+    assert ax.get_yscale() == "log"
+    plt.close(ax.figure)

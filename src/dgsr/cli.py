@@ -139,9 +139,28 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _atomic_write(front_csv, lambda fh: front_frame(est).to_csv(fh, index=False), text=True)
     _atomic_write(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
     print_front(est, target)
+    written = [str(front_csv), str(out / "model.pkl")]
+    if _write_plot(est, target, out / "front.png"):
+        written.append(str(out / "front.png"))
     print(f"stopped by {est.stop_reason_} after {est.n_evaluations_:,.0f} evaluations; "
-          f"wrote {front_csv} and {out / 'model.pkl'}")
+          f"wrote {', '.join(written)}")
     return 0
+
+
+def _write_plot(est: Any, target: str, path: Path) -> bool:
+    """Save the Pareto-front plot when matplotlib is installed (it is optional)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: never open a window from the CLI
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ax = est.plot_front(target=target)
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, dpi=120)
+    plt.close(ax.figure)
+    return True
 
 
 def front_frame(est: Any) -> Any:

@@ -379,6 +379,40 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """LaTeX of the selected equation (or row ``index``), constants to ``precision`` digits."""
         return sympy.latex(round_floats(self.sympy(index), precision))
 
+    def plot_front(self, ax: Any = None, target: str = "y") -> Any:
+        """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.
+
+        Needs matplotlib (``pip install dgsr[bench]`` or ``pip install matplotlib``). Returns the
+        matplotlib Axes; pass ``ax`` to draw into an existing figure.
+        """
+        check_is_fitted(self, "expression_")
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as err:  # optional dependency: say how to get it
+            raise ImportError("plot_front needs matplotlib: pip install matplotlib") from err
+        table = self.equations_
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 4.5))
+        loss = table["loss"].to_numpy(dtype=float)
+        # Exact fits have loss 0: floor them 12 decades below the worst so the log axis stays readable.
+        loss = np.maximum(loss, 1e-12 * max(float(loss.max()), np.finfo(np.float64).tiny))
+        size = table["complexity"].to_numpy()
+        ax.step(size, loss, where="post", color="0.6", zorder=1)
+        ax.scatter(size, loss, color="tab:blue", zorder=2, label="Pareto front")
+        chosen = self.best_index_
+        ax.scatter([size[chosen]], [loss[chosen]], s=120, facecolors="none", edgecolors="tab:red",
+                   linewidths=2, zorder=3, label=f"selected ({self.model_selection})")
+        label = sympy.sstr(round_floats(self.sympy(), 4))
+        ax.annotate(f"{target} = {label}" if len(label) < 60 else f"{target} = {label[:57]}...",
+                    (size[chosen], loss[chosen]), textcoords="offset points", xytext=(-8, 8), fontsize=8,
+                    ha="right")
+        ax.set_yscale("log")
+        ax.set_xlabel("size (nodes)")
+        ax.set_ylabel("training MSE")
+        ax.set_title("Accuracy vs size")
+        ax.legend(loc="upper right", fontsize=8)
+        return ax
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
