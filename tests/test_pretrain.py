@@ -130,3 +130,13 @@ def test_cli_pretrain(tmp_path, capsys):
     assert (out / "ckpt.pt").is_file() and (out / "model.safetensors").is_file()
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["step"] == 2
     assert main(["pretrain", "--config", "nope", "--steps", "1", "--out", str(out)]) == 2
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_init_from_weights_continues_the_step_count(tmp_path):
+    torch.manual_seed(0)
+    train(TINY, tmp_path / "a", 2, device="cpu", progress=False)
+    record = train(TINY, tmp_path / "b", 3, device="cpu", progress=False, init=tmp_path / "a" / "model.safetensors")
+    assert record["step"] == 3
+    assert [json.loads(line)["step"] for line in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [3]
+    assert record["lr"] == pytest.approx(TINY.lr * lr_at(3, TINY))  # the schedule goes on, no new warm-up

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checkpoint import load_training_state, save_model, save_training_state
+from .checkpoint import load_model, load_training_state, save_model, save_training_state
 from .expression import Expression
 from .model import ModelConfig, PolicyModel
 from .mutations import Mutation
@@ -317,8 +317,13 @@ def evaluate_batches(model: PolicyModel, batches: list[Batch], device: torch.dev
 # ---------------------------------------------------------------------- training loop
 def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = False,
           device: str | None = None, model_config: ModelConfig | None = None, progress: bool = True,
-          max_seconds: float | None = None) -> dict[str, Any]:
-    """Train until ``steps`` total steps (or ``max_seconds``); returns the last logged record."""
+          max_seconds: float | None = None, init: str | Path | None = None) -> dict[str, Any]:
+    """Train until ``steps`` total steps (or ``max_seconds``); returns the last logged record.
+
+    ``resume`` continues exactly from ``out/ckpt.pt``. ``init`` (when not resuming) starts from a
+    model file's weights (e.g. the shipped ones) with a fresh optimizer, at the step recorded in
+    the file, so the data stream continues where that run stopped instead of repeating it.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -333,6 +338,14 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
         optimizer.load_state_dict(state["optimizer"])
         step = int(state["step"])
         torch.set_rng_state(state["torch_rng"])
+    elif init is not None:
+        config = resolve_data(config)
+        model, info = load_model(init, device=dev)
+        model.train()
+        optimizer = _optimizer(model, config)
+        step = int(info.get("steps", 0))
+        for group in optimizer.param_groups:
+            group["initial_lr"] = config.lr  # what LambdaLR expects when it starts mid-schedule
     else:
         config = resolve_data(config)
         model = PolicyModel(model_config or ModelConfig.preset(config.model)).to(dev)
@@ -409,6 +422,8 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--steps", type=int, required=True, help="total optimisation steps (a resume continues to it)")
     p.add_argument("--out", required=True, help="folder for ckpt.pt, model.safetensors and log.jsonl")
     p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt if it exists")
+    p.add_argument("--init", default=None, metavar="WEIGHTS",
+                   help="start from a model file (e.g. the shipped weights) with a fresh optimizer")
     p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
     p.add_argument("--seed", type=int, default=0)
@@ -432,6 +447,6 @@ def run(args: argparse.Namespace) -> int:
                          eval_every=args.eval_every, checkpoint_every=args.eval_every,
                          val_examples=args.val_examples, n_points=args.points)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
-                   max_seconds=None if args.max_minutes is None else args.max_minutes * 60)
+                   max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))
     return 0
