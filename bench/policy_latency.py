@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -75,15 +76,16 @@ def random_states(n: int, rng: np.random.Generator):
 
 def latency(policy: NeuralPolicy, k: int, n: int, rng: np.random.Generator) -> dict:
     cases = states_near(20, n, np.random.default_rng(3))
-    propose_ms, value_ms, prepare_ms, flops, sizes = [], [], [], [], []
+    propose_ms, propose_cpu_ms, value_ms, prepare_ms, flops, sizes = [], [], [], [], [], []
     for item, state, _ in cases:
         X, y = item.X[:100], item.y[:100]
         t = time.perf_counter()
         ctx = policy.prepare(X, y, rng)
         prepare_ms.append(1e3 * (time.perf_counter() - t))
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         proposals = policy.propose(ctx, state, k, rng)
         propose_ms.append(1e3 * (time.perf_counter() - t))
+        propose_cpu_ms.append(1e3 * (time.process_time() - c))
         children = [apply_mutation(state, p.mutation) for p in proposals]
         t = time.perf_counter()
         if children:
@@ -96,7 +98,8 @@ def latency(policy: NeuralPolicy, k: int, n: int, rng: np.random.Generator) -> d
                                  temperature=ctx.temperature, length_penalty=ctx.length_penalty,
                                  generator=torch.Generator().manual_seed(0))
             flops.append(counter.get_total_flops())
-    return {"propose_ms": statistics.median(propose_ms), "propose_p90_ms": float(np.percentile(propose_ms, 90)),
+    return {"propose_ms": statistics.median(propose_ms), "propose_cpu_ms": statistics.median(propose_cpu_ms),
+            "propose_p90_ms": float(np.percentile(propose_ms, 90)),
             "value_ms": statistics.median(value_ms), "prepare_ms": statistics.median(prepare_ms),
             "flops": statistics.median(flops), "state_size": statistics.median(sizes), "n": len(cases)}
 
@@ -148,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     kwargs = {} if args.temperature is None else {"temperature": args.temperature}
     policy = NeuralPolicy.from_checkpoint(args.weights, **kwargs)
     rng = np.random.default_rng(0)
+    load = os.getloadavg()
     rate = matmul_rate()
     lat = latency(policy, args.k, args.latency_cases, rng)
     floor_ms = 1e3 * lat["flops"] / (rate * 1e9)
@@ -156,17 +160,20 @@ def main(argv: list[str] | None = None) -> int:
     grammar_only = validity(policy, args.k, args.expansions, np.random.default_rng(2), per_expansion=False,
                             rule_mask=False)
     info = policy.info
+    print(f"load average before: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
     print(f"weights: {Path(args.weights).name}, steps {info.get('steps')}, "
           f"{sum(p.numel() for p in policy.model.parameters()) / 1e6:.2f}M parameters, {args.threads} thread(s)")
     print("| measure | value |\n|---|---|")
     print(f"| propose, median ms per expansion (K={args.k}, 100 points, state size {lat['state_size']:.0f}) "
           f"| {lat['propose_ms']:.1f} (p90 {lat['propose_p90_ms']:.1f}) |")
+    print(f"| propose, median CPU ms of this process (insensitive to other load) | {lat['propose_cpu_ms']:.1f} |")
     print(f"| value (critic on the expansion's children), median ms | {lat['value_ms']:.1f} |")
     print(f"| prepare (encode 100 points once per trial), median ms | {lat['prepare_ms']:.1f} |")
     print(f"| FLOPs per expansion (median) | {lat['flops'] / 1e6:.1f} M |")
     print(f"| matmul rate, 1024^3 fp32 | {rate:.1f} GFLOP/s |")
     print(f"| floor (FLOPs / rate) | {floor_ms:.2f} ms |")
-    print(f"| measured / floor | {lat['propose_ms'] / floor_ms:.0f}x |")
+    print(f"| measured / floor (wall; CPU) | {lat['propose_ms'] / floor_ms:.0f}x; "
+          f"{lat['propose_cpu_ms'] / floor_ms:.0f}x |")
     for name, r in (("points once per trial", once), ("points per expansion (paper)", fresh),
                     ("grammar mask only (no nesting-rule mask), points once", grammar_only)):
         print(f"| {name}: valid / rejected by rules / malformed | {r.get('valid_pct', 0):.1f}% / "
