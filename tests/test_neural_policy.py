@@ -182,3 +182,21 @@ def test_shipped_weights_load_and_checksum_matches():
     X, y = _data()
     ctx = policy.prepare(X, y, np.random.default_rng(0))
     assert policy.propose(ctx, parse("x0*x1", NAMES), 16, np.random.default_rng(0))
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_critic_encodings_are_reused_exactly(tiny_model):
+    """An expression valued by the critic is expanded from its cached encoding, with the same result."""
+    X, y = _data()
+    expr = parse("x0*x1 + 1.5", NAMES)
+    short = parse("x0", NAMES)
+    policy = NeuralPolicy(tiny_model)
+    ctx = policy.prepare(X, y, np.random.default_rng(1))
+    policy.value(ctx, [expr, short])  # batched with padding
+    assert expr.key() in ctx.encodings
+    cached = policy.propose(ctx, expr, 8, np.random.default_rng(2))
+    assert expr.key() not in ctx.encodings  # used once, then dropped
+    fresh_ctx = policy.prepare(X, y, np.random.default_rng(1))
+    fresh = policy.propose(fresh_ctx, expr, 8, np.random.default_rng(2))
+    assert [p.mutation for p in cached] == [p.mutation for p in fresh]
+    assert np.allclose([p.prior for p in cached], [p.prior for p in fresh], atol=1e-5)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ from .sampling import expression_ids, points_ids, sample_mutations
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "dgsr-small.safetensors"
 _VALUE_BATCH = 64  # expressions per critic forward pass
+_ENCODING_CACHE = 4096  # cached expression encodings per trial (~25 KB each at d=128)
 
 
 @dataclass
@@ -48,6 +49,8 @@ class NeuralContext:
     length_penalty: float
     generator: torch.Generator
     stats: Counter = field(default_factory=Counter)  # sampled / valid / rejected:<reason> / ...
+    #: expression encodings [1, T, d] from the critic pass, reused when that node is expanded
+    encodings: OrderedDict = field(default_factory=OrderedDict)
 
 
 def _draw(value: float | tuple[float, float], rng: np.random.Generator) -> float:
@@ -148,7 +151,8 @@ class NeuralPolicy:
         with self._torch_threads():
             result = sample_mutations(self.model, context.memory, expression, k=k, n_features=context.n_features,
                                       temperature=context.temperature, length_penalty=context.length_penalty,
-                                      generator=context.generator, rule_mask=self.rule_mask)
+                                      generator=context.generator, rule_mask=self.rule_mask,
+                                      encoded=context.encodings.pop(expression.key(), None))
         s = context.stats
         s["expansions"] += 1
         s["sampled"] += result.n_sampled
@@ -170,4 +174,9 @@ class NeuralPolicy:
                 h = self.model.encode_expression(tokens, memory)
                 values = torch.sigmoid(self.model.value(h, tokens).float())
                 out[start:start + len(chunk)] = values.cpu().numpy()
+                lengths = (tokens != self.model.pad).sum(1).tolist()
+                for i, expr in enumerate(chunk):  # padding does not change the real positions
+                    context.encodings[expr.key()] = h[i:i + 1, :lengths[i]].clone()
+                while len(context.encodings) > _ENCODING_CACHE:
+                    context.encodings.popitem(last=False)
         return np.nan_to_num(out, nan=0.0, posinf=1.0, neginf=0.0)

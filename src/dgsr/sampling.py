@@ -83,18 +83,19 @@ def points_ids(X: np.ndarray, y: np.ndarray, device: torch.device | str = "cpu")
 def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expression, *, k: int,
                      n_features: int, temperature: float = 1.0, length_penalty: float = 1.0,
                      generator: torch.Generator | None = None, max_size: int = MAX_SIZE,
-                     rule_mask: bool = True) -> SampleResult:
+                     rule_mask: bool = True, encoded: torch.Tensor | None = None) -> SampleResult:
     """Sample ``k`` actions for ``expression`` given the encoded points ``memory`` [1, P, d].
 
     ``temperature <= 0`` decodes greedily (all K rows then agree). ``rule_mask`` also masks the
     tokens that would break the nesting rule (a transcendental operator above or below another),
-    so no sample is wasted on a mutation the rules reject. Returns the distinct valid mutations
-    with priors; invalid and malformed samples are counted, never raised.
+    so no sample is wasted on a mutation the rules reject. ``encoded`` [1, T, d] is the
+    expression's encoding when the caller already has it (e.g. from the critic pass). Returns the
+    distinct valid mutations with priors; invalid and malformed samples are counted, never raised.
     """
     v = vocabulary()
     device = memory.device
     tokens = expression_ids([expression], device)
-    h = model.encode_expression(tokens, memory)
+    h = model.encode_expression(tokens, memory) if encoded is None else encoded
     mem, mem_mask = model.decoder_memory(memory, h, tokens, v.pad)
     base = model.cross_kv(mem)  # per layer [1, H, S, d/H]: the K rows share it (expand = no copy)
     cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in base]
