@@ -24,11 +24,11 @@ def test_finetune_fit_trains_a_copy_and_returns_a_front():
     policy = NeuralPolicy(PolicyModel(ModelConfig.preset("tiny")))
     before = {k: v.clone() for k, v in policy.model.state_dict().items()}
     X, y = _data()
-    est = SymbolicRegressor(policy=policy, finetune=True, max_time=None, max_evaluations=500,
+    est = SymbolicRegressor(policy=policy, finetune=True, max_time=None, max_evaluations=300,
                             iterations_per_trial=8, constant_fitting="never", random_state=0)
     est.fit(X, y)
     assert est.n_trials_ >= 2  # several trials, with training steps in between
-    assert est.n_evaluations_ <= 500 + 1e-9
+    assert est.n_evaluations_ <= 300 + 1e-9
     assert len(est.equations_) >= 1 and np.isfinite(est.predict(X)).all()
     # the caller's policy is untouched: a copy of its model was fine-tuned
     assert all(torch.equal(v, before[k]) for k, v in policy.model.state_dict().items())

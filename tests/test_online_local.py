@@ -15,7 +15,7 @@ from dgsr.online.state import load_state
 from dgsr.policies import load_policy
 
 # Evaluation-capped trials without constant fitting: no wall-clock dependence, so runs repeat exactly.
-CONFIG = OnlineConfig(iterations_per_trial=12, trial_evaluations=150, k_range=(4, 6), constant_modes=("never",),
+CONFIG = OnlineConfig(iterations_per_trial=8, trial_evaluations=100, k_range=(4, 6), constant_modes=("never",),
                       checkpoint_every=2, synthetic=1, synthetic_points=60, n_points=40, seed=3)
 TRAIN = TrainerConfig(batch_size=6, steps_per_trial=1, lr=1e-3, seed=3)
 
