@@ -142,8 +142,7 @@ class _Pool:
     def __init__(self, workers: int, config: OnlineConfig, model_config: dict):
         self.workers, self.config, self.model_config = workers, config, model_config
         self.pool: cf.ProcessPoolExecutor | None = None
-        self.busy: set[Any] = set()
-        self._weights: tuple[int, Any] | None = None
+        self.busy: dict[Any, cf.ProcessPoolExecutor] = {}  # future -> the pool running it
 
     def _executor(self) -> cf.ProcessPoolExecutor:
         if self.pool is None:
@@ -157,9 +156,10 @@ class _Pool:
     def submit(self, spec: TrialSpec, dataset: Dataset, weights: Callable[[], tuple[int, Any]],
                time_left: float | None) -> Any:
         version, state = weights()
-        future = self._executor().submit(_pool_run, self.config, self.model_config, spec, (dataset.X, dataset.y),
-                                         version, state, time_left)
-        self.busy.add(future)
+        pool = self._executor()
+        future = pool.submit(_pool_run, self.config, self.model_config, spec, (dataset.X, dataset.y), version,
+                             state, time_left)
+        self.busy[future] = pool
         return future
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
@@ -167,12 +167,12 @@ class _Pool:
         return list(done)
 
     def result(self, handle: Any) -> TrialOutcome:
-        self.busy.discard(handle)
+        pool = self.busy.pop(handle)
         try:
             return handle.result()
         except cf.process.BrokenProcessPool as err:
-            if self.pool is not None:  # every trial of a broken pool is lost: start a new pool
-                self.pool.shutdown(wait=False, cancel_futures=True)
+            if self.pool is pool:  # every trial of a broken pool is lost: the next submit starts a new one
+                pool.shutdown(wait=False, cancel_futures=True)
                 self.pool = None
             raise WorkerLost(str(err)) from err
 
@@ -433,6 +433,14 @@ def drive(controller: Controller, trainer: Any, executor: Any, *, max_time: floa
         for spec in in_flight.values():  # lost with their workers: they run again after --resume
             controller.requeue(spec)
         in_flight.clear()
+    except Exception:
+        for spec in in_flight.values():  # keep what is done; a resumed run re-runs these
+            controller.requeue(spec)
+        controller.elapsed_before = elapsed()
+        if out is not None:  # best effort: the error being raised matters more than this checkpoint
+            with contextlib.suppress(Exception):
+                write_checkpoint(out, controller, trainer)
+        raise
     finally:
         executor.close()
     controller.elapsed_before = elapsed()
