@@ -64,16 +64,21 @@ def main(argv: list[str] | None = None) -> int:
             r = run_one(policy, X[:150], y[:150], X[150:], y[150:], evals=args.evals, seconds=args.time,
                         seed=args.seed)
             rows[name].append(r)
-            print(json.dumps({"problem": i, "policy": name, "size": item.expression.size, **r}), file=sys.stderr)
+            print(json.dumps({"problem": i, "policy": name, "truth_size": item.expression.size, **r}), file=sys.stderr)
     budget = f"{args.evals:.0f} evaluations" if args.evals else f"{args.time:g} s"
     print(f"domain {args.domain}, {len(problems)} problems, {budget} per run, seed {args.seed}, "
           f"{args.threads} thread(s), weights {args.weights}")
-    print("| policy | solved (test R² >= 0.99) | median test R² | mean evaluations | mean seconds |")
-    print("|---|---|---|---|---|")
+    print("| policy | solved (test R² >= 0.99) | train R² >= 0.99 | median train R² | median test R² | "
+          "wins on train R² | mean evaluations | mean seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    other = dict(zip(rows, reversed(list(rows))))
     for name, rs in rows.items():
         solved = sum(r["solved"] for r in rs)
-        print(f"| {name} | {solved}/{len(rs)} ({100 * solved / max(len(rs), 1):.0f}%) | "
-              f"{np.median([r['test_r2'] for r in rs]):.4f} | {np.mean([r['evaluations'] for r in rs]):.0f} | "
+        fitted = sum(r["train_r2"] >= 0.99 for r in rs)
+        wins = sum(a["train_r2"] > b["train_r2"] for a, b in zip(rs, rows[other[name]]))
+        print(f"| {name} | {solved}/{len(rs)} ({100 * solved / max(len(rs), 1):.0f}%) | {fitted}/{len(rs)} | "
+              f"{np.median([r['train_r2'] for r in rs]):.4f} | {np.median([r['test_r2'] for r in rs]):.4f} | "
+              f"{wins}/{len(rs)} | {np.mean([r['evaluations'] for r in rs]):.0f} | "
               f"{np.mean([r['seconds'] for r in rs]):.1f} |")
     return 0
 

@@ -116,7 +116,8 @@ def test_logprob_matches_teacher_forced_score(setup):
     model, memory = setup
     v = vocabulary()
     expr = parse("x0*x1", NAMES)
-    r = sample_mutations(model, memory, expr, k=4, n_features=3, generator=_gen(11), rule_mask=False)
+    r = sample_mutations(model, memory, expr, k=4, n_features=3, generator=_gen(11), rule_mask=False,
+                         mantissa_digits=4)
     from dgsr.sampling import expression_ids
     from dgsr.tokens import ActionGrammar
 
@@ -182,3 +183,22 @@ def test_rule_mask_keeps_valid_transcendental_operands(setup):
     mask = g.allowed()
     rules.restrict(mask)
     assert not mask[v.ids["cos"]] and mask[v.ids["sq"]]
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_coarse_mantissas(setup):
+    """Sampled constants have at most ``mantissa_digits`` significant digits."""
+    from dgsr.tokens import float_parts
+
+    model, memory = setup
+    expr = parse("x0 + x1", NAMES)
+    seen = 0
+    for seed in range(6):
+        r = sample_mutations(model, memory, expr, k=16, n_features=3, temperature=2.0, generator=_gen(seed),
+                             mantissa_digits=2)
+        for s in r.samples:
+            for c in s.result.constants:
+                _, mantissa, _ = float_parts(c)
+                assert mantissa % 100 == 0
+                seen += 1
+    assert seen > 0

@@ -80,6 +80,9 @@ class NeuralPolicy:
     rule_mask:
         Mask tokens that would break the nesting rule while decoding (no sample wasted on a
         mutation the rules reject); False samples from the grammar only, as the paper does.
+    mantissa_digits:
+        Significant digits of sampled constants (4 = every mantissa token; 3, the default, is
+        ten times cheaper per constant and loses nothing the search's constant fitting needs).
     """
 
     has_critic = True
@@ -87,7 +90,8 @@ class NeuralPolicy:
     def __init__(self, model: PolicyModel, *, device: str | torch.device = "cpu",
                  temperature: float | tuple[float, float] = (0.5, 1.0),
                  length_penalty: float | tuple[float, float] = (0.0, 1.2), n_points: int = 100,
-                 num_threads: int | None = 1, rule_mask: bool = True, info: dict | None = None):
+                 num_threads: int | None = 1, rule_mask: bool = True, mantissa_digits: int = 3,
+                 info: dict | None = None):
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.temperature = temperature
@@ -95,6 +99,7 @@ class NeuralPolicy:
         self.n_points = min(n_points, model.config.max_points)
         self.num_threads = num_threads
         self.rule_mask = rule_mask
+        self.mantissa_digits = mantissa_digits
         self.info = dict(info or {})
 
     # ------------------------------------------------------------------ loading
@@ -152,7 +157,8 @@ class NeuralPolicy:
             result = sample_mutations(self.model, context.memory, expression, k=k, n_features=context.n_features,
                                       temperature=context.temperature, length_penalty=context.length_penalty,
                                       generator=context.generator, rule_mask=self.rule_mask,
-                                      encoded=context.encodings.pop(expression.key(), None))
+                                      encoded=context.encodings.pop(expression.key(), None),
+                                      mantissa_digits=self.mantissa_digits)
         s = context.stats
         s["expansions"] += 1
         s["sampled"] += result.n_sampled

@@ -28,7 +28,7 @@ from .expression import Expression
 from .model import PolicyModel
 from .mutations import MAX_SIZE, InvalidMutation, Mutation, apply_mutation
 from .operators import TRANSCENDENTAL
-from .tokens import ActionGrammar, DecodeFailure, vocabulary
+from .tokens import MANTISSA_DIGITS, MAX_MANTISSA, ActionGrammar, DecodeFailure, vocabulary
 
 
 @dataclass(frozen=True)
@@ -83,13 +83,17 @@ def points_ids(X: np.ndarray, y: np.ndarray, device: torch.device | str = "cpu")
 def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expression, *, k: int,
                      n_features: int, temperature: float = 1.0, length_penalty: float = 1.0,
                      generator: torch.Generator | None = None, max_size: int = MAX_SIZE,
-                     rule_mask: bool = True, encoded: torch.Tensor | None = None) -> SampleResult:
+                     rule_mask: bool = True, encoded: torch.Tensor | None = None,
+                     mantissa_digits: int = 3) -> SampleResult:
     """Sample ``k`` actions for ``expression`` given the encoded points ``memory`` [1, P, d].
 
     ``temperature <= 0`` decodes greedily (all K rows then agree). ``rule_mask`` also masks the
     tokens that would break the nesting rule (a transcendental operator above or below another),
     so no sample is wasted on a mutation the rules reject. ``encoded`` [1, T, d] is the
-    expression's encoding when the caller already has it (e.g. from the critic pass). Returns the
+    expression's encoding when the caller already has it (e.g. from the critic pass).
+    ``mantissa_digits`` < 4 samples constants among mantissas with that many significant digits
+    only (each standing for its bucket of 4-digit neighbours; the search refits constants): the
+    10k-row mantissa block of the output layer is memory-bound and dominated an expansion. Returns the
     distinct valid mutations with priors; invalid and malformed samples are counted, never raised.
     """
     v = vocabulary()
@@ -111,6 +115,8 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
     token = torch.full((k,), v.bos, dtype=torch.long, device=device)
     for position in range(model.config.max_action_tokens):
         allowed_np = np.stack([grammars[i].allowed() for i in active])  # [A, V]
+        if mantissa_digits < MANTISSA_DIGITS:
+            allowed_np &= _coarse_mantissa_keep(mantissa_digits)
         if rules is not None:
             for j, row in enumerate(active):
                 rules[row].restrict(allowed_np[j])
@@ -213,6 +219,17 @@ class _NestingMask:
 
     def _t_set(self) -> frozenset:
         return _transcendental_set()
+
+
+@lru_cache(maxsize=4)
+def _coarse_mantissa_keep(digits: int) -> np.ndarray:
+    """Vocabulary mask that keeps every token but the mantissas with more than ``digits`` significant digits."""
+    v = vocabulary()
+    keep = np.ones(len(v), dtype=bool)
+    step = 10 ** (MANTISSA_DIGITS - max(digits, 1))
+    mantissas = np.arange(MAX_MANTISSA + 1)
+    keep[v.mantissa0 + mantissas[mantissas % step != 0]] = False
+    return keep
 
 
 @lru_cache(maxsize=1)
