@@ -269,6 +269,10 @@ def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
     exact = parse("1.23456789*x0 + x1")
     kept, _ = tidy_constants(exact, as_columns(X), 1.23456789 * X[:, 0] + X[:, 1])
     assert kept.constants == (1.23456789,)
+    # Constants that cancel each other are rounded together.
+    cancelling = parse("x0*x1 - 206.01566485270715 + 206.01566485265974")
+    tidy, _ = tidy_constants(cancelling, as_columns(X), X[:, 0] * X[:, 1])
+    assert tidy.constants == (206.0, 206.0)
 
 
 def test_plot_front_draws_every_front_entry_and_marks_the_selection(fitted):

@@ -469,6 +469,12 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
     limit = mse_of(expr) + slack
     spent = 1
     values = list(expr.constants)
+    # All at once first: constants that cancel (c - 206.0157 + 206.0157) round together.
+    rounded = [float(f"{v:.{digits}g}") for v in values]
+    if rounded != values:
+        spent += 1
+        if mse_of(expr.with_constants(rounded)) <= limit:
+            values = rounded
     for i in sorted(range(len(values)), key=lambda j: abs(values[j])):
         for candidate in (0.0, float(f"{values[i]:.{digits}g}")):
             if candidate == values[i]:
