@@ -53,11 +53,13 @@ def _timed(fn) -> float:
 
 
 def states_near(size: int, n: int, rng: np.random.Generator):
-    """(problem, state, true mutation) triples: per held-out problem, the path state closest to ``size``."""
+    """(problem, state, true mutation) triples: held-out path states within 2 nodes of ``size``."""
     out = []
-    for item in load_heldout("in"):
+    for item in load_heldout("in") + load_heldout("out"):
         path = mutation_path(item.expression, rng, 10)
         state, mutation = min(path, key=lambda sm: abs(sm[0].size - size))
+        if abs(state.size - size) > 2:
+            continue
         out.append((item, state, mutation))
         if len(out) >= n:
             break
@@ -108,7 +110,7 @@ def validity(policy: NeuralPolicy, k: int, n: int, rng: np.random.Generator, *, 
              rule_mask: bool = True) -> dict:
     """Sampling statistics over ``n`` held-out states (points re-encoded each time if ``per_expansion``)."""
     counts: Counter = Counter()
-    hits = 0
+    hits = head_hits = 0
     cases = random_states(n, np.random.default_rng(1))
     for item, state, mutation in cases:
         rows = rng.choice(item.X.shape[0], 100, replace=False)
@@ -131,9 +133,11 @@ def validity(policy: NeuralPolicy, k: int, n: int, rng: np.random.Generator, *, 
             counts[f"rejected:{reason}"] += c
         target = apply_mutation(state, mutation).key(3)
         hits += any(s.result.key(3) == target for s in r.samples)
+        head_hits += any((s.mutation.node, s.mutation.op) == (mutation.node, mutation.op) for s in r.samples)
     total = max(counts["sampled"], 1)
     out = {f"{key}_pct": 100.0 * v / total for key, v in counts.items() if key != "sampled"}
-    out.update({"hit_rate_pct": 100.0 * hits / len(cases), "distinct_per_expansion": counts["distinct"] / len(cases),
+    out.update({"hit_rate_pct": 100.0 * hits / len(cases), "head_hit_rate_pct": 100.0 * head_hits / len(cases),
+                "distinct_per_expansion": counts["distinct"] / len(cases),
                 "n": len(cases)})
     return out
 
@@ -180,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.get('rejected_pct', 0):.1f}% / {r.get('malformed_pct', 0):.1f}% |")
         print(f"| {name}: duplicates / distinct valid per expansion | {r.get('duplicates_pct', 0):.1f}% / "
               f"{r['distinct_per_expansion']:.1f} |")
-        print(f"| {name}: hit rate (true next mutation among K) | {r['hit_rate_pct']:.1f}% |")
+        print(f"| {name}: hit rate: true next mutation among K; its node and operator among K | "
+              f"{r['hit_rate_pct']:.1f}%; {r['head_hit_rate_pct']:.1f}% |")
     print(json.dumps({"weights": args.weights, "steps": info.get("steps"), "k": args.k, "threads": args.threads,
                       "latency": lat, "matmul_gflops": rate, "floor_ms": floor_ms, "once": once, "fresh": fresh,
                       "grammar_only": grammar_only}),
