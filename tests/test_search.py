@@ -248,3 +248,17 @@ def test_overflowing_predictions_are_invalid_not_errors():
                                    (Expression.combine("mul", parse("x0"), huge), 0.5)])
     result = run_search(X, y, policy, config=SearchConfig(max_trials=1), rng=0)
     assert all(math.isfinite(e.mse) for e in result.archive.front())
+
+
+def test_a_policy_without_critic_values_nodes_by_accuracy():
+    X = _data()
+    y = X[:, 0] + 0.3 * np.sin(3 * X[:, 1])
+    config = SearchConfig(progressive_widening=0.0)
+    evaluator = _Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    trial = _Trial(0, RandomPolicy(), 2, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
+    trial.iterate(fit=False)
+    children = trial.root.children
+    assert children
+    for c in children:
+        assert c.value_sum == pytest.approx(accuracy_value(c.r2))
+    assert len({round(c.value_sum, 9) for c in children}) > 1  # not a constant value

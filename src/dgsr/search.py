@@ -499,9 +499,11 @@ class _Trial:
         solved = np.array([f[3] >= self.config.solved_r2 for f in fresh])
         values = np.ones(len(fresh))
         todo = np.flatnonzero(~solved)
-        if len(todo) and self.has_critic:
-            estimates = np.asarray(self.policy.value(self.context, [fresh[i][0] for i in todo]), dtype=float)
-            values[todo] = estimates
+        if len(todo):
+            if self.has_critic:
+                values[todo] = np.asarray(self.policy.value(self.context, [fresh[i][0] for i in todo]), dtype=float)
+            else:
+                values[todo] = np.nan
         missing = ~np.isfinite(values)
         if missing.any():
             values[missing] = [accuracy_value(fresh[i][3], self.config.solved_r2) for i in np.flatnonzero(missing)]
