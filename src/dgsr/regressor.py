@@ -30,6 +30,11 @@ from .pareto import front_scores
 from .simplify import complexity, round_floats, simplify
 from .validation import validate_params, validate_predict_data, validate_training_data
 
+#: The default policy is the one that wins at equal wall time (CONTRACTS §2): today the uniform
+#: random policy; the shipped neural policy ("neural") loses at equal time on this CPU
+#: (docs/BENCHMARKS.md, "Neural vs random policy").
+DEFAULT_POLICY = "random"
+
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
 _POLISH_EVAL_SHARE = 0.02
@@ -64,7 +69,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         when this, not ``max_time``, is the binding limit.
     random_state : int, numpy Generator, RandomState or None, default=None
         Seed.
-    policy : {"neural", "random"}, path or Policy, default="neural"
+    policy : {"random", "neural"}, path or Policy, default="random"
         Mutation policy: the shipped pretrained weights, uniform random mutations, a
         ``.safetensors`` checkpoint, or an object implementing :class:`dgsr.policy.Policy`.
     n_samples : int, default=16
@@ -120,7 +125,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         max_time: float | None = 60,
         max_evaluations: int | None = 500000,
         random_state: Any = None,
-        policy: Any = "neural",
+        policy: Any = DEFAULT_POLICY,
         n_samples: int = 16,
         iterations_per_trial: int = 1000,
         p_uct: float = 1.0,

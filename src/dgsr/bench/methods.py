@@ -115,7 +115,7 @@ def limit_threads() -> None:
 
 def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
     def run(split: Split, budget: Budget) -> MethodResult:
-        if options.get("policy", "neural") != "random":
+        if options.get("policy", "random") != "random":
             # Imported first so its thread pool is sized to 1 below; the random policy never
             # loads torch, and its import (seconds on a busy machine) would count as fit time.
             import torch  # noqa: F401
