@@ -85,7 +85,8 @@ def test_mutation_operator_table_covers_table1():
 
 def test_every_table1_feynman_law_is_buildable():
     """CONTRACTS §1: laws using only Table-1 operators parse (our parser, no eval) and obey the rules."""
-    rows = list(csv.DictReader(open(Path(__file__).parent / "data" / "feynman_equations.tsv"), delimiter="\t"))
+    with open(Path(__file__).parent / "data" / "feynman_equations.tsv") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
     outside_table1 = ("asin", "acos", "tanh", "cot", "atan", "sinh", "cosh", "abs")
     built = 0
     for row in rows:

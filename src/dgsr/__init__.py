@@ -6,7 +6,7 @@ from .expression import Expression
 
 __version__ = "0.1.0"
 
-__all__ = ["Expression", "SymbolicRegressor", "load_policy", "__version__"]
+__all__ = ["Expression", "SymbolicRegressor", "__version__", "load_policy"]
 
 
 def __getattr__(name: str):

@@ -6,8 +6,8 @@ from :data:`OPERATORS`, so adding an operator is one entry here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import sympy

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from .evaluate import evaluate_constant
 from .expression import Expression

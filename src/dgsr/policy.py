@@ -7,8 +7,9 @@ This module must not import torch; the neural policy lives in :mod:`dgsr.neural_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 

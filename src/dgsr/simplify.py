@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import sympy
 
@@ -34,7 +34,7 @@ def _time_cap(seconds: float) -> Iterator[bool]:
         yield False
         return
 
-    def _raise(signum, frame):  # noqa: ARG001
+    def _raise(signum, frame):
         raise _Timeout
 
     previous = signal.signal(signal.SIGALRM, _raise)
@@ -55,7 +55,7 @@ def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
             return sympy.simplify(expr)
     except _Timeout:
         return expr
-    except Exception:  # SymPy raises assorted errors on odd inputs (e.g. zoo); keep the original
+    except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs, e.g. zoo; keep the original)
         return expr
 
 
