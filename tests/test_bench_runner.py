@@ -108,7 +108,10 @@ def test_failures_are_recorded_and_the_run_goes_on(tmp_path, data_dir):
     assert status["fake-ok"]["status"] == "ok" and status["fake-ok"]["r2_test"] == pytest.approx(1.0)
     # killed while simplifying: the scored row is kept, marked as cut short
     slow = status["fake-slow-post"]
-    assert slow["status"] == "ok" and slow["r2_test"] is not None and slow["post"].startswith("killed")
+    # Either the hard limit kills it or post-processing's own time cap gives up first (a race
+    # that depends on how fast the worker started); both keep the scored row.
+    assert slow["status"] == "ok" and slow["r2_test"] is not None
+    assert slow["post"].startswith("killed") or "time cap" in slow["post"], slow["post"]
     assert slow["size"] is None and slow["model"] == "slow"
     assert len(read_rows(tmp_path / "out" / RESULTS_FILE)) == 6
     # --retry-failed runs only the failures again

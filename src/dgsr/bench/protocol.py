@@ -129,7 +129,12 @@ def simplify_capped(expr, seconds: float = 5.0):
 
 def model_size(expr, seconds: float = 5.0) -> int:
     """Node count of the simplified model with floats rounded, as SRBench reports it."""
-    return node_count(round_floats(simplify_capped(expr, seconds)))
+    import sympy
+
+    simplified = simplify_capped(expr, seconds)
+    if not isinstance(simplified, sympy.Basic):  # not even converted to SymPy within the cap
+        raise TimeCapExceeded(f"the model did not convert to SymPy within the {seconds:g} s time cap")
+    return node_count(round_floats(simplified))
 
 
 def _numeric(expr):
