@@ -156,30 +156,37 @@ def negative_for(example: Any, rng: np.random.Generator) -> Expression:
     return _random_expression_like(example.state, n_features, rng)
 
 
-def collate(examples: list[Any], rng: np.random.Generator, *, with_negatives: bool = True) -> Batch:
-    """Token tensors of a list of examples (points padded to the longest dataset)."""
+def encode_point_sets(datasets: list[tuple[np.ndarray, np.ndarray]]
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(points [U, P, W], mask [U, P], dataset index [B]) for B ``(X, y)`` pairs, padded to the
+    longest; pairs that share the same ``X`` array are encoded once (consecutive examples of one
+    dismantling path, or of one search trial, share their data)."""
     v = vocabulary()
-    # consecutive examples of one dismantling path share their data: encode those points once
     index_of: dict[int, int] = {}
     encoded, dataset = [], []
-    for e in examples:
-        key = id(e.X)
-        if key not in index_of:
-            index_of[key] = len(encoded)
-            encoded.append(v.encode_points(e.X, e.y))
-        dataset.append(index_of[key])
+    for X, y in datasets:
+        if id(X) not in index_of:
+            index_of[id(X)] = len(encoded)
+            encoded.append(v.encode_points(X, y))
+        dataset.append(index_of[id(X)])
     n = max(p.shape[0] for p in encoded)
     points = np.full((len(encoded), n, encoded[0].shape[1]), v.pad, dtype=np.int64)
     mask = np.zeros((len(encoded), n), dtype=bool)
     for i, p in enumerate(encoded):
         points[i, :p.shape[0]] = p
         mask[i, :p.shape[0]] = True
+    return torch.from_numpy(points), torch.from_numpy(mask), torch.tensor(dataset)
+
+
+def collate(examples: list[Any], rng: np.random.Generator, *, with_negatives: bool = True) -> Batch:
+    """Token tensors of a list of examples (points padded to the longest dataset)."""
+    v = vocabulary()
+    points, mask, dataset = encode_point_sets([(e.X, e.y) for e in examples])
     states = pad_ids([v.encode_expression(e.state) for e in examples], v.pad)
     actions = pad_ids([[v.bos] + v.encode_action(e.mutation) for e in examples], v.pad)
     negs = [negative_for(e, rng) for e in examples] if with_negatives else [e.state for e in examples]
     negatives = pad_ids([v.encode_expression(x) for x in negs], v.pad)
-    return Batch(torch.from_numpy(points), torch.from_numpy(mask), torch.tensor(dataset), states, actions,
-                 negatives)
+    return Batch(points, mask, dataset, states, actions, negatives)
 
 
 # ---------------------------------------------------------------------- loss

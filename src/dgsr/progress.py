@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -68,17 +67,6 @@ class ProgressLine:
         self._text = Text(format_progress(p, self.max_time, self.max_evaluations))
         if self._live is not None:
             self._live.update(self._text, refresh=True)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The fields a progress display reads (the search's progress object has the same names)."""
-
-    elapsed: float
-    evaluations: float
-    best_r2: float
-    best_size: int
-    trials: int
 
 
 def format_progress(p: Any, max_time: float | None, max_evaluations: int | None) -> str:

@@ -437,12 +437,11 @@ def _root_rng(random_state: Any) -> np.random.Generator:
 
 
 def _snapshot(result: Any) -> Any:
-    from .progress import Snapshot
+    from .search import SearchProgress
 
-    front = result.archive.front()
-    best = max(front, key=lambda e: e.r2) if front else None
-    return Snapshot(result.elapsed, result.n_evaluations, best.r2 if best else -math.inf,
-                    best.size if best else 0, result.n_trials)
+    best = result.best
+    return SearchProgress(result.elapsed, result.n_evaluations, best.r2 if best else -math.inf,
+                          best.size if best else 0, result.n_trials)
 
 
 def _entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | None = None) -> FrontEntry:

@@ -224,9 +224,12 @@ class _Evaluator:
         self.best_r2 = -math.inf
         self.best_size = 0
 
-    def score(self, expr: Expression, fit: bool) -> float:
-        """R² of ``expr`` (constants fitted first when ``fit`` and it has any); -inf if invalid."""
-        key = expr.key()
+    def score(self, expr: Expression, fit: bool, key: tuple | None = None) -> float:
+        """R² of ``expr`` (constants fitted first when ``fit`` and it has any); -inf if invalid.
+
+        ``key`` is ``expr.key()`` when the caller already has it.
+        """
+        key = expr.key() if key is None else key
         hit = self.cache.get(key)
         if hit is not None and (not fit or key in self.fitted or not expr.n_constants):
             return hit
@@ -471,10 +474,10 @@ class _Trial:
                 self.stats["duplicate"] += 1
                 continue
             self.keys.add(key)
-            r2 = self.evaluator.score(child, fit)
+            r2 = self.evaluator.score(child, fit, key)
             if self.fit_improvements and child.n_constants and r2 > self.record.best_r2:
                 # "best" mode: each new best of the trial gets its constants fitted at once.
-                r2 = max(r2, self.evaluator.score(child, fit=True))
+                r2 = max(r2, self.evaluator.score(child, fit=True, key=key))
             self.record.best_r2 = max(self.record.best_r2, r2)
             if not math.isfinite(r2):
                 self.stats["non_finite"] += 1
@@ -531,7 +534,6 @@ class _Trial:
         record = self.record
         record.iterations = self.iterations
         record.evaluations = self.evaluator.budget.evaluations - self._evaluations_at_start
-        record.best_r2 = max((n.r2 for n in self.nodes), default=-math.inf)
         solved = [n for n in self.nodes if n.r2 >= self.config.solved_r2]
         record.solved = bool(solved)
         if self.config.record_training_data:

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ..model import ModelConfig, PolicyModel
-from ..pretrain import collate, grouped_action_loss
+from ..pretrain import collate, encode_point_sets, grouped_action_loss
 from ..sampling import pad_ids
 from ..tokens import vocabulary
 from .buffers import CriticItem, ExpertBuffers
@@ -88,22 +88,7 @@ def synthetic_examples(seed: int, step: int, n: int, *, n_points: int = 100, mut
 
 def _points_tensor(items: list[Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(points [U, P, W], mask [U, P], dataset index [B]) with one encoding per distinct dataset."""
-    v = vocabulary()
-    index_of: dict[int, int] = {}
-    encoded, dataset = [], []
-    for item in items:
-        key = id(item.points)
-        if key not in index_of:
-            index_of[key] = len(encoded)
-            encoded.append(v.encode_points(item.points.X, item.points.y))
-        dataset.append(index_of[key])
-    n = max(p.shape[0] for p in encoded)
-    points = np.full((len(encoded), n, encoded[0].shape[1]), v.pad, dtype=np.int64)
-    mask = np.zeros((len(encoded), n), dtype=bool)
-    for i, p in enumerate(encoded):
-        points[i, :p.shape[0]] = p
-        mask[i, :p.shape[0]] = True
-    return torch.from_numpy(points), torch.from_numpy(mask), torch.tensor(dataset)
+    return encode_point_sets([(item.points.X, item.points.y) for item in items])
 
 
 def action_loss(model: PolicyModel, examples: list[Any], rng: np.random.Generator,
