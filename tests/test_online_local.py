@@ -119,3 +119,29 @@ def test_local_process_pool_two_workers(tmp_path):
     assert all(w.startswith("pool:") for w in workers) and len(workers) == 2
     # a trial dispatched after a trainer step runs on newer weights
     assert max(line["weights_version"] for line in result.log) >= 1
+
+
+@pytest.mark.timeout(180, method="thread")
+def test_process_pool_survives_a_killed_worker(tmp_path):
+    """A pool worker that dies mid-trial breaks the pool: its trials are re-queued on a fresh pool."""
+    import multiprocessing
+    import os
+    import signal
+
+    killed: list[int] = []
+    earlier = {p.pid for p in multiprocessing.active_children()}  # e.g. a previous test's pool, closing
+
+    def kill_a_worker(info: dict, spec) -> None:
+        if killed:
+            return
+        ours = [p for p in multiprocessing.active_children() if p.pid not in earlier]
+        if ours:
+            killed.append(spec.trial_id)
+            # at once: the worker is still starting the trial it was just given, as an OOM kill would find it
+            os.kill(ours[0].pid, signal.SIGKILL)
+
+    result = _run(tmp_path, max_trials=4, workers=2, on_dispatch=kill_a_worker)
+    assert killed and result.requeued >= 1
+    assert result.trials == 4 and result.stop_reason == "trials"
+    assert sorted(line["trial_id"] for line in result.log) == list(range(4))  # each trial completed once
+    assert (tmp_path / "policy.safetensors").is_file()

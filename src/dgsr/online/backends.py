@@ -24,6 +24,8 @@ import json
 import math
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -72,10 +74,13 @@ class SearchWorker:
 
     def run(self, spec: TrialSpec, data: tuple[np.ndarray, np.ndarray], version: int, weights: list[Any],
             time_left: float | None) -> TrialOutcome:
-        """Run ``spec`` on ``data``; ``weights`` is ``[state dict]`` or ``[Ray ObjectRef]``, loaded if newer."""
+        """Run ``spec`` on ``data``; ``weights`` is ``[state dict]``, ``[file path]`` or ``[Ray ObjectRef]``,
+        loaded only when ``version`` is newer than the worker's."""
         if version != self.version:
             state = weights[0]
-            if not isinstance(state, dict):  # a Ray ObjectRef, fetched only when the version changed
+            if isinstance(state, str):  # the process pool stages weights in a file
+                state = torch.load(state, map_location="cpu", weights_only=True)
+            elif not isinstance(state, dict):  # a Ray ObjectRef, fetched only when the version changed
                 import ray
 
                 state = ray.get(state)
@@ -89,12 +94,14 @@ class SearchWorker:
 _POOL_WORKER: SearchWorker | None = None
 
 
-def _pool_run(config: OnlineConfig, model_config: dict, spec: TrialSpec, data: tuple[np.ndarray, np.ndarray],
-              version: int, state: dict, time_left: float | None) -> TrialOutcome:
+def _pool_run(config: OnlineConfig, model_config: dict, spec: TrialSpec, data_file: str,
+              version: int, weights_file: str, time_left: float | None) -> TrialOutcome:
     global _POOL_WORKER
     if _POOL_WORKER is None:
         _POOL_WORKER = SearchWorker(config, model_config, name="pool")
-    return _POOL_WORKER.run(spec, data, version, [state], time_left)
+    with np.load(data_file) as data:
+        X, y = data["X"], data["y"]
+    return _POOL_WORKER.run(spec, (X, y), version, [weights_file], time_left)
 
 
 def _pool_init() -> None:
@@ -143,6 +150,20 @@ class _Pool:
         self.workers, self.config, self.model_config = workers, config, model_config
         self.pool: cf.ProcessPoolExecutor | None = None
         self.busy: dict[Any, cf.ProcessPoolExecutor] = {}  # future -> the pool running it
+        # Weights and datasets travel as files, so a task message stays far below a pipe's buffer: on
+        # Python < 3.12 a worker killed while reading a large message leaves the pool's feeder thread
+        # blocked on the pipe, and the interpreter then hangs at exit (CPython gh-94777).
+        self.stage = Path(tempfile.mkdtemp(prefix="dgsr-pool-"))
+        self.staged: dict[str, str] = {}
+
+    def _staged(self, key: str, write: Callable[[Path], None]) -> str:
+        if key not in self.staged:
+            path = self.stage / key
+            tmp = path.with_name(path.name + ".tmp")
+            write(tmp)
+            os.replace(tmp, path)  # a worker never reads a half-written file
+            self.staged[key] = str(path)
+        return self.staged[key]
 
     def _executor(self) -> cf.ProcessPoolExecutor:
         if self.pool is None:
@@ -156,9 +177,21 @@ class _Pool:
     def submit(self, spec: TrialSpec, dataset: Dataset, weights: Callable[[], tuple[int, Any]],
                time_left: float | None) -> Any:
         version, state = weights()
+        for key in [k for k in self.staged if k.startswith("weights-") and k != f"weights-{version}.pt"]:
+            with contextlib.suppress(OSError):  # a worker still loading it keeps its open handle
+                os.remove(self.staged.pop(key))
+        weights_file = self._staged(f"weights-{version}.pt", lambda p: torch.save(state, p))
+        data_file = self._staged(f"data-{_safe_name(dataset.name)}-{id(dataset.X)}.npz",
+                                 lambda p: _save_npz(p, dataset.X, dataset.y))
+        args = (_pool_run, self.config, self.model_config, spec, data_file, version, weights_file, time_left)
         pool = self._executor()
-        future = pool.submit(_pool_run, self.config, self.model_config, spec, (dataset.X, dataset.y), version,
-                             state, time_left)
+        try:
+            future = pool.submit(*args)
+        except cf.process.BrokenProcessPool:  # a worker died while idle: start a fresh pool
+            _discard(pool)
+            self.pool = None
+            pool = self._executor()
+            future = pool.submit(*args)
         self.busy[future] = pool
         return future
 
@@ -172,7 +205,7 @@ class _Pool:
             return handle.result()
         except cf.process.BrokenProcessPool as err:
             if self.pool is pool:  # every trial of a broken pool is lost: the next submit starts a new one
-                pool.shutdown(wait=False, cancel_futures=True)
+                _discard(pool)
                 self.pool = None
             raise WorkerLost(str(err)) from err
 
@@ -181,8 +214,28 @@ class _Pool:
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            _discard(self.pool)
             self.pool = None
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+
+def _discard(pool: cf.ProcessPoolExecutor) -> None:
+    """Shut ``pool`` down without waiting, and kill its workers: after a worker crash the survivors
+    can stay blocked on the pool's queues, and the interpreter would wait for them at exit."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60]
+
+
+def _save_npz(path: Path, X: np.ndarray, y: np.ndarray) -> None:
+    with open(path, "wb") as fh:  # a file object: np.savez would append ".npz" to a path
+        np.savez(fh, X=X, y=y)
 
 
 class _Ray:
