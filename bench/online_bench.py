@@ -1,8 +1,8 @@
 """Expert-iteration benchmark: fine-tuned vs frozen policy, synthetic datasets mixed in or not, 1 vs 2 workers.
 
-    python bench/online_bench.py run --arm finetune|frozen|synthetic --weights W.safetensors \
+    python bench/online_bench.py run --arm finetune|frozen|synthetic|sequential --weights W.safetensors \
         [--rounds 3] [--iterations 50] [--trial-evals 600] [--seed 0] --out DIR
-    python bench/online_bench.py run --arm throughput --workers 1|2 --seconds 240 --weights W --out DIR
+    python bench/online_bench.py run --arm throughput --workers 1|2 [--backend ray] --seconds 240 --weights W --out DIR
     python bench/online_bench.py report DIR [DIR ...]
 
 The fixed set: 6 Feynman problems (200 rows regenerated from ``../shared/data/feynman``'s ranges,
@@ -12,7 +12,9 @@ with the same per-trial cap (``iterations`` MCTS iterations, at most ``trial-eva
 and the same controller seed, so the per-trial hyper-parameter draws match across arms; only
 the learning differs. A dataset counts as solved when a trial reaches training R² >= 0.99 (the
 paper's criterion). ``synthetic`` adds 4 synthetic datasets to the queue (they get trials too, so
-that arm spends more evaluations in all; the user datasets get the same). One torch thread.
+that arm spends more evaluations in all; the user datasets get the same). ``sequential`` is Table
+6's "one-at-a-time": a separate run per dataset, each fine-tuned from the starting weights on that
+dataset alone. One torch thread.
 """
 
 from __future__ import annotations
@@ -79,12 +81,15 @@ def run(args: argparse.Namespace) -> None:
     load = os.getloadavg()[0]
     if args.arm == "throughput":
         result = run_online(datasets, model=model, config=config, trainer_config=trainer, workers=args.workers,
+                            backend=args.backend, ray_cpus=args.workers if args.backend == "ray" else None,
                             out=args.out, max_time=args.seconds)
+    elif args.arm == "sequential":
+        result = _one_at_a_time(datasets, args, config, trainer)
     else:
         result = run_online(datasets, model=model, config=config, trainer_config=trainer, out=args.out,
                             max_trials=args.rounds * (n_user + synthetic))
     summary = {"arm": args.arm, "seed": args.seed, "rounds": args.rounds, "iterations": args.iterations,
-               "trial_evals": args.trial_evals, "workers": args.workers, "trials": result.trials,
+               "trial_evals": args.trial_evals, "workers": args.workers, "backend": args.backend, "trials": result.trials,
                "trainer_steps": result.trainer_steps, "elapsed": result.elapsed, **throughput(result),
                "weights": str(args.weights), "weights_steps": info.get("steps"), "load_at_start": load,
                "load_at_end": os.getloadavg()[0], "machine": f"{platform.machine()} {os.cpu_count()} cores",
@@ -92,6 +97,28 @@ def run(args: argparse.Namespace) -> None:
                "log": result.log}
     Path(args.out, "bench.json").write_text(json.dumps(summary, default=float))
     print(json.dumps({k: v for k, v in summary.items() if k not in ("log", "user_datasets")}, default=float))
+
+
+class _Combined:
+    """The results of several runs, read as one (what :func:`run` summarises)."""
+
+    def __init__(self, results: list) -> None:
+        self.log = [line for r in results for line in r.log]
+        self.trials = sum(r.trials for r in results)
+        self.trainer_steps = sum(r.trainer_steps for r in results)
+        self.elapsed = sum(r.elapsed for r in results)
+
+
+def _one_at_a_time(datasets: list[Dataset], args: argparse.Namespace, config: OnlineConfig,
+                   trainer: TrainerConfig) -> _Combined:
+    """Table 6's "one-at-a-time": each dataset gets its own run, fine-tuned from the starting
+    weights on that dataset alone (same trials, caps and seed as the simultaneous run)."""
+    results = []
+    for d in datasets:
+        model, _ = load_model(args.weights)
+        results.append(run_online([d], model=model, config=config, trainer_config=trainer,
+                                  out=Path(args.out, d.name), max_trials=args.rounds))
+    return _Combined(results)
 
 
 def solved_by_round(summary: dict) -> tuple[list[float], list[float], float]:
@@ -121,11 +148,11 @@ def report(args: argparse.Namespace) -> None:
               f"{' / '.join(f'{x:.2f}' for x in in_round)} | {cumulative[-1]:.2f} | {evals:,.0f} | {s['elapsed']:.0f} |")
     _aggregate(summaries)
     print()
-    print("| workers | wall s | trials | trials/hour | trainer steps/hour | load avg start/end |")
-    print("|---|---|---|---|---|---|")
+    print("| backend | workers | wall s | trials | trials/hour | trainer steps/hour | load avg start/end |")
+    print("|---|---|---|---|---|---|---|")
     for s in summaries:
         if s["arm"] == "throughput":
-            print(f"| {s['workers']} | {s['elapsed']:.0f} | {s['trials']} | {s['trials_per_hour']:.0f} | "
+            print(f"| {s.get('backend', 'local')} | {s['workers']} | {s['elapsed']:.0f} | {s['trials']} | {s['trials_per_hour']:.0f} | "
                   f"{s['steps_per_hour']:.0f} | {s['load_at_start']:.1f} / {s['load_at_end']:.1f} |")
 
 
@@ -166,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--arm", choices=("finetune", "frozen", "synthetic", "throughput"), required=True)
+    r.add_argument("--arm", choices=("finetune", "frozen", "synthetic", "sequential", "throughput"), required=True)
+    r.add_argument("--backend", choices=("local", "ray"), default="local", help="throughput arm only")
     r.add_argument("--weights", required=True)
     r.add_argument("--rounds", type=int, default=3)
     r.add_argument("--iterations", type=int, default=50)

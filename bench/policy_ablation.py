@@ -3,8 +3,8 @@
     python bench/policy_ablation.py [--weights PATH] [--domain in|out] [--problems 20]
         [--evals 3000 | --time 10] [--seed 0] [--threads 1]
 
-Held-out synthetic problems (``dgsr.corpus.load_heldout``): the first 150 of each problem's 200
-rows are the search data, the last 50 the test rows. A problem counts as solved when the
+Held-out synthetic problems (``dgsr.corpus.load_heldout``) or Feynman problems (200 regenerated
+rows): the first 150 of each problem's 200 rows are the search data, the last 50 the test rows. A problem counts as solved when the
 search's most accurate expression reaches R² >= 0.99 on the test rows (the search stops early at
 training R² 0.99). Both policies get the same search settings, seed and budget; one thread.
 Prints a Markdown table and a JSON line per problem on stderr.
@@ -42,43 +42,66 @@ def run_one(policy, X, y, X_test, y_test, *, evals: float | None, seconds: float
             "evaluations": result.n_evaluations, "seconds": elapsed, "size": best.size if best else 0}
 
 
+def _problems(domain: str, offset: int, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray, int | None]]:
+    """(X, y, ground-truth size) of 200 rows each: 150 to search, 50 to test."""
+    if domain == "feynman":
+        from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
+
+        data = resolve_data_dir(None)
+        refs = list_datasets("feynman", data)[offset: offset + count]
+        out = []
+        for ref in refs:
+            prob = load_problem(ref, data, seed=seed)  # rows are i.i.d. draws: the first 200 are a sample
+            out.append((np.asarray(prob.X[:200], dtype=float), np.asarray(prob.y[:200], dtype=float), None))
+        return out
+    return [(np.asarray(item.X), np.asarray(item.y), item.expression.size)
+            for item in load_heldout(domain)[offset: offset + count]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--weights", default=str(DEFAULT_WEIGHTS))
-    parser.add_argument("--domain", choices=("in", "out"), default="in")
+    parser.add_argument("--domain", choices=("in", "out", "feynman"), default="in",
+                        help="held-out synthetic in/out of domain, or Feynman (regenerated rows, file order)")
     parser.add_argument("--problems", type=int, default=20)
     parser.add_argument("--evals", type=float, default=None)
     parser.add_argument("--time", type=float, default=None, help="seconds per run (equal wall time)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--policies", default="neural,random",
+                        help="comma list of: neural (critic values), neural-acc (accuracy values), random")
+    parser.add_argument("--offset", type=int, default=0, help="skip this many held-out problems")
     args = parser.parse_args(argv)
     if (args.evals is None) == (args.time is None):
         parser.error("give exactly one of --evals and --time")
     torch.set_num_threads(args.threads)
-    policies = {"neural": NeuralPolicy.from_checkpoint(args.weights), "random": RandomPolicy()}
-    problems = load_heldout(args.domain)[: args.problems]
+    makers = {"neural": lambda: NeuralPolicy.from_checkpoint(args.weights),
+              "neural-acc": lambda: NeuralPolicy.from_checkpoint(args.weights, use_critic=False),
+              "random": RandomPolicy}
+    policies = {name: makers[name]() for name in args.policies.split(",")}
+    problems = _problems(args.domain, args.offset, args.problems, args.seed)
     rows: dict[str, list[dict]] = {name: [] for name in policies}
-    for i, item in enumerate(problems):
-        X, y = np.asarray(item.X), np.asarray(item.y)
+    for i, (X, y, truth_size) in enumerate(problems):
         for name, policy in policies.items():
             r = run_one(policy, X[:150], y[:150], X[150:], y[150:], evals=args.evals, seconds=args.time,
                         seed=args.seed)
             rows[name].append(r)
-            print(json.dumps({"problem": i, "policy": name, "truth_size": item.expression.size, **r}), file=sys.stderr)
+            print(json.dumps({"problem": args.offset + i, "policy": name, "truth_size": truth_size, **r}), file=sys.stderr)
     budget = f"{args.evals:.0f} evaluations" if args.evals else f"{args.time:g} s"
     print(f"domain {args.domain}, {len(problems)} problems, {budget} per run, seed {args.seed}, "
           f"{args.threads} thread(s), weights {args.weights}")
     print("| policy | solved (test R² >= 0.99) | train R² >= 0.99 | median train R² | median test R² | "
-          "wins on train R² | mean evaluations | mean seconds |")
+          "wins vs random (train R²) | mean evaluations | mean seconds |")
     print("|---|---|---|---|---|---|---|---|")
-    other = dict(zip(rows, reversed(list(rows))))
+    baseline = rows.get("random")
     for name, rs in rows.items():
         solved = sum(r["solved"] for r in rs)
         fitted = sum(r["train_r2"] >= 0.99 for r in rs)
-        wins = sum(a["train_r2"] > b["train_r2"] for a, b in zip(rs, rows[other[name]]))
+        wins = (f"{sum(a['train_r2'] > b['train_r2'] for a, b in zip(rs, baseline))}/{len(rs)}"
+                if baseline is not None and name != "random" else "-")
         print(f"| {name} | {solved}/{len(rs)} ({100 * solved / max(len(rs), 1):.0f}%) | {fitted}/{len(rs)} | "
               f"{np.median([r['train_r2'] for r in rs]):.4f} | {np.median([r['test_r2'] for r in rs]):.4f} | "
-              f"{wins}/{len(rs)} | {np.mean([r['evaluations'] for r in rs]):.0f} | "
+              f"{wins} | {np.mean([r['evaluations'] for r in rs]):.0f} | "
               f"{np.mean([r['seconds'] for r in rs]):.1f} |")
     return 0
 

@@ -83,6 +83,12 @@ class NeuralPolicy:
     mantissa_digits:
         Significant digits of sampled constants (4 = every mantissa token; 3, the default, is
         ten times cheaper per constant and loses nothing the search's constant fitting needs).
+    use_critic:
+        Node values from the critic head (the paper). False makes the search score new nodes by
+        their accuracy instead (:func:`dgsr.search.accuracy_value`), as it does for a policy
+        without a critic: the right choice while the critic has only been pre-trained (it learned
+        "on a dismantling path or not", which says little about closeness to the data's law)
+        and not yet refined by search (``dgsr search`` / ``finetune=True``).
     """
 
     has_critic = True
@@ -91,7 +97,7 @@ class NeuralPolicy:
                  temperature: float | tuple[float, float] = (0.5, 1.0),
                  length_penalty: float | tuple[float, float] = (0.0, 1.2), n_points: int = 100,
                  num_threads: int | None = 1, rule_mask: bool = True, mantissa_digits: int = 3,
-                 info: dict | None = None):
+                 use_critic: bool = True, info: dict | None = None):
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.temperature = temperature
@@ -100,6 +106,7 @@ class NeuralPolicy:
         self.num_threads = num_threads
         self.rule_mask = rule_mask
         self.mantissa_digits = mantissa_digits
+        self.has_critic = bool(use_critic)
         self.info = dict(info or {})
 
     # ------------------------------------------------------------------ loading

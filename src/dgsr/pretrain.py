@@ -441,6 +441,8 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--eval-every", type=int, default=TrainConfig.eval_every)
     p.add_argument("--val-examples", type=int, default=TrainConfig.val_examples, help="held-out examples")
     p.add_argument("--points", type=int, default=TrainConfig.n_points, help="points per dataset")
+    p.add_argument("--mutation-size", type=float, default=TrainConfig.mutation_size,
+                   help="largest operand B of a dismantling step (paper Table 4: 1, 10 or inf)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     p.set_defaults(func=run)
 
@@ -452,7 +454,8 @@ def run(args: argparse.Namespace) -> int:
     ModelConfig.preset(args.config)  # fail early on an unknown name
     config = TrainConfig(model=args.config, batch_size=args.batch_size, lr=args.lr, seed=args.seed, data=args.data,
                          eval_every=args.eval_every, checkpoint_every=args.eval_every,
-                         val_examples=args.val_examples, n_points=args.points)
+                         val_examples=args.val_examples, n_points=args.points,
+                         mutation_size=args.mutation_size)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
                    max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))
