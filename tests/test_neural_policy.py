@@ -200,3 +200,30 @@ def test_critic_encodings_are_reused_exactly(tiny_model):
     fresh = policy.propose(fresh_ctx, expr, 8, np.random.default_rng(2))
     assert [p.mutation for p in cached] == [p.mutation for p in fresh]
     assert np.allclose([p.prior for p in cached], [p.prior for p in fresh], atol=1e-5)
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_accuracy_values_never_call_the_critic(tiny_model, tmp_path):
+    """use_critic=False: the search scores nodes by accuracy and never runs the critic head."""
+    from dgsr.budget import Budget
+    from dgsr.policies import load_policy
+    from dgsr.search import SearchConfig, run_search
+
+    class NoCritic(NeuralPolicy):
+        def value(self, context, expressions):
+            raise AssertionError("the critic was called")
+
+    X, y = _data()
+    policy = NoCritic(tiny_model, use_critic=False)
+    assert policy.has_critic is False
+    result = run_search(X, y, policy, config=SearchConfig(n_samples=4), rng=0, budget=Budget(max_evaluations=40))
+    assert result.n_evaluations > 0 and result.best is not None
+    with pytest.raises(AssertionError, match="critic was called"):
+        run_search(X, y, NoCritic(tiny_model), config=SearchConfig(n_samples=4), rng=0,
+                   budget=Budget(max_evaluations=40))
+    # a user's checkpoint keeps the paper's critic values; the shipped weights use accuracy
+    path = tmp_path / "mine.safetensors"
+    save_model(tiny_model, path)
+    assert load_policy(str(path)).has_critic is True
+    if DEFAULT_WEIGHTS.is_file():
+        assert load_policy("neural").has_critic is False

@@ -1,7 +1,7 @@
 """Resolve the ``policy=`` argument of the estimator and the CLI into a :class:`~dgsr.policy.Policy`.
 
 ``"random"`` is the uniform :class:`~dgsr.random_policy.RandomPolicy`; ``"neural"`` the shipped
-pretrained weights; a path to a ``.safetensors`` file a checkpoint (weights with the model
+pretrained weights (node values from accuracy: their critic is only pre-trained); a path to a ``.safetensors`` file a checkpoint (weights with the model
 config in the file's metadata, CONTRACTS §4); a Policy object passes through. The neural
 policy's module imports torch, so it is imported only when asked for.
 """
@@ -63,7 +63,10 @@ def _shipped_neural(device: str) -> Policy:
     try:
         from .neural_policy import NeuralPolicy
 
-        return NeuralPolicy.from_pretrained(device=device)
+        # The shipped critic is only pre-trained ("on a dismantling path or not"): node values from
+        # accuracy searched better with these weights (docs/policy_bench.md). A checkpoint from
+        # `dgsr search` carries a critic refined by search and keeps the paper's critic values.
+        return NeuralPolicy.from_pretrained(device=device, use_critic=False)
     except (ImportError, FileNotFoundError, AttributeError) as err:
         # Until the pretrained weights ship, the default estimator still has to work.
         warnings.warn(
