@@ -2,9 +2,11 @@
 the random one, problem by problem.
 
     python bench/ablation_report.py results/abl/feyn_2000.jsonl results/abl/feyn_2000_b.jsonl
+    python bench/ablation_report.py --baseline results/abl/in_2000.jsonl results/abl/online_in.jsonl
 
 For every policy: problems, solved (test R² >= 0.99), training R² >= 0.99, median training R²; and
-against ``random`` on the problems both ran: solved by one policy only (each way) with the exact
+against ``random`` on the problems both ran (``--baseline FILE`` takes the random rows from another
+run over the same problems, e.g. to compare other weights without re-running the random policy): solved by one policy only (each way) with the exact
 two-sided McNemar p-value (a binomial test on the discordant problems), and wins on training R².
 """
 
@@ -63,8 +65,15 @@ def report(rows: dict[str, dict[tuple[str, int], dict]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("jsonl", nargs="+", help="stderr files of bench/policy_ablation.py")
+    parser.add_argument("--baseline", default=None, help="a run whose random-policy rows are the baseline")
     args = parser.parse_args(argv)
-    print(report(load(args.jsonl)))
+    rows = load(args.jsonl)
+    if args.baseline:
+        base = load([args.baseline]).get("random", {})
+        # the same problem indices in another file: key both on the index alone
+        rows = {name: {("", k[1]): r for k, r in by.items()} for name, by in rows.items() if name != "random"}
+        rows["random"] = {("", k[1]): r for k, r in base.items()}
+    print(report(rows))
     return 0
 
 
