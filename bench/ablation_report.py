@@ -40,8 +40,8 @@ def mcnemar_p(only_a: int, only_b: int) -> float:
 
 
 def report(rows: dict[str, dict[tuple[str, int], dict]]) -> str:
-    out = ["| policy | problems | solved (test R² >= 0.99) | train R² >= 0.99 | median train R² | "
-           "solved only by it / only by random | McNemar p | wins / losses on train R² vs random |",
+    out = [("| policy | problems | solved (test R² >= 0.99) | train R² >= 0.99 | median train R² | "
+            "solved only by it / only by random | McNemar p | wins / losses on train R² vs random |"),
            "|---|---|---|---|---|---|---|---|"]
     base = rows.get("random", {})
     for name, by_problem in rows.items():

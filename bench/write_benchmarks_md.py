@@ -76,7 +76,7 @@ def main() -> None:
         "{{CORPUS}}": section(DOCS / "corpus_bench.md", "## Measurements (`python bench/corpus_bench.py`)"),
         "{{ONLINE_SOLVED}}": section(DOCS / "online_bench.md",
                                      "## Solved rate over trials: fine-tuned vs frozen policy (equal evaluations)"),
-        "{{ONLINE_THROUGHPUT}}": section(DOCS / "online_bench.md", "## Throughput: 1 vs 2 local workers (180 s each, fine-tuning on)"),
+        "{{ONLINE_THROUGHPUT}}": section(DOCS / "online_bench.md", "## Throughput: 1 vs 2 workers (in-process, process pool, Ray)"),
     }
     for key, value in fills.items():
         text = text.replace(key, value)
