@@ -150,11 +150,13 @@ class _Pool:
         self.workers, self.config, self.model_config = workers, config, model_config
         self.pool: cf.ProcessPoolExecutor | None = None
         self.busy: dict[Any, cf.ProcessPoolExecutor] = {}  # future -> the pool running it
-        # Weights and datasets travel as files, so a task message stays far below a pipe's buffer: on
-        # Python < 3.12 a worker killed while reading a large message leaves the pool's feeder thread
-        # blocked on the pipe, and the interpreter then hangs at exit (CPython gh-94777).
+        # Weights and datasets travel as files, so task messages stay small: with megabytes of
+        # weights in every message we saw the interpreter hang at exit after a worker was killed
+        # mid-trial (the executor's threads waiting on the dead pool); with small messages, and a
+        # broken pool's survivors killed (_discard), it did not recur.
         self.stage = Path(tempfile.mkdtemp(prefix="dgsr-pool-"))
         self.staged: dict[str, str] = {}
+        self.weights_of: dict[Any, str] = {}  # future -> the weights file its worker may not have read yet
 
     def _staged(self, key: str, write: Callable[[Path], None]) -> str:
         if key not in self.staged:
@@ -177,22 +179,27 @@ class _Pool:
     def submit(self, spec: TrialSpec, dataset: Dataset, weights: Callable[[], tuple[int, Any]],
                time_left: float | None) -> Any:
         version, state = weights()
-        for key in [k for k in self.staged if k.startswith("weights-") and k != f"weights-{version}.pt"]:
-            with contextlib.suppress(OSError):  # a worker still loading it keeps its open handle
+        current = f"weights-{version}.pt"
+        in_use = {Path(f).name for f in self.weights_of.values()} | {current}
+        for key in [k for k in self.staged if k.startswith("weights-") and k not in in_use]:
+            with contextlib.suppress(OSError):
                 os.remove(self.staged.pop(key))
-        weights_file = self._staged(f"weights-{version}.pt", lambda p: torch.save(state, p))
+        weights_file = self._staged(current, lambda p: torch.save(state, p))
         data_file = self._staged(f"data-{_safe_name(dataset.name)}-{id(dataset.X)}.npz",
                                  lambda p: _save_npz(p, dataset.X, dataset.y))
         args = (_pool_run, self.config, self.model_config, spec, data_file, version, weights_file, time_left)
         pool = self._executor()
         try:
             future = pool.submit(*args)
-        except cf.process.BrokenProcessPool:  # a worker died while idle: start a fresh pool
+        except (cf.process.BrokenProcessPool, ValueError, OSError):
+            # A worker died and the pool is broken, or still breaking (its pipes already closed,
+            # so starting a replacement process fails): start a fresh pool.
             _discard(pool)
             self.pool = None
             pool = self._executor()
             future = pool.submit(*args)
         self.busy[future] = pool
+        self.weights_of[future] = weights_file
         return future
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
@@ -201,6 +208,7 @@ class _Pool:
 
     def result(self, handle: Any) -> TrialOutcome:
         pool = self.busy.pop(handle)
+        self.weights_of.pop(handle, None)
         try:
             return handle.result()
         except cf.process.BrokenProcessPool as err:
