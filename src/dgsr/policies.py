@@ -1,8 +1,9 @@
 """Resolve the ``policy=`` argument of the estimator and the CLI into a :class:`~dgsr.policy.Policy`.
 
 ``"random"`` is the uniform :class:`~dgsr.random_policy.RandomPolicy`; ``"neural"`` the shipped
-pretrained weights (node values from accuracy: their critic is only pre-trained); a path to a ``.safetensors`` file a checkpoint (weights with the model
-config in the file's metadata, CONTRACTS §4); a Policy object passes through. The neural
+pretrained weights (node values from accuracy: their critic is only pre-trained); a path to a
+``.safetensors`` file a checkpoint (weights with the model config in the file's metadata,
+CONTRACTS §4); a Policy object passes through. The neural
 policy's module imports torch, so it is imported only when asked for.
 """
 

@@ -502,11 +502,10 @@ class _Trial:
         solved = np.array([f[3] >= self.config.solved_r2 for f in fresh])
         values = np.ones(len(fresh))
         todo = np.flatnonzero(~solved)
-        if len(todo):
-            if self.has_critic:
-                values[todo] = np.asarray(self.policy.value(self.context, [fresh[i][0] for i in todo]), dtype=float)
-            else:
-                values[todo] = np.nan
+        if len(todo) and self.has_critic:
+            values[todo] = np.asarray(self.policy.value(self.context, [fresh[i][0] for i in todo]), dtype=float)
+        elif len(todo):
+            values[todo] = np.nan  # no critic: every unsolved node is scored by its accuracy below
         missing = ~np.isfinite(values)
         if missing.any():
             values[missing] = [accuracy_value(fresh[i][3], self.config.solved_r2) for i in np.flatnonzero(missing)]

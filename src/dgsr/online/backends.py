@@ -149,14 +149,14 @@ class _Pool:
     def __init__(self, workers: int, config: OnlineConfig, model_config: dict):
         self.workers, self.config, self.model_config = workers, config, model_config
         self.pool: cf.ProcessPoolExecutor | None = None
-        self.busy: dict[Any, cf.ProcessPoolExecutor] = {}  # future -> the pool running it
+        # future -> (the pool running it, the staged weights file its worker may not have read yet)
+        self.busy: dict[Any, tuple[cf.ProcessPoolExecutor, str]] = {}
         # Weights and datasets travel as files, so task messages stay small: with megabytes of
         # weights in every message we saw the interpreter hang at exit after a worker was killed
         # mid-trial (the executor's threads waiting on the dead pool); with small messages, and a
         # broken pool's survivors killed (_discard), it did not recur.
         self.stage = Path(tempfile.mkdtemp(prefix="dgsr-pool-"))
         self.staged: dict[str, str] = {}
-        self.weights_of: dict[Any, str] = {}  # future -> the weights file its worker may not have read yet
 
     def _staged(self, key: str, write: Callable[[Path], None]) -> str:
         if key not in self.staged:
@@ -173,6 +173,10 @@ class _Pool:
                                                initializer=_pool_init)
         return self.pool
 
+    def _drop_pool(self) -> None:
+        _discard(self.pool)
+        self.pool = None
+
     def free(self) -> int:
         return self.workers - len(self.busy)
 
@@ -180,7 +184,7 @@ class _Pool:
                time_left: float | None) -> Any:
         version, state = weights()
         current = f"weights-{version}.pt"
-        in_use = {Path(f).name for f in self.weights_of.values()} | {current}
+        in_use = {key for _, key in self.busy.values()} | {current}
         for key in [k for k in self.staged if k.startswith("weights-") and k not in in_use]:
             with contextlib.suppress(OSError):
                 os.remove(self.staged.pop(key))
@@ -194,12 +198,10 @@ class _Pool:
         except (cf.process.BrokenProcessPool, ValueError, OSError):
             # A worker died and the pool is broken, or still breaking (its pipes already closed,
             # so starting a replacement process fails): start a fresh pool.
-            _discard(pool)
-            self.pool = None
+            self._drop_pool()
             pool = self._executor()
             future = pool.submit(*args)
-        self.busy[future] = pool
-        self.weights_of[future] = weights_file
+        self.busy[future] = (pool, current)
         return future
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
@@ -207,14 +209,12 @@ class _Pool:
         return list(done)
 
     def result(self, handle: Any) -> TrialOutcome:
-        pool = self.busy.pop(handle)
-        self.weights_of.pop(handle, None)
+        pool, _ = self.busy.pop(handle)
         try:
             return handle.result()
         except cf.process.BrokenProcessPool as err:
             if self.pool is pool:  # every trial of a broken pool is lost: the next submit starts a new one
-                _discard(pool)
-                self.pool = None
+                self._drop_pool()
             raise WorkerLost(str(err)) from err
 
     def describe(self, handle: Any) -> dict:
@@ -222,8 +222,7 @@ class _Pool:
 
     def close(self) -> None:
         if self.pool is not None:
-            _discard(self.pool)
-            self.pool = None
+            self._drop_pool()
         shutil.rmtree(self.stage, ignore_errors=True)
 
 

@@ -86,11 +86,6 @@ def synthetic_examples(seed: int, step: int, n: int, *, n_points: int = 100, mut
     return [next(stream) for _ in range(n)]
 
 
-def _points_tensor(items: list[Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(points [U, P, W], mask [U, P], dataset index [B]) with one encoding per distinct dataset."""
-    return encode_point_sets([(item.points.X, item.points.y) for item in items])
-
-
 def action_loss(model: PolicyModel, examples: list[Any], rng: np.random.Generator,
                 device: torch.device) -> torch.Tensor:
     """Pre-training's grouped action cross-entropy on ``examples`` (objects with X, y, state, mutation)."""
@@ -106,7 +101,7 @@ def action_loss(model: PolicyModel, examples: list[Any], rng: np.random.Generato
 
 def critic_loss(model: PolicyModel, items: list[CriticItem], device: torch.device) -> torch.Tensor:
     """Binary cross-entropy of the critic's logits against the soft targets in [0, 1]."""
-    points, mask, dataset = (t.to(device) for t in _points_tensor(items))
+    points, mask, dataset = (t.to(device) for t in encode_point_sets([(it.points.X, it.points.y) for it in items]))
     memory = model.encode_points(points, mask)[dataset]
     point_mask = mask[dataset]
     v = vocabulary()
