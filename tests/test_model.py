@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dgsr.model import ModelConfig, PolicyModel
+from dgsr.model import N_POINT_FEATURES, ModelConfig, PolicyModel, point_features
 from dgsr.mutations import Mutation
 from dgsr.parser import parse
 from dgsr.pretrain import grouped_action_loss
@@ -159,3 +159,40 @@ def test_critic_learns_labels():
         loss.backward()
         opt.step()
     assert torch.equal((torch.sigmoid(value) > 0.5).float(), labels)
+
+
+def test_point_features_are_the_decoded_values_standardised_per_column():
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.uniform(1, 5, 30), rng.normal(1e6, 3e5, 30)])
+    y = X[:, 0] ** 2 - 7.0
+    feats = point_features(points_ids(X, y)).view(1, 30, -1, N_POINT_FEATURES)[0].double()
+    for column, values in [(0, X[:, 0]), (1, X[:, 1]), (-1, y)]:
+        z = (values - values.mean()) / values.std()
+        np.testing.assert_allclose(feats[:, column, 1].numpy(), np.clip(z, -6, 6) / 3, atol=2e-3)  # 4 digits
+        np.testing.assert_allclose(feats[:, column, 3].numpy(), np.log10(values.std()) / 10, atol=1e-3)
+        assert (feats[:, column, 0] == 1).all()
+    assert (feats[:, 2:-1] == 0).all()  # the 8 absent variables carry nothing
+
+
+def test_point_features_ignore_padded_points_and_stay_finite():
+    X = np.array([[1.0], [2.0], [3.0], [1e200], [-np.inf], [np.nan]])
+    y = np.array([1.0, 4.0, 9.0, np.inf, 0.0, 1e-300])
+    points = points_ids(X, y)
+    feats = point_features(points)
+    assert torch.isfinite(feats).all()
+    mask = torch.tensor([[True, True, True, False, False, False]])
+    masked = point_features(points, mask).view(1, 6, -1, N_POINT_FEATURES)
+    np.testing.assert_allclose(masked[0, :3, 0, 1].numpy(), np.array([-1.0, 0.0, 1.0]) / np.sqrt(2 / 3) / 3,
+                               atol=1e-3)
+    assert (masked[0, 3:] == 0).all()
+
+
+def test_point_features_make_the_encoding_depend_on_y():
+    torch.manual_seed(0)
+    model = PolicyModel(ModelConfig.preset("tiny")).eval()
+    torch.nn.init.normal_(model.point_num[2].weight, std=0.1)  # as after some training
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    a = model.encode_points(points_ids(X, X[:, 0] * 3.0))
+    b = model.encode_points(points_ids(X, X[:, 0] * 3.0 + 1e-3 * X[:, 1]))
+    c = model.encode_points(points_ids(X, np.sin(X[:, 1])))
+    assert (a - c).abs().max() > 10 * (a - b).abs().max()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -70,6 +71,10 @@ def test_grouped_loss_equals_constrained_softmax():
             manual.append(-torch.log_softmax(logits[i, j].masked_fill(~mask, float("-inf")), -1)[t])
     assert loss.item() == pytest.approx(torch.stack(manual).mean().item(), rel=1e-5)
     assert keep.sum() == 5 and bool(right[1, 2])
+    # the mantissa target (row 0, position 1 = manual[1]) is down-weighted, the mean still over 5 tokens
+    weighted, _, _ = grouped_action_loss(model, hidden, target, mantissa_weight=0.25)
+    expected = (sum(manual) - 0.75 * manual[1]) / 5
+    assert weighted.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
 def test_learning_rate_schedule():
@@ -140,3 +145,56 @@ def test_init_from_weights_continues_the_step_count(tmp_path):
     assert record["step"] == 3
     assert [json.loads(line)["step"] for line in (tmp_path / "b" / "log.jsonl").read_text().splitlines()] == [3]
     assert record["lr"] == pytest.approx(TINY.lr * lr_at(3, TINY))  # the schedule goes on, no new warm-up
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_init_extends_weights_trained_without_point_features(tmp_path):
+    from dataclasses import replace
+
+    from dgsr.checkpoint import save_model
+    from dgsr.pretrain import init_model
+
+    torch.manual_seed(0)
+    old = PolicyModel(replace(ModelConfig.preset("tiny"), point_features=False)).eval()
+    save_model(old, tmp_path / "old.safetensors", info={"steps": 5})
+    new, info = init_model(tmp_path / "old.safetensors", ModelConfig.preset("tiny"), torch.device("cpu"))
+    assert new.config.point_features and info["steps"] == 5
+    batch = collate(batch_examples(TINY, 0), np.random.default_rng(0))
+    with torch.no_grad():
+        assert float(losses(new.eval(), batch)["loss"]) == pytest.approx(float(losses(old, batch)["loss"]), abs=1e-6)
+    record = train(TINY, tmp_path / "b", 7, device="cpu", progress=False, init=tmp_path / "old.safetensors")
+    trained, _ = load_model(tmp_path / "b" / "model.safetensors")
+    assert trained.config.point_features and record["step"] == 7
+    assert trained.point_num[2].weight.abs().sum() > 0  # the new layer learns
+    assert "val_data_gap" in record
+
+
+def test_symbol_targets_mark_the_ground_truths_operators_variables_and_constants():
+    from dgsr.model import SYMBOLS, symbol_targets
+    from dgsr.parser import parse
+
+    hot = dict(zip(SYMBOLS, symbol_targets(parse("sin(x1) * 2.5 + x3", ["x0", "x1", "x2", "x3"]))))
+    assert {s for s, h in hot.items() if h} == {"sin", "mul", "add", "x1", "x3", "c"}
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_auxiliary_symbol_loss_trains_the_point_encoder():
+    from dgsr.corpus import example_stream
+
+    torch.manual_seed(0)
+    model = PolicyModel(replace(ModelConfig.preset("tiny"), target_symbols=True))
+    stream = example_stream(3, n_points=20)
+    batch = collate([next(stream) for _ in range(16)], np.random.default_rng(0))
+    assert batch.symbols is not None and batch.symbols.shape == (16, len(model.symbol_head[2].bias))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(100):
+        parts = losses(model, batch, aux_weight=1.0)
+        optimizer.zero_grad()
+        parts["loss"].backward()
+        optimizer.step()
+    # better than the best data-blind guess (each symbol's frequency in the batch): it reads the points
+    p = batch.symbols.mean(0).clamp(1e-6, 1 - 1e-6)
+    blind = F.binary_cross_entropy(p.expand_as(batch.symbols), batch.symbols)
+    assert len(set(batch.dataset.tolist())) > 1 and float(blind) > 0.1
+    assert float(parts["aux_loss"]) < 0.5 * float(blind)
+    assert "aux_loss" not in losses(model, batch)  # off unless asked for

@@ -29,7 +29,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .mutations import MAX_SIZE
-from .tokens import FLOAT_WIDTH, MAX_EXPONENT, MAX_MANTISSA, POINT_WIDTH, vocabulary
+from .operators import CONSTANT, OPERATORS, variable_symbol
+from .tokens import FLOAT_WIDTH, MAX_EXPONENT, MAX_MANTISSA, MAX_VARIABLES, POINT_WIDTH, vocabulary
 
 #: Longest expression in tokens: every node a constant triple (60 nodes, 3 tokens each) + margin.
 MAX_EXPRESSION_TOKENS = FLOAT_WIDTH * MAX_SIZE + 4
@@ -53,6 +54,12 @@ class ModelConfig:
     ff_mult: int = 4
     #: width of each float token's embedding inside the point embedder (concatenated: 33 x this)
     point_token_dim: int = 24
+    #: add numeric features of each point (per-column standardised value, magnitude, scale) to its
+    #: token embedding; False in checkpoints written before this option existed
+    point_features: bool = False
+    #: a training-only head on the pooled point encoding that predicts which operators and
+    #: variables the ground truth contains (an auxiliary task that makes the point encoder read y)
+    target_symbols: bool = False
     vocab_size: int = 0  # 0 = the dgsr.tokens vocabulary
     max_points: int = 100
     max_expression_tokens: int = MAX_EXPRESSION_TOKENS
@@ -87,11 +94,11 @@ class ModelConfig:
 
 PRESETS: dict[str, dict] = {
     "tiny": {"d_model": 32, "n_heads": 2, "point_layers": 1, "expr_layers": 1, "dec_layers": 1, "ff_mult": 2,
-                 "point_token_dim": 8},
+                 "point_token_dim": 8, "point_features": True},
     "small": {"d_model": 128, "n_heads": 4, "point_layers": 2, "expr_layers": 2, "dec_layers": 2, "ff_mult": 4,
-                  "point_token_dim": 24},
+                  "point_token_dim": 24, "point_features": True},
     "large": {"d_model": 512, "n_heads": 8, "point_layers": 4, "expr_layers": 4, "dec_layers": 8, "ff_mult": 4,
-                  "point_token_dim": 64},
+                  "point_token_dim": 64, "point_features": True},
 }
 
 
@@ -180,6 +187,50 @@ def _init_number_rows(emb: nn.Embedding) -> None:
         emb.weight[v.exponent0:v.exponent0 + 2 * MAX_EXPONENT + 1] = _smooth_rows(e, dim, 0.05)
 
 
+N_POINT_FEATURES = 5
+#: what the auxiliary symbol head predicts: every operator, every variable, "has a constant"
+SYMBOLS: tuple[str, ...] = (*OPERATORS, *(variable_symbol(i) for i in range(MAX_VARIABLES)), CONSTANT)
+
+
+def symbol_targets(expression) -> list[float]:
+    """Multi-hot over :data:`SYMBOLS` of the symbols in ``expression``."""
+    present = set(expression.symbols)
+    return [1.0 if s in present else 0.0 for s in SYMBOLS]
+
+
+def point_features(points: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Numeric features [B, P, 5 x (MAX_VARIABLES + 1)] of point tokens [B, P, POINT_WIDTH].
+
+    The float tokens are decoded back to values (float64: they reach 1e104), and each column gets
+    five features per point: present, value standardised over the dataset's points (clipped),
+    signed log-magnitude, and the column's log-scale and mean/scale (the same for every point).
+    Token embeddings alone leave the model to learn what 10,000 mantissa rows mean; with a short
+    CPU pre-training run it learned to ignore y entirely (validation loss unchanged when y is
+    replaced by noise), so the values also enter as numbers.
+    """
+    v = vocabulary()
+    b, p, _ = points.shape
+    ids = points.view(b, p, MAX_VARIABLES + 1, FLOAT_WIDTH)
+    present = ids[..., 0] != v.pad  # [B, P, C]
+    if point_mask is not None:
+        present = present & point_mask[:, :, None]
+    sign = torch.where(ids[..., 0] == v.minus, -1.0, 1.0).double()
+    mantissa = (ids[..., 1] - v.mantissa0).clamp(0, MAX_MANTISSA).double()
+    exponent = (ids[..., 2] - v.exponent0 - MAX_EXPONENT).clamp(-MAX_EXPONENT, MAX_EXPONENT).double()
+    value = torch.where(present, sign * mantissa * torch.pow(10.0, exponent), 0.0)
+    weight = present.double()
+    count = weight.sum(1, keepdim=True).clamp_min(1.0)  # [B, 1, C]
+    mean = (value * weight).sum(1, keepdim=True) / count
+    spread = (((value - mean) ** 2 * weight).sum(1, keepdim=True) / count).sqrt()
+    tiny = 1e-300
+    z = torch.where(spread > tiny, (value - mean) / spread.clamp_min(tiny), 0.0).clamp(-6.0, 6.0) / 3.0
+    magnitude = (torch.asinh(value) / 10.0).clamp(-3.0, 3.0)
+    log_scale = torch.log10(spread.clamp_min(1e-30)).clamp(-30.0, 30.0).expand_as(value) / 10.0
+    centre = torch.where(spread > tiny, mean / spread.clamp_min(tiny), 0.0).clamp(-10.0, 10.0).expand_as(value) / 5.0
+    feats = torch.stack([weight, z, magnitude, log_scale, centre], dim=-1) * weight[..., None]
+    return feats.reshape(b, p, -1).float()
+
+
 class PolicyModel(nn.Module):
     """Point encoder + expression encoder + action decoder + critic head."""
 
@@ -192,6 +243,9 @@ class PolicyModel(nn.Module):
         self.point_tok = nn.Embedding(c.vocab_size, c.point_token_dim)
         self.point_proj = nn.Sequential(nn.Linear(POINT_WIDTH * c.point_token_dim, d), nn.GELU(),
                                         nn.Linear(d, d))
+        if c.point_features:
+            self.point_num = nn.Sequential(nn.Linear(N_POINT_FEATURES * (MAX_VARIABLES + 1), d), nn.GELU(),
+                                           nn.Linear(d, d))
         self.point_blocks = nn.ModuleList(_Block(d, c.n_heads, c.ff_mult, False, c.dropout)
                                           for _ in range(c.point_layers))
         self.point_ln = nn.LayerNorm(d)
@@ -206,9 +260,14 @@ class PolicyModel(nn.Module):
                                         for _ in range(c.dec_layers))
         self.dec_ln = nn.LayerNorm(d)
         self.critic = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
+        if c.target_symbols:
+            self.symbol_head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, len(SYMBOLS)))
         self.apply(self._init)
         _init_number_rows(self.point_tok)
         _init_number_rows(self.tok)
+        if c.point_features:
+            # starts as a no-op, so weights trained without it can be extended (pretrain --init)
+            nn.init.zeros_(self.point_num[2].weight)
 
     @staticmethod
     def _init(module: nn.Module) -> None:
@@ -223,6 +282,8 @@ class PolicyModel(nn.Module):
         """``points`` [B, P, POINT_WIDTH] token ids -> memory [B, P, d]; ``point_mask`` [B, P] True = real."""
         b, p, w = points.shape
         x = self.point_proj(self.point_tok(points).reshape(b, p, w * self.config.point_token_dim))
+        if self.config.point_features:
+            x = x + self.point_num(point_features(points, point_mask).to(x.dtype))
         mask = None if point_mask is None else point_mask[:, None, None, :]
         for block in self.point_blocks:
             x = block(x, self_mask=mask)
@@ -292,6 +353,15 @@ class PolicyModel(nn.Module):
         h = self.encode_expression(expr, memory, point_mask)
         mem, mem_mask = self.decoder_memory(memory, h, expr, self.pad, point_mask)
         return self.decode(actions_in, mem, mem_mask), self.value(h, expr)
+
+    def symbol_logits(self, memory: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [B, len(SYMBOLS)]: does the ground truth contain each operator / variable / a constant?"""
+        if point_mask is None:
+            pooled = memory.mean(1)
+        else:
+            keep = point_mask.unsqueeze(-1).to(memory.dtype)
+            pooled = (memory * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+        return self.symbol_head(pooled)
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

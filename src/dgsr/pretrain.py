@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from .checkpoint import load_model, load_training_state, save_model, save_training_state
 from .expression import Expression
-from .model import ModelConfig, PolicyModel
+from .model import ModelConfig, PolicyModel, symbol_targets
 from .mutations import Mutation
 from .operators import arity
 from .random_policy import RandomPolicy
@@ -59,6 +59,11 @@ class TrainConfig:
     seed: int = 0
     mutation_size: float = 10
     n_points: int = 100
+    #: weight of the mantissa tokens in the action loss: a dismantled constant is a random draw
+    #: (near-uniform loss of ~9 nats, a quarter of the total), and the search refits constants
+    mantissa_weight: float = 1.0
+    #: weight of the auxiliary "which symbols does the ground truth contain" loss (0 = off)
+    aux_weight: float = 0.0
     #: "corpus" (dgsr.corpus.example_stream) or "generator" (dgsr.generator + dgsr.dismantle
     #: directly); "auto" resolves to the first available when training starts and is recorded.
     data: str = "auto"
@@ -84,10 +89,12 @@ class Batch:
     states: torch.Tensor  # [B, T]
     actions: torch.Tensor  # [B, L+1]: <bos> action <eos> <pad>...
     negatives: torch.Tensor  # [B, T'] off-path expressions (critic label 0)
+    symbols: torch.Tensor | None = None  # [B, len(SYMBOLS)] multi-hot of the ground truth, when known
 
     def to(self, device: torch.device) -> Batch:
-        return Batch(*(t.to(device) for t in (self.points, self.point_mask, self.dataset, self.states,
-                                              self.actions, self.negatives)))
+        return Batch(*(None if t is None else t.to(device)
+                       for t in (self.points, self.point_mask, self.dataset, self.states, self.actions,
+                                 self.negatives, self.symbols)))
 
 
 # ---------------------------------------------------------------------- data
@@ -186,7 +193,10 @@ def collate(examples: list[Any], rng: np.random.Generator, *, with_negatives: bo
     actions = pad_ids([[v.bos] + v.encode_action(e.mutation) for e in examples], v.pad)
     negs = [negative_for(e, rng) for e in examples] if with_negatives else [e.state for e in examples]
     negatives = pad_ids([v.encode_expression(x) for x in negs], v.pad)
-    return Batch(points, mask, dataset, states, actions, negatives)
+    symbols = None
+    if all(getattr(e, "target", None) is not None for e in examples):
+        symbols = torch.tensor([symbol_targets(e.target) for e in examples])
+    return Batch(points, mask, dataset, states, actions, negatives, symbols)
 
 
 # ---------------------------------------------------------------------- loss
@@ -207,9 +217,10 @@ def token_groups() -> torch.Tensor:
 _GROUPS = token_groups()
 
 
-def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.Tensor
-                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Cross-entropy of ``target`` [B, L] within its token group from decoder states ``hidden`` [B, L, d].
+def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.Tensor,
+                        mantissa_weight: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Cross-entropy of ``target`` [B, L] within its token group from decoder states ``hidden`` [B, L, d]
+    (mantissa tokens weighted by ``mantissa_weight``).
 
     Returns (mean loss, per-position correctness [B, L] (pads count as right), valid mask [B, L]).
     """
@@ -227,23 +238,26 @@ def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.
         cols = torch.nonzero(groups == g).squeeze(1)  # token ids of the group, ascending
         logits = flat_h[sel] @ model.tok.weight[cols].T  # [n_g, |group|]
         local = torch.searchsorted(cols, flat_t[sel])
-        total = total + F.cross_entropy(logits, local, reduction="sum")
+        total = total + F.cross_entropy(logits, local, reduction="sum") * (mantissa_weight if g == 0 else 1.0)
         right_flat[sel] = logits.argmax(-1) == local
     right = torch.ones_like(target, dtype=torch.bool)
     right[keep] = right_flat
     return total / keep.sum().clamp_min(1), right, keep
 
 
-def losses(model: PolicyModel, batch: Batch, critic_weight: float = 0.5) -> dict[str, torch.Tensor]:
-    """Action cross-entropy, critic BCE, their weighted sum, token and whole-action accuracy."""
+def losses(model: PolicyModel, batch: Batch, critic_weight: float = 0.5, *, mantissa_weight: float = 1.0,
+           aux_weight: float = 0.0) -> dict[str, torch.Tensor]:
+    """Action cross-entropy, critic BCE, their weighted sum, token and whole-action accuracy (and the
+    auxiliary symbol loss when ``aux_weight`` > 0 and the model has the head)."""
     pad = vocabulary().pad
-    memory = model.encode_points(batch.points, batch.point_mask)[batch.dataset]  # [B, P, d]
+    per_dataset = model.encode_points(batch.points, batch.point_mask)  # [U, P, d]
+    memory = per_dataset[batch.dataset]  # [B, P, d]
     point_mask = batch.point_mask[batch.dataset]
     h = model.encode_expression(batch.states, memory, point_mask)
     mem, mem_mask = model.decoder_memory(memory, h, batch.states, pad, point_mask)
     hidden = model.decode_hidden(batch.actions[:, :-1], mem, mem_mask)  # [B, L, d]
     target = batch.actions[:, 1:]
-    action, right, keep = grouped_action_loss(model, hidden, target)
+    action, right, keep = grouped_action_loss(model, hidden, target, mantissa_weight)
     h_neg = model.encode_expression(batch.negatives, memory, point_mask)
     values = torch.cat([model.value(h, batch.states), model.value(h_neg, batch.negatives)])
     labels = torch.cat([torch.ones(len(target)), torch.zeros(len(target))]).to(values.device)
@@ -252,8 +266,14 @@ def losses(model: PolicyModel, batch: Batch, critic_weight: float = 0.5) -> dict
         token_acc = right[keep].float().mean() if keep.any() else torch.tensor(0.0)
         seq_acc = right.all(dim=1).float().mean()
         critic_acc = ((values > 0).float() == labels).float().mean()
-    return {"loss": action + critic_weight * critic, "action_loss": action, "critic_loss": critic,
-            "token_acc": token_acc, "action_acc": seq_acc, "critic_acc": critic_acc}
+    out = {"loss": action + critic_weight * critic, "action_loss": action, "critic_loss": critic,
+           "token_acc": token_acc, "action_acc": seq_acc, "critic_acc": critic_acc}
+    if aux_weight > 0 and model.config.target_symbols and batch.symbols is not None:
+        logits = model.symbol_logits(per_dataset, batch.point_mask)[batch.dataset]  # [B, S]
+        aux = F.binary_cross_entropy_with_logits(logits, batch.symbols.to(logits.dtype))
+        out["loss"] = out["loss"] + aux_weight * aux
+        out["aux_loss"] = aux
+    return out
 
 
 def lr_at(step: int, config: TrainConfig) -> float:
@@ -263,9 +283,20 @@ def lr_at(step: int, config: TrainConfig) -> float:
 
 
 # ---------------------------------------------------------------------- validation
-def validation_batches(config: TrainConfig, size: int = 64) -> list[Batch]:
-    """Held-out examples (``dgsr.corpus.load_heldout`` when available), collated once."""
+def validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool = False) -> list[Batch]:
+    """Held-out examples (``dgsr.corpus.load_heldout`` when available), collated once.
+
+    ``permute_y`` shuffles each dataset's y over its points (same marginal, no relation to x): the
+    loss gap between the two sets measures how much the policy uses the data (0 = it ignores y).
+    """
     examples = _heldout_examples(config)[: config.val_examples]
+    if permute_y:
+        shuffled: dict[int, np.ndarray] = {}
+        perm_rng = np.random.default_rng([config.seed, 98])
+        for e in examples:
+            if id(e.X) not in shuffled:
+                shuffled[id(e.X)] = perm_rng.permutation(np.asarray(e.y))
+        examples = [Example(e.X, shuffled[id(e.X)], e.state, e.mutation) for e in examples]
     rng = np.random.default_rng([config.seed, 99])
     return [collate(examples[i:i + size], rng) for i in range(0, len(examples), size)]
 
@@ -347,7 +378,7 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
         torch.set_rng_state(state["torch_rng"])
     elif init is not None:
         config = resolve_data(config)
-        model, info = load_model(init, device=dev)
+        model, info = init_model(init, _wanted_model(config, model_config), dev)
         model.train()
         optimizer = _optimizer(model, config)
         step = int(info.get("steps", 0))
@@ -355,10 +386,11 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
             group["initial_lr"] = config.lr  # what LambdaLR expects when it starts mid-schedule
     else:
         config = resolve_data(config)
-        model = PolicyModel(model_config or ModelConfig.preset(config.model)).to(dev)
+        model = PolicyModel(_wanted_model(config, model_config)).to(dev)
         optimizer = _optimizer(model, config)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, config), last_epoch=step - 1)
     val = validation_batches(config)
+    val_permuted = validation_batches(config, permute_y=True)
     log_path = out / "log.jsonl"
     start, record = time.time(), {}
     model.train()
@@ -367,7 +399,8 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
             break
         rng = np.random.default_rng([config.seed, step, 1])
         batch = collate(batch_examples(config, step), rng).to(dev)
-        parts = losses(model, batch, config.critic_weight)
+        parts = losses(model, batch, config.critic_weight, mantissa_weight=config.mantissa_weight,
+                       aux_weight=config.aux_weight)
         optimizer.zero_grad(set_to_none=True)
         parts["loss"].backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
@@ -379,6 +412,8 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
                   "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
         if step % config.eval_every == 0 or step == steps:
             record.update({k: round(v, 5) for k, v in evaluate_batches(model, val, dev, config.critic_weight).items()})
+            permuted = evaluate_batches(model, val_permuted, dev, config.critic_weight)
+            record["val_data_gap"] = round(permuted["val_action_loss"] - record["val_action_loss"], 5)
         with open(log_path, "a") as fh:
             fh.write(json.dumps(record) + "\n")
         if progress:
@@ -390,6 +425,28 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
     if progress:
         print(file=sys.stderr)
     return record
+
+
+def _wanted_model(config: TrainConfig, model_config: ModelConfig | None) -> ModelConfig:
+    wanted = model_config or ModelConfig.preset(config.model)
+    return replace(wanted, target_symbols=True) if config.aux_weight > 0 else wanted
+
+
+def init_model(path: str | Path, target: ModelConfig, device: torch.device) -> tuple[PolicyModel, dict]:
+    """The model file at ``path``, extended with the optional parts of ``target`` (point features,
+    symbol head) that the file was trained without (the point-feature layer starts as a no-op;
+    every other weight is kept)."""
+    model, info = load_model(path, device=device)
+    point_features = model.config.point_features or target.point_features
+    target_symbols = model.config.target_symbols or target.target_symbols
+    if (point_features, target_symbols) == (model.config.point_features, model.config.target_symbols):
+        return model, info
+    extended = PolicyModel(replace(model.config, point_features=point_features,
+                                   target_symbols=target_symbols)).to(device)
+    missing, unexpected = extended.load_state_dict(model.state_dict(), strict=False)
+    if unexpected or any(not k.startswith(("point_num.", "symbol_head.")) for k in missing):
+        raise ValueError(f"cannot extend {path}: missing {missing}, unexpected {unexpected}")
+    return extended, info
 
 
 def _optimizer(model: PolicyModel, config: TrainConfig) -> torch.optim.AdamW:
@@ -413,7 +470,8 @@ def _checkpoint(out: Path, model: PolicyModel, optimizer: torch.optim.Optimizer,
 def _progress(record: dict, steps: int) -> None:
     width = 30
     done = int(width * record["step"] / max(steps, 1))
-    val = f" val_acc {record['val_action_acc']:.3f}" if "val_action_acc" in record else ""
+    val = (f" val {record['val_action_loss']:.3f} gap {record['val_data_gap']:+.3f}"
+           if "val_data_gap" in record else "")
     line = (f"\r[{'#' * done}{'.' * (width - done)}] {record['step']}/{steps} loss {record['loss']:.3f} "
             f"tok {record['token_acc']:.3f} act {record['action_acc']:.3f} crit {record['critic_acc']:.2f}"
             f"{val} {record['time']:.0f}s")
@@ -443,6 +501,10 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--points", type=int, default=TrainConfig.n_points, help="points per dataset")
     p.add_argument("--mutation-size", type=float, default=TrainConfig.mutation_size,
                    help="largest operand B of a dismantling step (paper Table 4: 1, 10 or inf)")
+    p.add_argument("--mantissa-weight", type=float, default=TrainConfig.mantissa_weight,
+                   help="weight of constant mantissa tokens in the action loss")
+    p.add_argument("--aux-weight", type=float, default=TrainConfig.aux_weight,
+                   help="weight of the auxiliary 'symbols of the ground truth' loss (adds its head; 0 = off)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     p.set_defaults(func=run)
 
@@ -455,7 +517,8 @@ def run(args: argparse.Namespace) -> int:
     config = TrainConfig(model=args.config, batch_size=args.batch_size, lr=args.lr, seed=args.seed, data=args.data,
                          eval_every=args.eval_every, checkpoint_every=args.eval_every,
                          val_examples=args.val_examples, n_points=args.points,
-                         mutation_size=args.mutation_size)
+                         mutation_size=args.mutation_size, mantissa_weight=args.mantissa_weight,
+                         aux_weight=args.aux_weight)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
                    max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))
