@@ -1,10 +1,13 @@
-"""Compare search variants at equal evaluations on Feynman problems (deterministic, machine-independent).
+"""Compare search variants at equal evaluations (deterministic, machine-independent).
 
-Each variant runs ``run_search`` with the random policy on the training rows of each problem
-(regenerated as CONTRACTS §3) under the same evaluation budget; the figure is the share of
-problems whose best training R² reaches 0.99 (and 0.999999), and the median size of the best.
+Each variant runs ``run_search`` with the random policy on the training rows (the first 75%) of
+each problem (Feynman regenerated as CONTRACTS §3, or black-box datasets with at most 10
+features) under the same evaluation budget; the figures are the share of problems whose best
+training R² reaches 0.99 (and 0.999999), the median size of the smallest expression reaching 0.99
+(else of the best), and the median training and test R² of the most accurate expression.
 
     python bench/search_variants.py --evals 4000 --problems 20 --variants base,puct2,max
+    python bench/search_variants.py --suite blackbox --evals 20000 --problems 20 --variants base,noterms
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.budget import Budget
+from dgsr.evaluate import evaluate, r2_score
 from dgsr.random_policy import RandomPolicy
 from dgsr.search import SearchConfig, run_search
 
@@ -27,6 +31,7 @@ VARIANTS: dict[str, dict] = {
     "puct0.5": {"p_uct": 0.5},
     "nowiden": {"progressive_widening": 0.0},
     "noscale": {"linear_scaling": False},
+    "noterms": {"linear_terms": False},
     "never": {"constant_fitting": "never"},
     "all": {"constant_fitting": "all"},
     "decay0.9": {"depth_decay": 0.9},
@@ -40,6 +45,7 @@ VARIANTS: dict[str, dict] = {
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--suite", choices=("feynman", "blackbox"), default="feynman")
     p.add_argument("--evals", type=float, default=4000)
     p.add_argument("--problems", type=int, default=20)
     p.add_argument("--skip", type=int, default=0, help="start at this Feynman problem (file order)")
@@ -48,34 +54,43 @@ def main() -> None:
     p.add_argument("--names", default="", help="comma-separated Feynman problem names instead of a slice")
     args = p.parse_args()
     data = resolve_data_dir(None)
-    refs = list_datasets("feynman", data)
+    refs = list_datasets(args.suite, data)
     if args.names:
         wanted = set(args.names.split(","))
         refs = [r for r in refs if r.name in wanted]
     else:
         refs = refs[args.skip:args.skip + args.problems]
-    problems = [load_problem(ref, data, seed=args.seed) for ref in refs]
-    print(f"{len(problems)} Feynman problems from #{args.skip}, {args.evals:g} evaluations each, seed {args.seed}")
-    print("| variant | R² >= 0.99 | R² >= 0.999999 | median size | seconds |")
-    print("|---|---|---|---|---|")
+    problems = [p for p in (load_problem(ref, data, seed=args.seed) for ref in refs) if p.X.shape[1] <= 10]
+    print(f"{len(problems)} {args.suite} problems from #{args.skip} (at most 10 features), "
+          f"{args.evals:g} evaluations each, seed {args.seed}")
+    print("| variant | R² >= 0.99 | R² >= 0.999999 | median size | median train R² | median test R² | seconds |")
+    print("|---|---|---|---|---|---|---|")
     for name in args.variants.split(","):
         config = dataclasses.replace(SearchConfig(), **VARIANTS[name])
         solved = exact = 0
-        sizes = []
+        sizes, train_r2, test_r2 = [], [], []
         start = time.perf_counter()
         for prob in problems:
-            X, y = np.asarray(prob.X, dtype=float), np.asarray(prob.y, dtype=float)
-            n = int(0.75 * len(y))  # the training share of the protocol's split (rows are i.i.d.)
-            X, y = X[:n], y[:n]
+            X_all, y_all = np.asarray(prob.X, dtype=float), np.asarray(prob.y, dtype=float)
+            order = (np.random.default_rng(args.seed).permutation(len(y_all)) if args.suite == "blackbox"
+                     else np.arange(len(y_all)))  # PMLB files may be sorted; Feynman rows are i.i.d.
+            n = int(0.75 * len(y_all))  # the training share of the protocol's split
+            X, y = X_all[order[:n]], y_all[order[:n]]
             result = run_search(X, y, RandomPolicy(), config=config, rng=args.seed,
                                 budget=Budget(max_evaluations=args.evals, target_r2=1 - 1e-9))
             best = result.best
+            if best is not None:
+                train_r2.append(best.r2)
+                pred = np.nan_to_num(evaluate(best.expression, X_all[order[n:]]), nan=float(np.mean(y)),
+                                     posinf=float(np.mean(y)), neginf=float(np.mean(y)))
+                test_r2.append(r2_score(y_all[order[n:]], pred))
             solved += best is not None and best.r2 >= 0.99
             exact += best is not None and best.r2 >= 0.999999
             good = [e for e in result.archive.front() if e.r2 >= 0.99]
             sizes.append(good[0].size if good else (best.size if best else 0))
         n = len(problems)
         print(f"| {name} | {solved / n:.2f} | {exact / n:.2f} | {statistics.median(sizes):g} | "
+              f"{statistics.median(train_r2):.3f} | {statistics.median(test_r2):.3f} | "
               f"{time.perf_counter() - start:.0f} |", flush=True)
 
 

@@ -239,3 +239,40 @@ def test_fewer_rows_than_constants(method):
     fit = fit_constants(expr, as_columns(X), np.array([3.0, 5.0]), method=method, rng=np.random.default_rng(0))
     assert fit.improved and fit.r2 == pytest.approx(1.0)
 
+
+
+def test_additive_terms_split_sums_and_differences_with_signs():
+    from dgsr.constants import additive_terms
+
+    names = ["x0", "x1", "x2"]
+    expr = parse("x0*x1 - (sin(x2) + 3)", names)
+    terms = additive_terms(expr)
+    assert [(s, str(t.format(names))) for s, t in terms] == [(1.0, "x0*x1"), (-1.0, "sin(x2)"), (-1.0, "3.0")]
+    X = np.random.default_rng(0).uniform(1, 2, size=(20, 3))
+    total = sum(s * evaluate(t, X) for s, t in terms)
+    np.testing.assert_allclose(total, evaluate(expr, X))
+    assert [t.format(names) for _, t in additive_terms(parse("sin(x0 + x1)", names))] == ["sin(x0 + x1)"]
+
+
+def test_term_weights_are_least_squares_and_rebuild_an_expression():
+    from dgsr.constants import additive_terms, fit_term_weights, weighted_sum
+
+    names = ["x0", "x1"]
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, size=(100, 2))
+    terms = [t for _, t in additive_terms(parse("x0*x1 + cos(x1)", names))]
+    values = np.stack([evaluate(t, X) for t in terms])
+    y = 2.5 * values[0] - 0.75 * values[1] + 4.0
+    weights, intercept, mse = fit_term_weights(values, y)
+    np.testing.assert_allclose(weights, [2.5, -0.75], rtol=1e-9)
+    assert intercept == pytest.approx(4.0) and mse == pytest.approx(0.0, abs=1e-20)
+    rebuilt = weighted_sum(terms, weights, intercept)
+    assert rebuilt.size == sum(t.size for t in terms) + 3 * len(terms) + 1
+    np.testing.assert_allclose(evaluate(rebuilt, X), y)
+    # noisy targets: the residual is what numpy's least squares leaves
+    noisy = y + rng.normal(size=100)
+    _, _, mse = fit_term_weights(values, noisy)
+    design = np.column_stack([values.T, np.ones(100)])
+    expected = np.linalg.lstsq(design, noisy, rcond=None)[1][0] / 100
+    assert mse == pytest.approx(expected, rel=1e-8)
+    assert fit_term_weights(np.array([[1.0, np.inf], [0.0, 1.0]]), np.array([1.0, 2.0])) is None

@@ -262,3 +262,17 @@ def test_a_policy_without_critic_values_nodes_by_accuracy():
     for c in children:
         assert c.value_sum == pytest.approx(accuracy_value(c.r2))
     assert len({round(c.value_sum, 9) for c in children}) > 1  # not a constant value
+
+
+@pytest.mark.parametrize("linear_terms", [True, False])
+def test_sums_get_a_weight_per_term(linear_terms):
+    X = _data()
+    y = 3.0 * X[:, 0] - 0.7 * np.sin(X[:, 1]) + 1.0
+    policy = ScriptedPolicy(roots=[(parse("x0 + sin(x1)"), 1.0)])
+    config = SearchConfig(max_trials=1, linear_terms=linear_terms, constant_fitting="never")
+    result = run_search(X, y, policy, config=config, rng=0)
+    if linear_terms:
+        assert result.best.r2 == pytest.approx(1.0, abs=1e-12)
+        np.testing.assert_allclose(evaluate(result.best.expression, X), y, rtol=1e-9)
+    else:
+        assert result.best.r2 < 0.999  # one shared scale for both terms cannot fit it

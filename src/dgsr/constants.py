@@ -396,3 +396,62 @@ def scale_expression(expr: Expression, a: float, b: float) -> Expression:
     return Expression.combine(
         "add", Expression.combine("mul", Expression.constant(a), expr), Expression.constant(b)
     )
+
+
+def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:
+    """The top-level terms of ``expr`` through ``add``/``sub``: ``expr == sum(sign * term)``.
+
+    ``x0*x1 - (sin(x2) + 3)`` gives ``[(1, x0*x1), (-1, sin(x2)), (-1, 3)]``; an expression whose
+    root is neither operator is its own single term.
+    """
+    if expr.is_empty:
+        return []
+    out: list[tuple[float, Expression]] = []
+    stack = [(0, 1.0)]
+    while stack:
+        position, sign = stack.pop()
+        symbol = expr.symbols[position]
+        if symbol in ("add", "sub"):
+            left, right = expr.children(position)
+            stack.append((right, sign if symbol == "add" else -sign))
+            stack.append((left, sign))  # popped first: terms come out left to right
+        else:
+            out.append((sign, expr.subtree(position)))
+    return out
+
+
+def fit_term_weights(term_values: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+    """Least squares ``y ~ b + sum_i w_i * term_values[i]`` (term values [m, n]).
+
+    Returns ``(w, b, mse)``, or None when a term is non-finite or the fit is not finite.
+    Collinear terms get the minimum-norm solution.
+    """
+    with np.errstate(all="ignore"):
+        if not np.isfinite(term_values).all():
+            return None
+        means = term_values.mean(axis=1)
+        centered = term_values - means[:, None]
+        y_mean = float(np.mean(y))
+        yc = y - y_mean
+        gram = centered @ centered.T
+        if not np.isfinite(gram).all():
+            return None
+        try:
+            w = np.linalg.lstsq(gram, centered @ yc, rcond=1e-12)[0]
+        except np.linalg.LinAlgError:
+            return None
+        residual = yc - w @ centered
+        mse = float(np.dot(residual, residual)) / len(y)
+        b = y_mean - float(w @ means)
+    if not (np.isfinite(w).all() and math.isfinite(b) and math.isfinite(mse)):
+        return None
+    return w, b, mse
+
+
+def weighted_sum(terms: list[Expression], weights: np.ndarray, intercept: float) -> Expression:
+    """``w_0*t_0 + w_1*t_1 + ... + b`` as an expression (size: sum of term sizes + 3m + 1)."""
+    total = None
+    for term, w in zip(terms, weights):
+        scaled = Expression.combine("mul", Expression.constant(float(w)), term)
+        total = scaled if total is None else Expression.combine("add", total, scaled)
+    return Expression.combine("add", total, Expression.constant(float(intercept)))

@@ -338,14 +338,15 @@ def _examples_from_heldout(held: Any, config: TrainConfig) -> list[Any]:
 
 @torch.no_grad()
 def evaluate_batches(model: PolicyModel, batches: list[Batch], device: torch.device,
-                     critic_weight: float = 0.5) -> dict[str, float]:
-    """Example-weighted mean of :func:`losses` over ``batches``."""
+                     critic_weight: float = 0.5, aux_weight: float = 0.0) -> dict[str, float]:
+    """Example-weighted mean of :func:`losses` over ``batches`` (action loss unweighted, so runs
+    with different mantissa weights compare)."""
     model.eval()
     totals: dict[str, float] = {}
     count = 0
     for batch in batches:
         n = len(batch.states)
-        for k, v in losses(model, batch.to(device), critic_weight).items():
+        for k, v in losses(model, batch.to(device), critic_weight, aux_weight=aux_weight).items():
             totals[k] = totals.get(k, 0.0) + float(v) * n
         count += n
     model.train()
@@ -411,7 +412,8 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
         record = {"step": step, "time": round(time.time() - start, 2), "lr": scheduler.get_last_lr()[0],
                   "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
         if step % config.eval_every == 0 or step == steps:
-            record.update({k: round(v, 5) for k, v in evaluate_batches(model, val, dev, config.critic_weight).items()})
+            record.update({k: round(v, 5) for k, v in
+                           evaluate_batches(model, val, dev, config.critic_weight, config.aux_weight).items()})
             permuted = evaluate_batches(model, val_permuted, dev, config.critic_weight)
             record["val_data_gap"] = round(permuted["val_action_loss"] - record["val_action_loss"], 5)
         with open(log_path, "a") as fh:

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from .budget import Budget
-from .constants import DEFAULT_METHOD, fit_constants, scale_expression
+from .constants import (DEFAULT_METHOD, additive_terms, fit_constants, fit_term_weights, scale_expression,
+                        weighted_sum)
 from .evaluate import as_columns, evaluate_columns
 from .expression import Expression
 from .mutations import InvalidMutation, Mutation, apply_mutation
@@ -75,6 +76,12 @@ class SearchConfig:
         Score an expression evaluated without constant fitting as ``a*f + b`` with the
         closed-form best ``a, b`` (free: no extra evaluation), as Operon does; the archive gets
         both the scaled and the unscaled expression.
+    linear_terms:
+        Also score an expression that is a sum of terms (through ``add``/``sub``) with each term's
+        own least-squares weight, ``b + sum_i w_i * t_i`` (one small linear solve on the values
+        already computed, no extra evaluation); that expression is offered to the archive and
+        its R² is the node's accuracy. Gives sums the per-term coefficients that mutations
+        rarely find (black-box data, Feynman sums).
     progressive_widening:
         A node expanded ``e`` times is expanded again (K more proposals, new children only)
         once ``e < progressive_widening * sqrt(visits / K)``, at most 8 times; 0 turns it off
@@ -101,6 +108,7 @@ class SearchConfig:
     record_training_data: bool = False
     min_visits: int = 5
     linear_scaling: bool = True
+    linear_terms: bool = True
     progressive_widening: float = 1.0
     max_rows: int | None = 1000
     cache_size: int = 200_000
@@ -244,9 +252,18 @@ class _Evaluator:
             if hit is not None and hit > r2:  # the mutated constants were better than the fit
                 r2 = hit
         else:
-            pred = evaluate_columns(expr, self.columns)
-            self.budget.add(self.weight)
-            r2 = self._score_prediction(expr, pred)
+            terms = additive_terms(expr) if self.config.linear_terms else []
+            if sum(1 for _, t in terms if t.variables) >= 2:
+                # evaluated term by term (the same work as the whole), so the terms can be reweighted
+                values = [evaluate_columns(t, self.columns) for _, t in terms]
+                with np.errstate(all="ignore"):
+                    pred = sum(sign * v for (sign, _), v in zip(terms, values))
+                self.budget.add(self.weight)
+                r2 = max(self._score_prediction(expr, pred), self._score_terms(terms, values))
+            else:
+                pred = evaluate_columns(expr, self.columns)
+                self.budget.add(self.weight)
+                r2 = self._score_prediction(expr, pred)
         if len(self.cache) >= self.config.cache_size:
             self.cache.clear()
             self.fitted.clear()
@@ -284,6 +301,24 @@ class _Evaluator:
         else:
             self._note_best(scaled_r2, scaled_size)
         return scaled_r2
+
+    def _score_terms(self, terms: list[tuple[float, Expression]], values: list[np.ndarray]) -> float:
+        """R² of the least-squares reweighting ``b + sum w_i t_i`` of the non-constant additive terms
+        (offered to the archive as an expression); -inf when it cannot be built within ``max_size``."""
+        keep = [i for i, (_, t) in enumerate(terms) if t.variables]
+        size = sum(terms[i][1].size for i in keep) + 3 * len(keep) + 1
+        if size > self.config.max_size or self.y_var <= 0:
+            return -math.inf
+        fit = fit_term_weights(np.stack([np.broadcast_to(values[i], (self.n,)) for i in keep]), self.y)
+        if fit is None:
+            return -math.inf
+        weights, intercept, mse = fit
+        r2 = 1.0 - mse / self.y_var
+        if self.archive.accepts(size, mse):
+            self._offer(weighted_sum([terms[i][1] for i in keep], weights, intercept), r2, mse)
+        else:
+            self._note_best(r2, size)
+        return r2
 
     def _offer(self, expr: Expression, r2: float, mse: float | None = None) -> None:
         if not math.isfinite(r2):
