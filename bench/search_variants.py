@@ -22,6 +22,7 @@ import numpy as np
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.budget import Budget
 from dgsr.evaluate import evaluate, r2_score
+from dgsr.pareto import select
 from dgsr.random_policy import RandomPolicy
 from dgsr.search import SearchConfig, run_search
 
@@ -43,6 +44,12 @@ VARIANTS: dict[str, dict] = {
 }
 
 
+def _test_r2(expression, X: np.ndarray, y: np.ndarray, fallback: float) -> float:
+    """Test R² of ``expression``; non-finite predictions fall back to the training mean (as ``predict``)."""
+    pred = np.nan_to_num(evaluate(expression, X), nan=fallback, posinf=fallback, neginf=fallback)
+    return r2_score(y, pred)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--suite", choices=("feynman", "blackbox"), default="feynman")
@@ -51,6 +58,8 @@ def main() -> None:
     p.add_argument("--skip", type=int, default=0, help="start at this Feynman problem (file order)")
     p.add_argument("--variants", default="base")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--selection", default="", help="also report the test R² and size of the front expression "
+                   "each of these model_selection rules picks (comma-separated, e.g. best,accuracy)")
     p.add_argument("--names", default="", help="comma-separated Feynman problem names instead of a slice")
     args = p.parse_args()
     data = resolve_data_dir(None)
@@ -63,12 +72,15 @@ def main() -> None:
     problems = [p for p in (load_problem(ref, data, seed=args.seed) for ref in refs) if p.X.shape[1] <= 10]
     print(f"{len(problems)} {args.suite} problems from #{args.skip} (at most 10 features), "
           f"{args.evals:g} evaluations each, seed {args.seed}")
-    print("| variant | R² >= 0.99 | R² >= 0.999999 | median size | median train R² | median test R² | seconds |")
-    print("|---|---|---|---|---|---|---|")
+    rules = args.selection.split(",") if args.selection else []
+    print("| variant | R² >= 0.99 | R² >= 0.999999 | median size | median train R² | median test R² | "
+          + "".join(f"test R² ({r}) | size ({r}) | " for r in rules) + "seconds |")
+    print("|---|---|---|---|---|---|" + "---|---|" * len(rules) + "---|")
     for name in args.variants.split(","):
         config = dataclasses.replace(SearchConfig(), **VARIANTS[name])
         solved = exact = 0
         sizes, train_r2, test_r2 = [], [], []
+        by_rule: dict[str, list[tuple[float, int]]] = {r: [] for r in rules}
         start = time.perf_counter()
         for prob in problems:
             X_all, y_all = np.asarray(prob.X, dtype=float), np.asarray(prob.y, dtype=float)
@@ -81,9 +93,12 @@ def main() -> None:
             best = result.best
             if best is not None:
                 train_r2.append(best.r2)
-                pred = np.nan_to_num(evaluate(best.expression, X_all[order[n:]]), nan=float(np.mean(y)),
-                                     posinf=float(np.mean(y)), neginf=float(np.mean(y)))
-                test_r2.append(r2_score(y_all[order[n:]], pred))
+                test_r2.append(_test_r2(best.expression, X_all[order[n:]], y_all[order[n:]], float(np.mean(y))))
+                front = result.archive.front()
+                for rule in rules:
+                    chosen = front[select(front, rule)]
+                    by_rule[rule].append((_test_r2(chosen.expression, X_all[order[n:]], y_all[order[n:]],
+                                                   float(np.mean(y))), chosen.size))
             solved += best is not None and best.r2 >= 0.99
             exact += best is not None and best.r2 >= 0.999999
             good = [e for e in result.archive.front() if e.r2 >= 0.99]
@@ -91,6 +106,8 @@ def main() -> None:
         n = len(problems)
         print(f"| {name} | {solved / n:.2f} | {exact / n:.2f} | {statistics.median(sizes):g} | "
               f"{statistics.median(train_r2):.3f} | {statistics.median(test_r2):.3f} | "
+              + "".join(f"{statistics.median(r for r, _ in by_rule[rule]):.3f} | "
+                        f"{statistics.median(s for _, s in by_rule[rule]):g} | " for rule in rules) +
               f"{time.perf_counter() - start:.0f} |", flush=True)
 
 

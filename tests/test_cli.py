@@ -72,6 +72,11 @@ def test_fit_target_option_and_progress(tmp_path, table, capsys):
     assert "evals" in captured.err
     est = pickle.loads((tmp_path / "r" / "model.pkl").read_bytes())
     assert list(est.feature_names_in_) == ["C", "V"]
+    assert est.model_selection == "best"
+    args += ["--selection", "accuracy", "--quiet", "--out", str(tmp_path / "a")]
+    assert cli.main(args) == 0
+    est = pickle.loads((tmp_path / "a" / "model.pkl").read_bytes())
+    assert est.model_selection == "accuracy" and est.best_index_ == len(est.equations_) - 1
 
 
 @pytest.mark.parametrize(

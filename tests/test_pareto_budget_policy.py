@@ -23,6 +23,7 @@ pytestmark = pytest.mark.timeout(30, method="thread")
 class E:
     size: int
     mse: float
+    r2: float = float("nan")
 
 
 def test_archive_keeps_best_per_size_and_a_non_dominated_front():
@@ -48,6 +49,11 @@ def test_selection_rules_on_a_hand_made_front():
     assert select(front, "best") == 3
     front2 = [E(1, 10.0), E(3, 0.6), E(9, 0.5)]
     assert select(front2, "best") == 1  # within 1.5x of the lowest and a much larger score
+    # "balanced": also within 0.01 of the highest R²; with var(y) = 1, R² = 1 - mse
+    front3 = [E(1, 0.5, 0.5), E(3, 0.45, 0.55), E(11, 0.36, 0.64), E(13, 0.355, 0.645)]
+    assert select(front3, "best") == 1  # 1.5 x 0.355 admits R² 0.55: a tenth of the variance lost
+    assert select(front3, "balanced") == 2  # only the last two are within 0.01 of R² 0.645
+    assert select(front2, "balanced") == select(front2, "best") == 1  # no R² known: as "best"
     with pytest.raises(ValueError, match="model_selection"):
         select(front, "shortest")
     with pytest.raises(ValueError, match="empty"):

@@ -111,6 +111,8 @@ def _add_fit(sub: Any) -> None:
     p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
     p.add_argument("--constants", choices=("never", "best", "all"), default=None,
                    help="when to fit constants during search (default: the benchmark-chosen one)")
+    p.add_argument("--selection", choices=("best", "accuracy", "score", "balanced"), default="best",
+                   help="which front expression predictions use (default: best; see SymbolicRegressor)")
     p.add_argument("--out", default="run", help="folder for front.csv and model.pkl (default: run/)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=cmd_fit)
@@ -132,7 +134,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     X, y = df.drop(columns=[target]), df[target]
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
-                            verbose=not args.quiet)
+                            model_selection=args.selection, verbose=not args.quiet)
     est.fit(X, y)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

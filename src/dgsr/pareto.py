@@ -17,7 +17,9 @@ from .expression import Expression
 
 #: "best" keeps expressions whose loss is within this factor of the lowest (as PySR's "best").
 BEST_LOSS_FACTOR = 1.5
-SELECTION_RULES = ("best", "accuracy", "score")
+#: "balanced" also keeps them within this much R² of the most accurate (an absolute tolerance)
+BALANCED_R2_DROP = 0.01
+SELECTION_RULES = ("best", "accuracy", "score", "balanced")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class ParetoEntry:
 class _Entry(Protocol):
     size: int
     mse: float
+    r2: float
 
 
 class ParetoArchive:
@@ -95,6 +98,7 @@ def select(entries: Sequence[_Entry], rule: str = "best") -> int:
 
     ``"accuracy"``: lowest loss. ``"score"``: largest score (:func:`front_scores`). ``"best"``:
     largest score among entries whose loss is within 1.5x of the lowest (PySR's default).
+    ``"balanced"``: as ``"best"``, among entries that are also within 0.01 of the highest R².
     """
     if rule not in SELECTION_RULES:
         raise ValueError(f"model_selection must be one of {SELECTION_RULES}, got {rule!r}")
@@ -104,7 +108,11 @@ def select(entries: Sequence[_Entry], rule: str = "best") -> int:
     if rule == "accuracy":
         return int(np.argmin(losses))
     scores = front_scores(entries)
-    if rule == "best":
+    if rule in ("best", "balanced"):
         eligible = losses <= BEST_LOSS_FACTOR * losses.min()
+        if rule == "balanced":
+            r2 = np.array([getattr(e, "r2", math.nan) for e in entries], dtype=float)
+            if np.isfinite(r2).any():  # entries without an R² fall back to "best"
+                eligible &= r2 >= np.nanmax(r2) - BALANCED_R2_DROP
         scores = np.where(eligible, scores, -np.inf)
     return int(np.argmax(scores))
