@@ -80,6 +80,8 @@ def test_dgsr_variant_names():
     assert dgsr_options("dgsr-random-const-all-k8") == {"policy": "random", "constant_fitting": "all",
                                                          "n_samples": 8}
     assert dgsr_options("operon") is None
+    assert dgsr_options("dgsr-sel-balanced-const-best") == {"model_selection": "balanced", "constant_fitting": "best"}
+    assert dgsr_options("dgsr-sel-nope") is None
     assert get_method("dgsr-neural-k12").name == "dgsr-neural-k12"
     with pytest.raises(KeyError):
         get_method("no-such-method")

@@ -69,7 +69,8 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
     return method
 
 
-_DGSR_NAME = re.compile(r"^dgsr((?:-(?:random|neural|const-(?:never|best|all)|k\d+))*)$")
+_DGSR_NAME = re.compile(
+    r"^dgsr((?:-(?:random|neural|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)|k\d+))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -78,11 +79,13 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
     if match is None:
         return None
     options: dict[str, Any] = {}
-    for token in re.findall(r"random|neural|const-\w+|k\d+", match.group(1)):
+    for token in re.findall(r"random|neural|const-[a-z]+|sel-[a-z]+|k\d+", match.group(1)):
         if token in ("random", "neural"):
             options["policy"] = token
         elif token.startswith("const-"):
             options["constant_fitting"] = token[len("const-"):]
+        elif token.startswith("sel-"):
+            options["model_selection"] = token[len("sel-"):]
         else:
             options["n_samples"] = int(token[1:])
     return options
