@@ -3,7 +3,11 @@
 Tables are copied from the files the benchmark commands wrote, never typed in:
 
     python bench/write_benchmarks_md.py --full results/full10 --quick results/quick \
-        --f20-10 results/f20_10s_from_full --f20-60 results/f20_60s
+        --f20-10 results/f20_10s_from_full --f20-60 results/f20_60s \
+        --table SV_BB=results/sv_bb.out,results/sv_bb_sel.out --table SV_F=results/sv_f.out,results/sv_f_sel.out
+
+``--table NAME=FILES`` fills ``{{NAME}}`` with the markdown tables printed by a bench script (one
+after the other, each as printed).
 """
 
 from __future__ import annotations
@@ -53,6 +57,15 @@ def report_tables(results: Path, name: str) -> str:
     return "\n".join(parts)
 
 
+def printed_tables(paths: list[Path]) -> str:
+    """The markdown table lines of each file (``|`` rows), tables separated by a blank line."""
+    tables = []
+    for path in paths:
+        rows = [line for line in path.read_text().splitlines() if line.startswith("|")]
+        tables.append("\n".join(rows) if rows else f"(no table in {path})")
+    return "\n\n".join(tables)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--full", type=Path, required=True)
@@ -61,6 +74,8 @@ def main() -> None:
     p.add_argument("--f20-60", type=Path, required=True)
     p.add_argument("--intro", type=Path, default=DOCS / "benchmarks_intro.md",
                    help="hand-written text around the tables (context, commands, conclusions)")
+    p.add_argument("--table", action="append", default=[], metavar="NAME=FILE[,FILE...]",
+                   help="fill {{NAME}} with the tables a bench script printed to these files")
     args = p.parse_args()
     text = args.intro.read_text()
     fills = {
@@ -78,6 +93,9 @@ def main() -> None:
                                      "## Solved rate over trials: fine-tuned vs frozen policy (equal evaluations)"),
         "{{ONLINE_THROUGHPUT}}": section(DOCS / "online_bench.md", "## Throughput: 1 vs 2 workers (in-process, process pool, Ray)"),
     }
+    for spec in args.table:
+        name, _, files = spec.partition("=")
+        fills["{{" + name + "}}"] = printed_tables([Path(f) for f in files.split(",")])
     for key, value in fills.items():
         text = text.replace(key, value)
     leftover = re.findall(r"\{\{[A-Z0-9_]+\}\}", text)
