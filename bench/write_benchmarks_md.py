@@ -4,7 +4,8 @@ Tables are copied from the files the benchmark commands wrote, never typed in:
 
     python bench/write_benchmarks_md.py --full results/full10 --quick results/quick \
         --f20-10 results/f20_10s_from_full --f20-60 results/f20_60s \
-        --table SV_BB=results/sv_bb.out,results/sv_bb_sel.out --table SV_F=results/sv_f.out,results/sv_f_sel.out
+        --table SV_BB=results/sv_bb.out,results/sv_bb_sel.out --table SV_F=results/sv_f.out,results/sv_f_sel.out \
+        --report FULL_NEW=results/full10_new
 
 ``--table NAME=FILES`` fills ``{{NAME}}`` with the markdown tables printed by a bench script (one
 after the other, each as printed).
@@ -74,6 +75,8 @@ def main() -> None:
     p.add_argument("--f20-60", type=Path, required=True)
     p.add_argument("--intro", type=Path, default=DOCS / "benchmarks_intro.md",
                    help="hand-written text around the tables (context, commands, conclusions)")
+    p.add_argument("--report", action="append", default=[], metavar="NAME=DIR",
+                   help="fill {{NAME}} with the tables and plots of the bench report in DIR")
     p.add_argument("--table", action="append", default=[], metavar="NAME=FILE[,FILE...]",
                    help="fill {{NAME}} with the tables a bench script printed to these files")
     args = p.parse_args()
@@ -93,6 +96,9 @@ def main() -> None:
                                      "## Solved rate over trials: fine-tuned vs frozen policy (equal evaluations)"),
         "{{ONLINE_THROUGHPUT}}": section(DOCS / "online_bench.md", "## Throughput: 1 vs 2 workers (in-process, process pool, Ray)"),
     }
+    for spec in args.report:
+        name, _, folder = spec.partition("=")
+        fills["{{" + name + "}}"] = report_tables(Path(folder), name.lower())
     for spec in args.table:
         name, _, files = spec.partition("=")
         fills["{{" + name + "}}"] = printed_tables([Path(f) for f in files.split(",")])

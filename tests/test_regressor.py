@@ -288,3 +288,18 @@ def test_plot_front_draws_every_front_entry_and_marks_the_selection(fitted):
     assert marked[0, 0] == fitted.equations_["complexity"].iloc[fitted.best_index_]
     assert ax.get_yscale() == "log"
     plt.close(ax.figure)
+
+
+@pytest.mark.parametrize("rule", ["best", "score", "balanced"])
+def test_every_model_selection_rule_fits_and_picks_from_the_front(rule, product_data):
+    from types import SimpleNamespace
+
+    from dgsr.pareto import select
+
+    X, y = product_data
+    est = _est(model_selection=rule, max_evaluations=500).fit(X, y)
+    front = est.equations_
+    entries = [SimpleNamespace(size=r.complexity, mse=r.loss, r2=r.r2) for r in front.itertuples()]
+    assert est.best_index_ == select(entries, rule)
+    if rule == "balanced":  # within 0.01 of the top R² of the front
+        assert front["r2"].iloc[est.best_index_] >= front["r2"].max() - 0.01

@@ -18,10 +18,10 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from .operators import MAX_VARIABLES
+from .pareto import SELECTION_RULES as _MODEL_SELECTION
 
 _POLICY_NAMES = ("neural", "random")
 _CONSTANT_FITTING = ("never", "best", "all")
-_MODEL_SELECTION = ("accuracy", "score", "best")
 
 
 @dataclass(frozen=True)
