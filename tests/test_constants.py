@@ -276,3 +276,17 @@ def test_term_weights_are_least_squares_and_rebuild_an_expression():
     expected = np.linalg.lstsq(design, noisy, rcond=None)[1][0] / 100
     assert mse == pytest.approx(expected, rel=1e-8)
     assert fit_term_weights(np.array([[1.0, np.inf], [0.0, 1.0]]), np.array([1.0, 2.0])) is None
+
+
+def test_an_evaluation_cap_bounds_what_a_fit_spends():
+    names = ["x0"]
+    X = np.random.default_rng(3).uniform(0.5, 2, size=(64, 1))
+    y = 2.0 * np.exp(0.7 * X[:, 0]) + 0.3
+    expr = parse("1.0*exp(1.0*x0) + 0.5", names)
+    free = fit_constants(expr, as_columns(X), y, rng=np.random.default_rng(0), batch_size=64)
+    assert free.evaluations > 6
+    for cap in (2.0, 5.0, 6.5):
+        capped = fit_constants(expr, as_columns(X), y, rng=np.random.default_rng(0), batch_size=64,
+                               max_evaluations=cap)
+        assert capped.evaluations <= cap
+        assert capped.r2 <= free.r2 + 1e-12

@@ -83,10 +83,11 @@ class _Objective:
     """
 
     def __init__(self, program: Program, columns: np.ndarray, y: np.ndarray, y_var: float,
-                 deadline: float):
+                 deadline: float, max_calls: int | None = None):
         self.program, self.columns, self.y = program, columns, y
         self.scale = 1.0 / (y_var if y_var > 0.0 and math.isfinite(y_var) else 1.0)
         self.deadline = deadline
+        self.max_calls = max_calls
         self.calls = 0
         self.best_loss = math.inf
         self.best_theta: np.ndarray | None = None
@@ -97,7 +98,8 @@ class _Objective:
 
     def _tick(self) -> None:
         # The first call always runs, so every fit knows its starting loss.
-        if self.calls and time.perf_counter() > self.deadline:
+        if self.calls and (time.perf_counter() > self.deadline
+                           or (self.max_calls is not None and self.calls >= self.max_calls)):
             raise _Stop
         self.calls += 1
 
@@ -180,6 +182,7 @@ def fit_constants(
     patience: int = 10,
     y_var: float | None = None,
     max_iter: int = 100,
+    max_evaluations: float | None = None,
 ) -> ConstantFit:
     """Fit the constants of ``expr`` to ``y`` by least squares.
 
@@ -213,6 +216,9 @@ def fit_constants(
         improvement before stopping; iteration cap.
     y_var:
         ``var(y)`` if already known (saves a pass over ``y``).
+    max_evaluations:
+        Most evaluations (CONTRACTS §2 units, the final scoring on all rows included) the fit may
+        spend; at least the starting point and the final scoring are always computed.
 
     Returns
     -------
@@ -240,8 +246,9 @@ def fit_constants(
     else:
         batch_columns, batch_y = columns, y
     fraction = batch_y.shape[0] / n_rows
+    max_calls = None if max_evaluations is None else max(1, int((max_evaluations - 1.0) / fraction))
     objective = _Objective(compile_expression(expr), batch_columns, batch_y, y_var,
-                           deadline=start + max(time_limit, 0.0))
+                           deadline=start + max(time_limit, 0.0), max_calls=max_calls)
     theta0 = np.asarray(expr.constants, dtype=np.float64)
 
     with np.errstate(all="ignore"), warnings.catch_warnings():

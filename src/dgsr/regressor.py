@@ -302,7 +302,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 cap = min(_POLISH_SECONDS, time_left / (len(exprs) - i))
                 try:
                     fit = fit_constants(expr, columns, y, rng=rng, time_limit=cap, batch_size=columns.shape[1],
-                                        y_var=y_var, max_iter=int(min(200, max(evals_left / 2, 1))))
+                                        y_var=y_var, max_iter=int(min(200, max(evals_left / 2, 1))),
+                                        max_evaluations=evals_left if math.isfinite(evals_left) else None)
                 except KeyboardInterrupt:  # Ctrl-C while polishing: keep what was searched
                     evals_left = 0
                 else:
@@ -310,7 +311,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     self.n_evaluations_ += fit.evaluations
                     if fit.improved and fit.r2 > -math.inf:
                         expr = fit.expression
-            if expr.n_constants and evals_left >= 2 * expr.n_constants:
+            if expr.n_constants and evals_left >= 2 * expr.n_constants + 2:  # tidy_constants's most
                 expr, spent = tidy_constants(expr, columns, y)
                 evals_left -= spent
                 self.n_evaluations_ += spent

@@ -30,8 +30,14 @@ from typing import Any
 import numpy as np
 
 from .budget import Budget
-from .constants import (DEFAULT_METHOD, additive_terms, fit_constants, fit_term_weights, scale_expression,
-                        weighted_sum)
+from .constants import (
+    DEFAULT_METHOD,
+    additive_terms,
+    fit_constants,
+    fit_term_weights,
+    scale_expression,
+    weighted_sum,
+)
 from .evaluate import as_columns, evaluate_columns
 from .expression import Expression
 from .mutations import InvalidMutation, Mutation, apply_mutation
@@ -242,9 +248,11 @@ class _Evaluator:
         if hit is not None and (not fit or key in self.fitted or not expr.n_constants):
             return hit
         if fit and expr.n_constants:
+            left = self.budget.evaluations_left() / self.weight
             result = fit_constants(expr, self.columns, self.y, method=self.method, rng=self.rng,
                                    time_limit=self.budget.cap(self.config.constant_time_limit),
-                                   batch_size=self.config.constant_batch_size, y_var=self.y_var)
+                                   batch_size=self.config.constant_batch_size, y_var=self.y_var,
+                                   max_evaluations=max(left, 2.0) if math.isfinite(left) else None)
             self.budget.add(result.evaluations * self.weight)
             self.fitted.add(key)
             r2 = result.r2
@@ -508,6 +516,8 @@ class _Trial:
             if key in self.keys:
                 self.stats["duplicate"] += 1
                 continue
+            if self.evaluator.budget.evaluations_left() <= 0:
+                break  # the budget ran out mid-expansion: the remaining proposals are not scored
             self.keys.add(key)
             r2 = self.evaluator.score(child, fit, key)
             if self.fit_improvements and child.n_constants and r2 > self.record.best_r2:
