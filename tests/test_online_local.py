@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -116,7 +117,9 @@ def test_local_process_pool_two_workers(tmp_path):
     result = _run(tmp_path, max_trials=3, workers=2)
     assert result.trials == 3 and result.trainer_steps == 3
     workers = {line["worker"] for line in result.log}
-    assert all(w.startswith("pool:") for w in workers) and len(workers) == 2
+    # Trials ran in pool processes, never in this one. Which of the 2 processes takes which trial is
+    # the executor's choice (it may reuse one idle worker for all of them), so not asserted.
+    assert all(w.startswith("pool:") and w != f"pool:{os.getpid()}" for w in workers) and 1 <= len(workers) <= 2
     # a trial dispatched after a trainer step runs on newer weights
     assert max(line["weights_version"] for line in result.log) >= 1
 
