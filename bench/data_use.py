@@ -18,7 +18,15 @@ import torch
 import torch.nn.functional as F
 
 from dgsr.checkpoint import load_model
-from dgsr.pretrain import _GROUPS, Example, TrainConfig, _heldout_examples, collate, evaluate_batches
+from dgsr.pretrain import (
+    _GROUPS,
+    TrainConfig,
+    _heldout_examples,
+    collate,
+    evaluate_batches,
+    teacher_forced,
+    with_new_y,
+)
 from dgsr.tokens import vocabulary
 
 KINDS = ("node", "operator", "operand symbol", "constant sign", "constant mantissa", "constant exponent")
@@ -26,14 +34,17 @@ KINDS = ("node", "operator", "operand symbol", "constant sign", "constant mantis
 
 def variants(examples: list, seed: int) -> dict[str, list]:
     rng = np.random.default_rng(seed)
-    permuted, noise = {}, {}
-    for e in examples:
-        if id(e.X) not in permuted:
-            permuted[id(e.X)] = rng.permutation(np.asarray(e.y))
-            noise[id(e.X)] = rng.normal(size=len(e.y))
-    return {"true y": examples,
-            "y shuffled over the points": [Example(e.X, permuted[id(e.X)], e.state, e.mutation) for e in examples],
-            "y replaced by noise": [Example(e.X, noise[id(e.X)], e.state, e.mutation) for e in examples]}
+    permuted, noise = [], []  # per dataset, in order: its permutation, then its noise
+
+    def draw(y: np.ndarray) -> np.ndarray:
+        permuted.append(rng.permutation(y))
+        noise.append(rng.normal(size=len(y)))
+        return permuted[-1]
+
+    shuffled = with_new_y(examples, draw)
+    noisy = iter(noise)
+    return {"true y": examples, "y shuffled over the points": shuffled,
+            "y replaced by noise": with_new_y(examples, lambda y: next(noisy))}
 
 
 @torch.no_grad()
@@ -43,11 +54,7 @@ def per_kind(model, examples: list) -> list[tuple[str, int, float, float]]:
     total, count, right = np.zeros(6), np.zeros(6), np.zeros(6)
     for i in range(0, len(examples), 64):
         b = collate(examples[i:i + 64], np.random.default_rng(0), with_negatives=False)
-        per_dataset = model.encode_points(b.points, b.point_mask)
-        memory, mask = per_dataset[b.dataset], b.point_mask[b.dataset]
-        h = model.encode_expression(b.states, memory, mask)
-        mem, mem_mask = model.decoder_memory(memory, h, b.states, v.pad, mask)
-        hidden = model.decode_hidden(b.actions[:, :-1], mem, mem_mask)
+        hidden = teacher_forced(model, b)[-1]
         target = b.actions[:, 1:]
         for r, j in (target != v.pad).nonzero().tolist():
             t = int(target[r, j])

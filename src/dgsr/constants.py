@@ -218,7 +218,8 @@ def fit_constants(
         ``var(y)`` if already known (saves a pass over ``y``).
     max_evaluations:
         Most evaluations (CONTRACTS §2 units, the final scoring on all rows included) the fit may
-        spend; at least the starting point and the final scoring are always computed.
+        spend (None or inf: no cap); at least the starting point and the final scoring are always
+        computed.
 
     Returns
     -------
@@ -246,7 +247,8 @@ def fit_constants(
     else:
         batch_columns, batch_y = columns, y
     fraction = batch_y.shape[0] / n_rows
-    max_calls = None if max_evaluations is None else max(1, int((max_evaluations - 1.0) / fraction))
+    capped = max_evaluations is not None and math.isfinite(max_evaluations)
+    max_calls = max(1, int((max_evaluations - 1.0) / fraction)) if capped else None
     objective = _Objective(compile_expression(expr), batch_columns, batch_y, y_var,
                            deadline=start + max(time_limit, 0.0), max_calls=max_calls)
     theta0 = np.asarray(expr.constants, dtype=np.float64)
@@ -400,9 +402,7 @@ def scale_expression(expr: Expression, a: float, b: float) -> Expression:
     Kept explicit even when ``a`` is 1 or ``b`` is 0, so the result's structure depends only on
     ``expr``; the caller checks the size limit and simplifies for display.
     """
-    return Expression.combine(
-        "add", Expression.combine("mul", Expression.constant(a), expr), Expression.constant(b)
-    )
+    return weighted_sum([expr], np.array([a]), b)
 
 
 def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:

@@ -231,6 +231,12 @@ def point_features(points: torch.Tensor, point_mask: torch.Tensor | None = None)
     return feats.reshape(b, p, -1).float()
 
 
+def _masked_mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` [B, T, d] over the positions where ``keep`` [B, T] is True -> [B, d]."""
+    weight = keep.unsqueeze(-1).to(x.dtype)
+    return (x * weight).sum(1) / weight.sum(1).clamp_min(1.0)
+
+
 class PolicyModel(nn.Module):
     """Point encoder + expression encoder + action decoder + critic head."""
 
@@ -302,9 +308,7 @@ class PolicyModel(nn.Module):
 
     def value(self, h: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """Critic logits [B] from the masked mean of the expression encoding (sigmoid -> [0, 1])."""
-        keep = (tokens != self.pad).unsqueeze(-1).to(h.dtype)
-        pooled = (h * keep).sum(1) / keep.sum(1).clamp_min(1.0)
-        return self.critic(pooled).squeeze(-1)
+        return self.critic(_masked_mean(h, tokens != self.pad)).squeeze(-1)
 
     @staticmethod
     def decoder_memory(memory: torch.Tensor, h: torch.Tensor, tokens: torch.Tensor, pad: int,
@@ -356,12 +360,7 @@ class PolicyModel(nn.Module):
 
     def symbol_logits(self, memory: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, len(SYMBOLS)]: does the ground truth contain each operator / variable / a constant?"""
-        if point_mask is None:
-            pooled = memory.mean(1)
-        else:
-            keep = point_mask.unsqueeze(-1).to(memory.dtype)
-            pooled = (memory * keep).sum(1) / keep.sum(1).clamp_min(1.0)
-        return self.symbol_head(pooled)
+        return self.symbol_head(memory.mean(1) if point_mask is None else _masked_mean(memory, point_mask))
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -23,7 +23,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -245,17 +245,24 @@ def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.
     return total / keep.sum().clamp_min(1), right, keep
 
 
+def teacher_forced(model: PolicyModel, batch: Batch
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The forward pass on ``batch`` with its actions as decoder input: (point encodings of the U
+    distinct datasets [U, P, d], their copy per example [B, P, d], its point mask [B, P],
+    expression encodings h [B, T, d], decoder states [B, L, d] predicting ``batch.actions[:, 1:]``)."""
+    per_dataset = model.encode_points(batch.points, batch.point_mask)
+    memory = per_dataset[batch.dataset]
+    point_mask = batch.point_mask[batch.dataset]
+    h = model.encode_expression(batch.states, memory, point_mask)
+    mem, mem_mask = model.decoder_memory(memory, h, batch.states, vocabulary().pad, point_mask)
+    return per_dataset, memory, point_mask, h, model.decode_hidden(batch.actions[:, :-1], mem, mem_mask)
+
+
 def losses(model: PolicyModel, batch: Batch, critic_weight: float = 0.5, *, mantissa_weight: float = 1.0,
            aux_weight: float = 0.0) -> dict[str, torch.Tensor]:
     """Action cross-entropy, critic BCE, their weighted sum, token and whole-action accuracy (and the
     auxiliary symbol loss when ``aux_weight`` > 0 and the model has the head)."""
-    pad = vocabulary().pad
-    per_dataset = model.encode_points(batch.points, batch.point_mask)  # [U, P, d]
-    memory = per_dataset[batch.dataset]  # [B, P, d]
-    point_mask = batch.point_mask[batch.dataset]
-    h = model.encode_expression(batch.states, memory, point_mask)
-    mem, mem_mask = model.decoder_memory(memory, h, batch.states, pad, point_mask)
-    hidden = model.decode_hidden(batch.actions[:, :-1], mem, mem_mask)  # [B, L, d]
+    per_dataset, memory, point_mask, h, hidden = teacher_forced(model, batch)
     target = batch.actions[:, 1:]
     action, right, keep = grouped_action_loss(model, hidden, target, mantissa_weight)
     h_neg = model.encode_expression(batch.negatives, memory, point_mask)
@@ -283,6 +290,16 @@ def lr_at(step: int, config: TrainConfig) -> float:
 
 
 # ---------------------------------------------------------------------- validation
+def with_new_y(examples: list[Any], new_y: Callable[[np.ndarray], np.ndarray]) -> list[Example]:
+    """``examples`` with each dataset's y replaced by ``new_y(y)``, called once per dataset (examples
+    that share an ``X`` array share their data) so a dataset's examples keep sharing it."""
+    replaced: dict[int, np.ndarray] = {}
+    for e in examples:
+        if id(e.X) not in replaced:
+            replaced[id(e.X)] = new_y(np.asarray(e.y))
+    return [Example(e.X, replaced[id(e.X)], e.state, e.mutation) for e in examples]
+
+
 def validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool = False) -> list[Batch]:
     """Held-out examples (``dgsr.corpus.load_heldout`` when available), collated once.
 
@@ -291,12 +308,7 @@ def validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool =
     """
     examples = _heldout_examples(config)[: config.val_examples]
     if permute_y:
-        shuffled: dict[int, np.ndarray] = {}
-        perm_rng = np.random.default_rng([config.seed, 98])
-        for e in examples:
-            if id(e.X) not in shuffled:
-                shuffled[id(e.X)] = perm_rng.permutation(np.asarray(e.y))
-        examples = [Example(e.X, shuffled[id(e.X)], e.state, e.mutation) for e in examples]
+        examples = with_new_y(examples, np.random.default_rng([config.seed, 98]).permutation)
     rng = np.random.default_rng([config.seed, 99])
     return [collate(examples[i:i + size], rng) for i in range(0, len(examples), size)]
 

@@ -303,7 +303,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 try:
                     fit = fit_constants(expr, columns, y, rng=rng, time_limit=cap, batch_size=columns.shape[1],
                                         y_var=y_var, max_iter=int(min(200, max(evals_left / 2, 1))),
-                                        max_evaluations=evals_left if math.isfinite(evals_left) else None)
+                                        max_evaluations=evals_left)
                 except KeyboardInterrupt:  # Ctrl-C while polishing: keep what was searched
                     evals_left = 0
                 else:

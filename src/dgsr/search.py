@@ -248,11 +248,10 @@ class _Evaluator:
         if hit is not None and (not fit or key in self.fitted or not expr.n_constants):
             return hit
         if fit and expr.n_constants:
-            left = self.budget.evaluations_left() / self.weight
             result = fit_constants(expr, self.columns, self.y, method=self.method, rng=self.rng,
                                    time_limit=self.budget.cap(self.config.constant_time_limit),
                                    batch_size=self.config.constant_batch_size, y_var=self.y_var,
-                                   max_evaluations=max(left, 2.0) if math.isfinite(left) else None)
+                                   max_evaluations=self.budget.evaluations_left() / self.weight)
             self.budget.add(result.evaluations * self.weight)
             self.fitted.add(key)
             r2 = result.r2
@@ -302,12 +301,9 @@ class _Evaluator:
         scaled_size = expr.size + 4
         if not math.isfinite(scaled_r2) or scaled_r2 <= r2 or scaled_size > self.config.max_size:
             return r2
-        scaled_mse = (1.0 - scaled_r2) * y_var
-        if self.archive.accepts(scaled_size, scaled_mse):
-            a = cov / var
-            self._offer(scale_expression(expr, a, self.y_mean - a * mean), scaled_r2, scaled_mse)
-        else:
-            self._note_best(scaled_r2, scaled_size)
+        a = cov / var
+        self._offer_built(scaled_size, scaled_r2, (1.0 - scaled_r2) * y_var,
+                          lambda: scale_expression(expr, a, self.y_mean - a * mean))
         return scaled_r2
 
     def _score_terms(self, terms: list[tuple[float, Expression]], values: list[np.ndarray]) -> float:
@@ -322,11 +318,16 @@ class _Evaluator:
             return -math.inf
         weights, intercept, mse = fit
         r2 = 1.0 - mse / self.y_var
+        self._offer_built(size, r2, mse, lambda: weighted_sum([terms[i][1] for i in keep], weights, intercept))
+        return r2
+
+    def _offer_built(self, size: int, r2: float, mse: float, build: Callable[[], Expression]) -> None:
+        """Offer the expression ``build()`` makes (of ``size`` nodes), building it only when the
+        archive would keep it; otherwise only the best-so-far statistics are updated."""
         if self.archive.accepts(size, mse):
-            self._offer(weighted_sum([terms[i][1] for i in keep], weights, intercept), r2, mse)
+            self._offer(build(), r2, mse)
         else:
             self._note_best(r2, size)
-        return r2
 
     def _offer(self, expr: Expression, r2: float, mse: float | None = None) -> None:
         if not math.isfinite(r2):

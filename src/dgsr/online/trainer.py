@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ..model import ModelConfig, PolicyModel
-from ..pretrain import collate, encode_point_sets, grouped_action_loss
+from ..pretrain import collate, encode_point_sets, grouped_action_loss, teacher_forced
 from ..sampling import pad_ids
 from ..tokens import vocabulary
 from .buffers import CriticItem, ExpertBuffers
@@ -90,11 +90,7 @@ def action_loss(model: PolicyModel, examples: list[Any], rng: np.random.Generato
                 device: torch.device) -> torch.Tensor:
     """Pre-training's grouped action cross-entropy on ``examples`` (objects with X, y, state, mutation)."""
     batch = collate(examples, rng, with_negatives=False).to(device)
-    memory = model.encode_points(batch.points, batch.point_mask)[batch.dataset]  # [B, P, d]
-    point_mask = batch.point_mask[batch.dataset]
-    h = model.encode_expression(batch.states, memory, point_mask)
-    mem, mem_mask = model.decoder_memory(memory, h, batch.states, vocabulary().pad, point_mask)
-    hidden = model.decode_hidden(batch.actions[:, :-1], mem, mem_mask)  # [B, L, d]
+    hidden = teacher_forced(model, batch)[-1]  # [B, L, d]
     loss, _, _ = grouped_action_loss(model, hidden, batch.actions[:, 1:])
     return loss
 
