@@ -11,8 +11,17 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dgsr.regressor import SymbolicRegressor
 
+# The one check we cannot pass by design: integer weights must give exactly the model fitted on
+# repeated rows, but the search draws its rows and subsets at random, so the two searches differ
+# (each is still weighted correctly; tests/test_features_api.py checks that property itself).
+_EXPECTED_FAILURES = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "a stochastic search: weighted and repeated rows give different (equally valid) searches",
+}
 
-@parametrize_with_checks([SymbolicRegressor(policy="random", max_evaluations=200, max_time=30)])
+
+@parametrize_with_checks([SymbolicRegressor(policy="random", max_evaluations=200, max_time=30)],
+                         expected_failed_checks=lambda est: _EXPECTED_FAILURES)
 @pytest.mark.timeout(120, method="thread")
 def test_sklearn_compatible(estimator, check):
     check(estimator)

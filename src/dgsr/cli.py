@@ -74,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The argument parser: built-in commands, plus the plug-in that ``argv`` asks for (all for help)."""
     parser = argparse.ArgumentParser(prog="dgsr", description="Symbolic regression with DGSR-MCTS.")
+    parser.add_argument("--version", action="version", version=f"dgsr {_version()}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add_fit(sub)
     _add_predict(sub)
@@ -83,6 +84,13 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         if command is None or command == name:
             _load_plugin(sub, module)
     return parser
+
+
+def _version() -> str:
+    """The version of the code that runs (``dgsr.__version__``, kept equal to pyproject's)."""
+    from . import __version__
+
+    return __version__
 
 
 def _load_plugin(sub: Any, module: str) -> None:
@@ -113,6 +121,8 @@ def _add_fit(sub: Any) -> None:
                    help="when to fit constants during search (default: the benchmark-chosen one)")
     p.add_argument("--selection", choices=("best", "accuracy", "score", "balanced"), default="best",
                    help="which front expression predictions use (default: best; see SymbolicRegressor)")
+    p.add_argument("--target-r2", type=float, default=None, metavar="R2",
+                   help="stop early once the best training R² reaches R2, e.g. 0.9999 (default: use the whole budget)")
     p.add_argument("--out", default="run", help="folder for front.csv and model.pkl (default: run/)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=cmd_fit)
@@ -134,7 +144,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     X, y = df.drop(columns=[target]), df[target]
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
-                            model_selection=args.selection, verbose=not args.quiet)
+                            model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet)
     est.fit(X, y)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

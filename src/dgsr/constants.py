@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 from scipy.optimize import leastsq
 
-from .evaluate import evaluate_columns, r2_score
+from .evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
 from .expression import Expression
 from .gradients import Program, compile_expression, run_program
 
@@ -83,8 +83,11 @@ class _Objective:
     """
 
     def __init__(self, program: Program, columns: np.ndarray, y: np.ndarray, y_var: float,
-                 deadline: float, max_calls: int | None = None):
+                 deadline: float, max_calls: int | None = None, weights: np.ndarray | None = None):
         self.program, self.columns, self.y = program, columns, y
+        # Row weights (sample_weight): the loss is mean(w * r^2), so LM's residuals carry sqrt(w).
+        self.weights = weights
+        self.sqrt_w = np.sqrt(weights) if weights is not None else None
         self.scale = 1.0 / (y_var if y_var > 0.0 and math.isfinite(y_var) else 1.0)
         self.deadline = deadline
         self.max_calls = max_calls
@@ -126,11 +129,12 @@ class _Objective:
         self._tick()
         value, jac = run_program(self.program, theta, self.columns)
         residual = value - self.y
-        loss = float(np.dot(residual, residual)) * self.scale / len(self.y)
+        weighted = residual if self.weights is None else residual * self.weights
+        loss = float(np.dot(residual, weighted)) * self.scale / len(self.y)
         if not math.isfinite(loss):
             return math.inf, np.zeros_like(theta)
         self._record(loss, theta)
-        grad = (jac @ residual) * (2.0 * self.scale / len(self.y))
+        grad = (jac @ weighted) * (2.0 * self.scale / len(self.y))
         # An infinite partial (e.g. sqrt at 0 on one row) would poison the BFGS update; a zero
         # lets the other directions move.
         return loss, np.where(np.isfinite(grad), grad, 0.0)
@@ -151,6 +155,8 @@ class _Objective:
         value, jac = run_program(self.program, theta, self.columns)
         norm = math.sqrt(self.scale / len(self.y))
         residual = (value - self.y) * norm
+        if self.sqrt_w is not None:
+            residual = residual * self.sqrt_w
         loss = float(np.dot(residual, residual))
         if not math.isfinite(loss):
             self._jac = None
@@ -167,6 +173,8 @@ class _Objective:
             self._tick()
             _, jac = run_program(self.program, theta, self.columns)
         jac = np.asarray(jac) * math.sqrt(self.scale / len(self.y))
+        if self.sqrt_w is not None:
+            jac = jac * self.sqrt_w
         return np.where(np.isfinite(jac), jac, 0.0)
 
 
@@ -183,6 +191,7 @@ def fit_constants(
     y_var: float | None = None,
     max_iter: int = 100,
     max_evaluations: float | None = None,
+    sample_weight: np.ndarray | None = None,
 ) -> ConstantFit:
     """Fit the constants of ``expr`` to ``y`` by least squares.
 
@@ -220,6 +229,9 @@ def fit_constants(
         Most evaluations (CONTRACTS §2 units, the final scoring on all rows included) the fit may
         spend (None or inf: no cap); at least the starting point and the final scoring are always
         computed.
+    sample_weight:
+        Non-negative row weights ``[n_rows]`` (None: equal): the loss and the R² are weighted,
+        and ``y_var`` must then be the weighted variance.
 
     Returns
     -------
@@ -231,26 +243,29 @@ def fit_constants(
         raise ValueError(f"method must be 'bfgs' or 'lm', not {method!r}")
     start = time.perf_counter()
     y = np.asarray(y, dtype=np.float64)
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if y_var is None:
         with np.errstate(all="ignore"):
-            y_var = float(np.var(y))
+            y_var = weighted_var(y, w)
     n_rows = columns.shape[1]
     if n_rows == 0:
         return ConstantFit(expr, -math.inf, 0.0, time.perf_counter() - start, False)
     if expr.n_constants == 0:
-        r2 = r2_score(y, evaluate_columns(expr, columns), y_var)
+        r2 = r2_score(y, evaluate_columns(expr, columns), y_var, w)
         return ConstantFit(expr, r2, 1.0, time.perf_counter() - start, False)
 
+    batch_w = w
     if n_rows > batch_size:
         rows = np.sort(rng.choice(n_rows, size=batch_size, replace=False))
         batch_columns, batch_y = columns[:, rows], y[rows]
+        batch_w = w[rows] if w is not None else None
     else:
         batch_columns, batch_y = columns, y
     fraction = batch_y.shape[0] / n_rows
     capped = max_evaluations is not None and math.isfinite(max_evaluations)
     max_calls = max(1, int((max_evaluations - 1.0) / fraction)) if capped else None
     objective = _Objective(compile_expression(expr), batch_columns, batch_y, y_var,
-                           deadline=start + max(time_limit, 0.0), max_calls=max_calls)
+                           deadline=start + max(time_limit, 0.0), max_calls=max_calls, weights=batch_w)
     theta0 = np.asarray(expr.constants, dtype=np.float64)
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -279,13 +294,13 @@ def fit_constants(
     improved = best is not None and objective.best_loss < initial * (1.0 - _REL_TOL)
     if improved:
         fitted = expr.with_constants(best)
-        r2 = r2_score(y, evaluate_columns(fitted, columns), y_var)
+        r2 = r2_score(y, evaluate_columns(fitted, columns), y_var, w)
         evaluations += 1.0
         if r2 > -math.inf:
             return ConstantFit(fitted, r2, evaluations, time.perf_counter() - start, True,
                                objective.calls)
     # Not improved, or non-finite on rows outside the subset: score the input instead.
-    r2 = r2_score(y, evaluate_columns(expr, columns), y_var)
+    r2 = r2_score(y, evaluate_columns(expr, columns), y_var, w)
     return ConstantFit(expr, r2, evaluations + 1.0, time.perf_counter() - start, False,
                        objective.calls)
 
@@ -427,28 +442,37 @@ def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:
     return out
 
 
-def fit_term_weights(term_values: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, float] | None:
-    """Least squares ``y ~ b + sum_i w_i * term_values[i]`` (term values [m, n]).
+def fit_term_weights(term_values: np.ndarray, y: np.ndarray,
+                     sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, float, float] | None:
+    """Least squares ``y ~ b + sum_i w_i * term_values[i]`` (term values [m, n]), weighted by
+    ``sample_weight`` (normalised to mean 1) when given.
 
     Returns ``(w, b, mse)``, or None when a term is non-finite or the fit is not finite.
     Collinear terms get the minimum-norm solution.
     """
+    rw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     with np.errstate(all="ignore"):
         if not np.isfinite(term_values).all():
             return None
-        means = term_values.mean(axis=1)
+        if rw is None:
+            means = term_values.mean(axis=1)
+            y_mean = float(np.mean(y))
+        else:
+            means = (term_values @ rw) / float(np.sum(rw))
+            y_mean = weighted_mean(y, rw)
         centered = term_values - means[:, None]
-        y_mean = float(np.mean(y))
         yc = y - y_mean
-        gram = centered @ centered.T
+        weighted = centered if rw is None else centered * rw
+        gram = weighted @ centered.T
         if not np.isfinite(gram).all():
             return None
         try:
-            w = np.linalg.lstsq(gram, centered @ yc, rcond=1e-12)[0]
+            w = np.linalg.lstsq(gram, weighted @ yc, rcond=1e-12)[0]
         except np.linalg.LinAlgError:
             return None
         residual = yc - w @ centered
-        mse = float(np.dot(residual, residual)) / len(y)
+        mse = (float(np.dot(residual, residual)) / len(y) if rw is None
+               else float(np.dot(residual * rw, residual)) / float(np.sum(rw)))
         b = y_mean - float(w @ means)
     if not (np.isfinite(w).all() and math.isfinite(b) and math.isfinite(mse)):
         return None

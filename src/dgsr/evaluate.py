@@ -75,17 +75,35 @@ def all_finite(values: np.ndarray) -> bool:
     return bool(np.isfinite(values).all())
 
 
-def r2_score(y: np.ndarray, y_pred: np.ndarray, y_var: float | None = None) -> float:
-    """Coefficient of determination; -inf for non-finite predictions.
+def weighted_mean(values: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
+    """Mean of ``values``, weighted by ``sample_weight`` when given (the weights need not sum to 1)."""
+    if sample_weight is None:
+        return float(np.mean(values))
+    return float(np.dot(sample_weight, values) / np.sum(sample_weight))
 
-    ``y_var`` (the variance of ``y``) may be passed to avoid recomputing it on every call.
+
+def weighted_var(y: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
+    """Variance of ``y`` about its (weighted) mean, weighted like :func:`weighted_mean`."""
+    if sample_weight is None:
+        return float(np.var(y))
+    centered = y - weighted_mean(y, sample_weight)
+    return weighted_mean(centered * centered, sample_weight)
+
+
+def r2_score(y: np.ndarray, y_pred: np.ndarray, y_var: float | None = None,
+             sample_weight: np.ndarray | None = None) -> float:
+    """Coefficient of determination (weighted by ``sample_weight`` when given); -inf for
+    non-finite predictions.
+
+    ``y_var`` (the variance of ``y``, weighted the same way) may be passed to avoid recomputing it
+    on every call.
     """
     if not all_finite(y_pred):
         return -math.inf
     if y_var is None:
-        y_var = float(np.var(y))
+        y_var = weighted_var(y, sample_weight)
     with np.errstate(all="ignore"):
-        mse = float(np.mean((y - y_pred) ** 2))
+        mse = weighted_mean((y - y_pred) ** 2, sample_weight)
     if not math.isfinite(mse):
         return -math.inf
     if y_var <= 0.0:

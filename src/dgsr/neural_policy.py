@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,9 +28,9 @@ import torch
 from .checkpoint import load_model
 from .expression import Expression
 from .model import PolicyModel
-from .operators import MAX_VARIABLES
+from .operators import MAX_VARIABLES, resolve_operators
 from .policy import Proposal
-from .sampling import expression_ids, points_ids, sample_mutations
+from .sampling import expression_ids, operator_token_keep, points_ids, sample_mutations
 
 #: The shipped default weights (CONTRACTS §6).
 WEIGHTS_DIR = Path(__file__).parent / "weights"
@@ -89,6 +89,9 @@ class NeuralPolicy:
         without a critic: the right choice while the critic has only been pre-trained (it learned
         "on a dismantling path or not", which says little about closeness to the data's law)
         and not yet refined by search (``dgsr search`` / ``finetune=True``).
+    operators:
+        The Table 1 operators it may sample (None: all): the others' tokens are masked while
+        decoding (:func:`dgsr.sampling.operator_token_keep`).
     """
 
     has_critic = True
@@ -97,7 +100,8 @@ class NeuralPolicy:
                  temperature: float | tuple[float, float] = (0.5, 1.0),
                  length_penalty: float | tuple[float, float] = (0.0, 1.2), n_points: int = 100,
                  num_threads: int | None = 1, rule_mask: bool = True, mantissa_digits: int = 3,
-                 use_critic: bool = True, info: dict | None = None):
+                 use_critic: bool = True, info: dict | None = None,
+                 operators: Collection[str] | None = None):
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.temperature = temperature
@@ -108,6 +112,8 @@ class NeuralPolicy:
         self.mantissa_digits = mantissa_digits
         self.has_critic = bool(use_critic)
         self.info = dict(info or {})
+        self.operators = resolve_operators(list(operators)) if operators is not None else None
+        self._token_keep = operator_token_keep(self.operators)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -165,7 +171,7 @@ class NeuralPolicy:
                                       temperature=context.temperature, length_penalty=context.length_penalty,
                                       generator=context.generator, rule_mask=self.rule_mask,
                                       encoded=context.encodings.pop(expression.key(), None),
-                                      mantissa_digits=self.mantissa_digits)
+                                      mantissa_digits=self.mantissa_digits, token_keep=self._token_keep)
         s = context.stats
         s["expansions"] += 1
         s["sampled"] += result.n_sampled

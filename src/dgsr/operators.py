@@ -83,3 +83,70 @@ def arity(symbol: str) -> int:
     """Number of children of a prefix symbol (0 for variables and constants)."""
     op = OPERATORS.get(symbol)
     return op.arity if op is not None else 0
+
+
+#: PySR-style spellings accepted for the Table 1 operators (``"+"`` for ``add``, ``"square"`` for ``sq``).
+OPERATOR_ALIASES: dict[str, str] = {
+    "+": "add", "-": "sub", "*": "mul", "/": "div",
+    "plus": "add", "minus": "sub", "mult": "mul", "times": "mul",
+    "square": "sq", "pow2": "sq", "recip": "inv", "reciprocal": "inv",
+}
+
+
+def _canonical(name: object, arity_wanted: int | None, what: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must hold operator names (strings), got {name!r}")
+    op = OPERATOR_ALIASES.get(name.strip().lower(), name.strip().lower())
+    if op not in OPERATORS:
+        raise ValueError(
+            f"{what}: {name!r} is not an operator of the expression language (Table 1 of the paper). "
+            f"Binary: {', '.join(BINARY)} (or + - * /); unary: {', '.join(UNARY)} "
+            "(sq = x**2, also 'square'; inv = 1/x). Others (pow, abs, tanh, ...) are not supported.")
+    if arity_wanted is not None and OPERATORS[op].arity != arity_wanted:
+        kind = "binary" if arity_wanted == 2 else "unary"
+        raise ValueError(f"{what}: {name!r} is not a {kind} operator")
+    return op
+
+
+def resolve_operators(operators: object = None, unary_operators: object = None,
+                      binary_operators: object = None) -> tuple[str, ...] | None:
+    """The allowed operator names (canonical, in table order) from the estimator's arguments.
+
+    ``operators`` lists any Table 1 operators; ``unary_operators`` / ``binary_operators`` list one
+    arity each (PySR's style), a list left at None allowing every operator of its arity. Giving
+    ``operators`` together with either of the others is an error. Returns None when nothing is
+    restricted (all of Table 1).
+
+    Raises
+    ------
+    ValueError
+        An unknown name, a name of the wrong arity, a string instead of a list, or both styles.
+    """
+    if operators is None and unary_operators is None and binary_operators is None:
+        return None
+    if operators is not None and (unary_operators is not None or binary_operators is not None):
+        raise ValueError("give either operators=[...] or unary_operators/binary_operators, not both")
+
+    def names(value: object, what: str, arity_wanted: int | None) -> set[str]:
+        if isinstance(value, str) or not hasattr(value, "__iter__"):
+            raise ValueError(f"{what} must be a list of operator names, got {value!r}")
+        return {_canonical(v, arity_wanted, what) for v in value}  # type: ignore[attr-defined]
+
+    if operators is not None:
+        chosen = names(operators, "operators", None)
+    else:
+        chosen = set(UNARY) if unary_operators is None else names(unary_operators, "unary_operators", 1)
+        chosen |= set(BINARY) if binary_operators is None else names(binary_operators, "binary_operators", 2)
+    if not chosen:
+        raise ValueError("the operator list is empty: allow at least one operator")
+    out = tuple(n for n in OPERATORS if n in chosen)
+    return None if len(out) == len(OPERATORS) else out
+
+
+def mutation_uses_only(op: str, operand_symbols: tuple[str, ...] | None, allowed: frozenset[str]) -> bool:
+    """Whether a mutation (``op``, reversed ``r``-ops included, and its operand's symbols) uses only
+    operators in ``allowed``; leaves and the ``root`` mutation always pass."""
+    base = op[1:] if op.startswith("r") and op[1:] in BINARY else op
+    if base != "root" and base not in allowed:
+        return False
+    return operand_symbols is None or all(s in allowed or s not in OPERATORS for s in operand_symbols)

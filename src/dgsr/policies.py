@@ -16,8 +16,14 @@ from typing import Any
 from .policy import Policy
 
 
-def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu") -> Policy:
+def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
+                operators: tuple[str, ...] | None = None) -> Policy:
     """The policy named by ``spec``.
+
+    How the allowed operators reach a policy: a built-in policy takes them as its ``operators``
+    constructor argument (canonical Table 1 names, None = all) and proposes nothing else; the
+    search (``SearchConfig.operators``) also rejects any proposal that uses another operator, so
+    a Policy object passed in (which is returned as is) stays correct, only less efficient.
 
     Parameters
     ----------
@@ -25,6 +31,8 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu") -> Pol
         ``"neural"``, ``"random"``, a path to a ``.safetensors`` checkpoint, or a Policy.
     device:
         Torch device for the neural policy (ignored by the others).
+    operators:
+        Allowed operators (from :func:`dgsr.operators.resolve_operators`), or None for all.
 
     Returns
     -------
@@ -47,27 +55,27 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu") -> Pol
     if text == "random":
         from .random_policy import RandomPolicy
 
-        return RandomPolicy()
+        return RandomPolicy(operators=operators)
     if text == "neural":
-        return _shipped_neural(device)
+        return _shipped_neural(device, operators)
     if text.endswith(".safetensors") or os.path.exists(text):
         if not os.path.isfile(text):
             raise FileNotFoundError(f"policy checkpoint not found: {text}")
         from .neural_policy import NeuralPolicy
 
-        return NeuralPolicy.from_checkpoint(text, device=device)
+        return NeuralPolicy.from_checkpoint(text, device=device, operators=operators)
     raise ValueError(f"policy must be 'neural', 'random', a path to a .safetensors checkpoint or a "
                      f"Policy object, got {text!r}")
 
 
-def _shipped_neural(device: str) -> Policy:
+def _shipped_neural(device: str, operators: tuple[str, ...] | None = None) -> Policy:
     try:
         from .neural_policy import NeuralPolicy
 
         # The shipped critic is only pre-trained ("on a dismantling path or not"): node values from
         # accuracy searched better with these weights (docs/policy_bench.md). A checkpoint from
         # `dgsr search` carries a critic refined by search and keeps the paper's critic values.
-        return NeuralPolicy.from_pretrained(device=device, use_critic=False)
+        return NeuralPolicy.from_pretrained(device=device, use_critic=False, operators=operators)
     except (ImportError, FileNotFoundError, AttributeError) as err:
         # Until the pretrained weights ship, the default estimator still has to work.
         warnings.warn(
@@ -78,7 +86,7 @@ def _shipped_neural(device: str) -> Policy:
         )
         from .random_policy import RandomPolicy
 
-        return RandomPolicy()
+        return RandomPolicy(operators=operators)
 
 
 def _is_policy(obj: Any) -> bool:

@@ -7,16 +7,15 @@ expansions never waste an evaluation on a rejected mutation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from .expression import Expression
 from .mutations import REVERSED_BINARY, InvalidMutation, Mutation, apply_mutation
-from .operators import BINARY, UNARY
+from .operators import BINARY, UNARY, resolve_operators
 from .policy import Proposal
 
-_GROWTH_OPERATORS: tuple[str, ...] = UNARY + BINARY + REVERSED_BINARY
 # Simple constants are common in laws (2, 1/2, pi...); the rest come from N(0, 1) and are
 # fitted by the search when constant fitting is on.
 _SIMPLE_CONSTANTS = np.array([1.0, 2.0, 3.0, 0.5, -1.0, np.pi])
@@ -33,14 +32,23 @@ class RandomPolicy:
         Draws per requested mutation before giving up on finding ``k`` valid distinct ones.
     max_size:
         Node limit its proposals respect.
+    operators:
+        The Table 1 operators it may use, in mutations and operands (None: all); the estimator
+        passes its ``operators`` / ``unary_operators`` / ``binary_operators`` here.
     """
 
     has_critic = False
 
-    def __init__(self, max_operand_size: int = 3, max_attempts: int = 4, max_size: int = 60):
+    def __init__(self, max_operand_size: int = 3, max_attempts: int = 4, max_size: int = 60,
+                 operators: Collection[str] | None = None):
         self.max_operand_size = max_operand_size
         self.max_attempts = max_attempts
         self.max_size = max_size
+        allowed = resolve_operators(list(operators)) if operators is not None else None
+        self.operators = allowed
+        self._unary = tuple(o for o in UNARY if allowed is None or o in allowed)
+        self._binary = tuple(o for o in BINARY if allowed is None or o in allowed)
+        self._growth = self._unary + self._binary + tuple(r for r in REVERSED_BINARY if r[1:] in self._binary)
 
     def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> int:
         """The context is just the number of features."""
@@ -74,20 +82,22 @@ class RandomPolicy:
         # Wrapping the whole expression is the commonest useful growth step; a third of the
         # draws take the root, the rest a uniform node.
         node = 0 if rng.random() < 1 / 3 else int(rng.integers(expression.size))
-        op = _GROWTH_OPERATORS[int(rng.integers(len(_GROWTH_OPERATORS)))]
+        op = self._growth[int(rng.integers(len(self._growth)))]
         if op in UNARY:
             return Mutation(node, op)
         return Mutation(node, op, self.random_operand(n_features, rng))
 
     def random_operand(self, n_features: int, rng: np.random.Generator) -> Expression:
         """A variable (most often), a constant, or a 2- to 3-node combination of them."""
-        choices = [s for s in (1, 1, 1, 2, 3) if s <= max(self.max_operand_size, 1)]
+        choices = [s for s in (1, 1, 1, 2, 3) if s <= max(self.max_operand_size, 1)
+                   and (s != 2 or self._unary) and (s != 3 or self._binary)]
         size = choices[int(rng.integers(len(choices)))]
         if size == 1:
             return self._leaf(n_features, rng, constant_share=0.3)
         if size == 2:
-            return Expression.combine(UNARY[int(rng.integers(len(UNARY)))], self._leaf(n_features, rng, 0.0))
-        op = BINARY[int(rng.integers(len(BINARY)))]
+            return Expression.combine(self._unary[int(rng.integers(len(self._unary)))],
+                                      self._leaf(n_features, rng, 0.0))
+        op = self._binary[int(rng.integers(len(self._binary)))]
         return Expression.combine(op, self._leaf(n_features, rng, 0.0), self._leaf(n_features, rng, 0.5))
 
     @staticmethod

@@ -23,12 +23,17 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .constants import fit_constants
-from .evaluate import as_columns, evaluate, evaluate_columns, r2_score
+from .evaluate import as_columns, evaluate, evaluate_columns, r2_score, weighted_mean, weighted_var
 from .expression import Expression
 from .features import select_features
 from .pareto import front_scores
 from .simplify import complexity, round_floats, simplify
-from .validation import validate_params, validate_predict_data, validate_training_data
+from .validation import (
+    validate_params,
+    validate_predict_data,
+    validate_sample_weight,
+    validate_training_data,
+)
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): today the uniform
 #: random policy; the shipped neural policy ("neural") loses at equal time on this CPU
@@ -82,6 +87,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         When to fit constants during search (Table 5); None uses the benchmark-chosen default.
     max_size : int, default=60
         Node limit of an expression.
+    operators : list of str or None, default=None
+        The operators expressions may use, from Table 1 of the paper: ``add sub mul div`` (or
+        ``+ - * /``) and ``sin cos tan exp log sqrt inv sq`` (``inv`` = 1/x, ``sq`` = x**2, also
+        ``"square"``). None: all of them. Unknown names raise a ValueError at ``fit``.
+    unary_operators, binary_operators : list of str or None, default=None
+        PySR's way of saying the same, one arity each; a list left at None allows every
+        operator of its arity. Not together with ``operators``.
     target_r2 : float or None, default=None
         Stop once the best training R² reaches it (None: use the whole budget).
     model_selection : {"best", "accuracy", "score", "balanced"}, default="best"
@@ -133,6 +145,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         p_uct: float = 1.0,
         constant_fitting: str | None = None,
         max_size: int = 60,
+        operators: list[str] | None = None,
+        unary_operators: list[str] | None = None,
+        binary_operators: list[str] | None = None,
         target_r2: float | None = None,
         model_selection: str = "best",
         verbose: bool = False,
@@ -150,6 +165,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.p_uct = p_uct
         self.constant_fitting = constant_fitting
         self.max_size = max_size
+        self.operators = operators
+        self.unary_operators = unary_operators
+        self.binary_operators = binary_operators
         self.target_r2 = target_r2
         self.model_selection = model_selection
         self.verbose = verbose
@@ -159,7 +177,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.finetune = finetune
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X: Any, y: Any) -> SymbolicRegressor:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SymbolicRegressor:
         """Search for expressions of the columns of ``X`` that fit ``y``.
 
         Parameters
@@ -168,6 +186,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             Numeric, finite; DataFrame column names become the variable names.
         y : array-like of shape (n_samples,)
             Numeric, finite target.
+        sample_weight : array-like of shape (n_samples,) or None
+            Non-negative row weights: the search's loss and R², the constant fits, the front's
+            ``loss`` and ``r2`` columns and model selection are all weighted (None: equal).
 
         Returns
         -------
@@ -184,14 +205,19 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             root = root.spawn(1)[0]
         feat_rng, search_rng, polish_rng = root.spawn(3)
         X_arr, y_arr = data.X, data.y
-        self._y_mean = float(np.mean(y_arr))
+        w = validate_sample_weight(sample_weight, X_arr)
+        if w is not None and not (w > 0).all():  # a zero weight is a row left out, exactly
+            keep = w > 0
+            X_arr, y_arr = X_arr[keep], y_arr[keep]
+            w = w[keep] * (len(w[keep]) / float(np.sum(w[keep])))
+        self._y_mean = weighted_mean(y_arr, w)
 
         if np.ptp(y_arr) == 0.0:
             warnings.warn(f"y is constant ({y_arr[0]:g}); the model is that constant (no search was run).",
                           UserWarning, stacklevel=2)
             self._feature_index = np.arange(0)
             self.selected_features_ = []
-            entries = [_entry(Expression.constant(float(y_arr[0])), as_columns(X_arr[:, :0]), y_arr)]
+            entries = [_entry(Expression.constant(float(y_arr[0])), as_columns(X_arr[:, :0]), y_arr, w=w)]
             self.n_evaluations_, self.history_, self.stop_reason_ = 0.0, [], "constant_target"
             self.n_trials_ = 0
             self._archive = None
@@ -208,7 +234,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             self._feature_index = index
             self.selected_features_ = [data.names[i] for i in index]
             entries = self._search(X_arr[:, index], y_arr, search_rng, polish_rng, start,
-                                   previous[1] if previous is not None else None)
+                                   previous[1] if previous is not None else None, w)
 
         names = self.selected_features_
         self._front = entries
@@ -218,19 +244,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _search(self, X: np.ndarray, y: np.ndarray, search_rng: np.random.Generator,
-                polish_rng: np.random.Generator, start: float, previous: Any) -> list[FrontEntry]:
+                polish_rng: np.random.Generator, start: float, previous: Any,
+                w: np.ndarray | None = None) -> list[FrontEntry]:
         """Run the MCTS search, then refit the front's constants on all rows."""
         from .budget import Budget
         from .policies import load_policy
         from .search import SearchConfig
 
+        allowed = self._allowed_operators()
         config_kwargs: dict[str, Any] = {"n_samples": self.n_samples, "p_uct": self.p_uct,
                                          "iterations_per_trial": self.iterations_per_trial,
-                                         "max_size": self.max_size}
+                                         "max_size": self.max_size, "operators": allowed}
         if self.constant_fitting is not None:
             config_kwargs["constant_fitting"] = self.constant_fitting
         config = SearchConfig(**config_kwargs)
-        policy = load_policy(self.policy, device=self.device)
+        policy = load_policy(self.policy, device=self.device, operators=allowed)
         search_time = None
         if self.max_time is not None:
             reserve = min(_POLISH_TIME_SHARE * self.max_time, _POLISH_TIME_MAX)
@@ -249,7 +277,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             if progress is not None:
                 progress.__enter__()
             result = self._run_search(X, y, policy, config, search_rng, budget, previous,
-                                      progress.update if progress is not None else None)
+                                      progress.update if progress is not None else None, w)
             if progress is not None:
                 progress.update(_snapshot(result), force=True)
         finally:
@@ -265,12 +293,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         columns = as_columns(X)
         candidates = [e.expression for e in result.archive.front()]
         if not candidates:  # nothing valid within the budget: the mean is the honest answer
-            candidates = [Expression.constant(float(np.mean(y)))]
-        entries = self._polish(candidates, columns, y, polish_rng, start)
+            candidates = [Expression.constant(weighted_mean(y, w))]
+        entries = self._polish(candidates, columns, y, polish_rng, start, w)
         return _pareto(entries)
 
     def _run_search(self, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, rng: np.random.Generator,
-                    budget: Any, previous: Any, on_progress: Any) -> Any:
+                    budget: Any, previous: Any, on_progress: Any, w: np.ndarray | None = None) -> Any:
         """:func:`dgsr.search.run_search`, or expert iteration on this dataset when ``finetune`` is set."""
         from .search import run_search
 
@@ -278,18 +306,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             from .online.finetune import finetune_search, is_finetunable
 
             if is_finetunable(policy):
+                if w is not None:
+                    warnings.warn("finetune=True does not use sample_weight during the search (the final "
+                                  "front's constants, losses and selection do).", UserWarning, stacklevel=4)
                 result, _ = finetune_search(X, y, policy, config=config, rng=rng, budget=budget, archive=previous,
                                             on_progress=on_progress)
                 return result
             warnings.warn("finetune=True needs the neural policy; running a plain search.", UserWarning,
                           stacklevel=4)
         return run_search(X, y, policy, config=config, rng=rng, budget=budget, archive=previous,
-                          on_progress=on_progress)
+                          on_progress=on_progress, sample_weight=w)
 
     def _polish(self, exprs: list[Expression], columns: np.ndarray, y: np.ndarray,
-                rng: np.random.Generator, start: float) -> list[FrontEntry]:
+                rng: np.random.Generator, start: float, w: np.ndarray | None = None) -> list[FrontEntry]:
         """Refit constants on all training rows (the search fits on 256-row subsets)."""
-        y_var = float(np.var(y))
+        y_var = weighted_var(y, w)
         evals_left = math.inf
         if self.max_evaluations is not None:
             evals_left = self.max_evaluations - self.n_evaluations_
@@ -303,7 +334,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 try:
                     fit = fit_constants(expr, columns, y, rng=rng, time_limit=cap, batch_size=columns.shape[1],
                                         y_var=y_var, max_iter=int(min(200, max(evals_left / 2, 1))),
-                                        max_evaluations=evals_left)
+                                        max_evaluations=evals_left, sample_weight=w)
                 except KeyboardInterrupt:  # Ctrl-C while polishing: keep what was searched
                     evals_left = 0
                 else:
@@ -312,11 +343,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     if fit.improved and fit.r2 > -math.inf:
                         expr = fit.expression
             if expr.n_constants and evals_left >= 2 * expr.n_constants + 2:  # tidy_constants's most
-                expr, spent = tidy_constants(expr, columns, y)
+                expr, spent = tidy_constants(expr, columns, y, w=w)
                 evals_left -= spent
                 self.n_evaluations_ += spent
-            entries.append(_entry(expr, columns, y, y_var))
+            entries.append(_entry(expr, columns, y, y_var, w))
         return [e for e in entries if math.isfinite(e.mse)]
+
+    def _allowed_operators(self) -> tuple[str, ...] | None:
+        """The Table 1 operators the search may use (None: all), from the three operator parameters."""
+        from .operators import resolve_operators
+
+        return resolve_operators(self.operators, self.unary_operators, self.binary_operators)
 
     def _warm_state(self) -> tuple[np.ndarray, Any] | None:
         """(feature index, archive) of the previous fit when warm-starting, else None."""
@@ -387,6 +424,28 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """LaTeX of the selected equation (or row ``index``), constants to ``precision`` digits."""
         return sympy.latex(round_floats(self.sympy(index), precision))
 
+    def to_numpy(self, index: int | None = None) -> Any:
+        """The selected equation (or row ``index``) as a numpy function ``f(X)`` of the same ``X``
+        that ``predict`` takes (all ``n_features_in_`` columns); generated by SymPy.
+
+        Unlike ``predict`` it has no fallback: rows where the formula is undefined give NaN/inf.
+        """
+        return self._export(index, "numpy")
+
+    def to_torch(self, index: int | None = None) -> Any:
+        """As :meth:`to_numpy`, for torch tensors (differentiable); needs torch installed."""
+        return self._export(index, "torch")
+
+    def to_jax(self, index: int | None = None) -> Any:
+        """As :meth:`to_numpy`, for JAX arrays (works under ``jax.jit``); needs jax installed."""
+        return self._export(index, "jax")
+
+    def _export(self, index: int | None, backend: str) -> Any:
+        from .export import export_function
+
+        check_is_fitted(self, "expression_")
+        return export_function(self._front[self._row(index)].expression, list(self._feature_index), backend)
+
     def plot_front(self, ax: Any = None, target: str = "y") -> Any:
         """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.
 
@@ -447,17 +506,18 @@ def _snapshot(result: Any) -> Any:
                           best.size if best else 0, result.n_trials)
 
 
-def _entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | None = None) -> FrontEntry:
+def _entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | None = None,
+           w: np.ndarray | None = None) -> FrontEntry:
     with np.errstate(all="ignore"):
         pred = evaluate_columns(expr, columns)
-        mse = float(np.mean((pred - y) ** 2))
+        mse = weighted_mean((pred - y) ** 2, w)
     if not math.isfinite(mse):
         mse = math.inf
-    return FrontEntry(expr.size, expr, mse, r2_score(y, pred, y_var))
+    return FrontEntry(expr.size, expr, mse, r2_score(y, pred, y_var, w))
 
 
 def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
-                   digits: int = 4, tolerance: float = 1e-9) -> tuple[Expression, int]:
+                   digits: int = 4, tolerance: float = 1e-9, w: np.ndarray | None = None) -> tuple[Expression, int]:
     """Zero negligible constants and round the others to ``digits`` significant digits where that
     costs (almost) nothing: ``6.674*m1*(m2 + 1.2e-10)`` becomes ``6.674*m1*(m2 + 0)``, which SymPy
     then shows as ``6.674*m1*m2``.
@@ -465,12 +525,12 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
     A change is kept when the training MSE grows by at most ``tolerance`` relative to the
     variance of ``y`` (an R² loss below 1e-9). Returns the expression and the evaluations spent.
     """
-    y_var = float(np.var(y))
+    y_var = weighted_var(y, w)
     slack = tolerance * (y_var if y_var > 0 else 1.0)
 
     def mse_of(candidate: Expression) -> float:
         with np.errstate(all="ignore"):
-            value = float(np.mean((evaluate_columns(candidate, columns) - y) ** 2))
+            value = weighted_mean((evaluate_columns(candidate, columns) - y) ** 2, w)
         return value if math.isfinite(value) else math.inf
 
     limit = mse_of(expr) + slack

@@ -27,7 +27,7 @@ import torch
 from .expression import Expression
 from .model import PolicyModel
 from .mutations import MAX_SIZE, InvalidMutation, Mutation, apply_mutation
-from .operators import TRANSCENDENTAL
+from .operators import OPERATORS, TRANSCENDENTAL
 from .tokens import MANTISSA_DIGITS, MAX_MANTISSA, ActionGrammar, DecodeFailure, vocabulary
 
 
@@ -84,7 +84,7 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
                      n_features: int, temperature: float = 1.0, length_penalty: float = 1.0,
                      generator: torch.Generator | None = None, max_size: int = MAX_SIZE,
                      rule_mask: bool = True, encoded: torch.Tensor | None = None,
-                     mantissa_digits: int = 3) -> SampleResult:
+                     mantissa_digits: int = 3, token_keep: np.ndarray | None = None) -> SampleResult:
     """Sample ``k`` actions for ``expression`` given the encoded points ``memory`` [1, P, d].
 
     ``temperature <= 0`` decodes greedily (all K rows then agree). ``rule_mask`` also masks the
@@ -93,7 +93,10 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
     expression's encoding when the caller already has it (e.g. from the critic pass).
     ``mantissa_digits`` < 4 samples constants among mantissas with that many significant digits
     only (each standing for its bucket of 4-digit neighbours; the search refits constants): the
-    10k-row mantissa block of the output layer is memory-bound and dominated an expansion. Returns the
+    10k-row mantissa block of the output layer is memory-bound and dominated an expansion.
+    ``token_keep`` (a boolean vector over the vocabulary) masks the tokens it clears, e.g. the
+    operators the user excluded (:func:`operator_token_keep`); a row it would leave without any
+    token keeps its grammar's choices (the search rejects what it then samples). Returns the
     distinct valid mutations with priors; invalid and malformed samples are counted, never raised.
     """
     v = vocabulary()
@@ -117,6 +120,10 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
         allowed_np = np.stack([grammars[i].allowed() for i in active])  # [A, V]
         if mantissa_digits < MANTISSA_DIGITS:
             allowed_np &= _coarse_mantissa_keep(mantissa_digits)
+        if token_keep is not None:
+            restricted = allowed_np & token_keep
+            ok = restricted.any(axis=1)
+            allowed_np[ok] = restricted[ok]
         if rules is not None:
             for j, row in enumerate(active):
                 rules[row].restrict(allowed_np[j])
@@ -162,6 +169,21 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
             active = active[keep]
         token = choice
     return _collect(expression, out_tokens, logprobs, length_penalty, max_size)
+
+
+def operator_token_keep(operators: tuple[str, ...] | None) -> np.ndarray | None:
+    """Vocabulary mask clearing the operator tokens (and their ``r``-reversed mutation tokens) not
+    in ``operators``; None when every operator is allowed."""
+    if operators is None:
+        return None
+    v = vocabulary()
+    keep = np.ones(len(v), dtype=bool)
+    for name in OPERATORS:
+        if name not in operators:
+            keep[v.ids[name]] = False
+            if "r" + name in v.ids:
+                keep[v.ids["r" + name]] = False
+    return keep
 
 
 class _NestingMask:

@@ -41,6 +41,7 @@ from .constants import (
 from .evaluate import as_columns, evaluate_columns
 from .expression import Expression
 from .mutations import InvalidMutation, Mutation, apply_mutation
+from .operators import mutation_uses_only, resolve_operators
 from .pareto import ParetoArchive, ParetoEntry
 from .policy import Policy
 
@@ -98,6 +99,12 @@ class SearchConfig:
         final front is refitted and scored on all rows by the estimator. None: all rows.
     cache_size:
         Evaluations remembered by expression key; the cache is cleared when it is full.
+    operators:
+        The Table 1 operators expressions may use (None: all). The search rejects any proposal
+        that uses another one, whatever the policy (policies should not propose them: the
+        random policy and the neural one take the same set as their ``operators`` argument,
+        see :func:`dgsr.policies.load_policy`). Linear scaling and term weights build ``add``
+        and ``mul`` nodes, so they are off unless both are allowed.
     """
 
     n_samples: int = 16
@@ -118,8 +125,15 @@ class SearchConfig:
     progressive_widening: float = 1.0
     max_rows: int | None = 1000
     cache_size: int = 200_000
+    operators: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.operators is not None:
+            allowed = resolve_operators(self.operators)
+            object.__setattr__(self, "operators", allowed)
+            if allowed is not None and not {"add", "mul"} <= set(allowed):
+                object.__setattr__(self, "linear_scaling", False)
+                object.__setattr__(self, "linear_terms", False)
         if self.constant_fitting not in CONSTANT_FITTING_MODES:
             raise ValueError(f"constant_fitting must be one of {CONSTANT_FITTING_MODES}, "
                              f"got {self.constant_fitting!r}")
@@ -215,19 +229,26 @@ class _Evaluator:
     """Scores expressions on the training rows, caching by key, counting, feeding the archive."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, config: SearchConfig, budget: Budget,
-                 archive: ParetoArchive, rng: np.random.Generator):
+                 archive: ParetoArchive, rng: np.random.Generator, sample_weight: np.ndarray | None = None):
         y = np.asarray(y, dtype=np.float64)
         self.weight = 1.0  # evaluations counted per scoring pass (CONTRACTS §2: b rows of N count b/N)
         if config.max_rows is not None and len(y) > config.max_rows:
             rows = np.sort(rng.choice(len(y), size=config.max_rows, replace=False))
             self.weight = config.max_rows / len(y)
             X, y = X[rows], y[rows]
+            sample_weight = sample_weight[rows] if sample_weight is not None else None
         self.columns = as_columns(X)
         self.y = y
         self.n = len(self.y)
-        self.y_mean = float(np.mean(self.y))
+        # Row weights normalised to mean 1, so every weighted mean is dot(w, .) / n; None = equal.
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if w is not None and (np.ptp(w) == 0 or not np.sum(w) > 0):
+            w = None
+        self.w = None if w is None else w * (self.n / float(np.sum(w)))
+        self.y_mean = float(np.mean(self.y)) if self.w is None else float(np.dot(self.w, self.y)) / self.n
         self.y_centered = self.y - self.y_mean
-        self.y_var = float(np.dot(self.y_centered, self.y_centered)) / self.n
+        self.wy_centered = self.y_centered if self.w is None else self.w * self.y_centered
+        self.y_var = float(np.dot(self.y_centered, self.wy_centered)) / self.n
         self.config = config
         self.budget = budget
         self.archive = archive
@@ -251,7 +272,8 @@ class _Evaluator:
             result = fit_constants(expr, self.columns, self.y, method=self.method, rng=self.rng,
                                    time_limit=self.budget.cap(self.config.constant_time_limit),
                                    batch_size=self.config.constant_batch_size, y_var=self.y_var,
-                                   max_evaluations=self.budget.evaluations_left() / self.weight)
+                                   max_evaluations=self.budget.evaluations_left() / self.weight,
+                                   sample_weight=self.w)
             self.budget.add(result.evaluations * self.weight)
             self.fitted.add(key)
             r2 = result.r2
@@ -284,11 +306,12 @@ class _Evaluator:
         no second evaluation; the scaled expression is built only when the archive keeps it.
         """
         n, y_var = self.n, self.y_var
+        w = self.w
         with np.errstate(all="ignore"):
-            mean = float(np.add.reduce(pred)) / n
+            mean = float(np.add.reduce(pred) if w is None else np.dot(w, pred)) / n
             centered = pred - mean
-            var = float(np.dot(centered, centered)) / n
-            cov = float(np.dot(centered, self.y_centered)) / n
+            var = float(np.dot(centered, centered if w is None else w * centered)) / n
+            cov = float(np.dot(centered, self.wy_centered)) / n
         if not (math.isfinite(var) and math.isfinite(cov)):
             return -math.inf  # NaN or inf somewhere in pred (or an overflow of its moments)
         offset = self.y_mean - mean
@@ -313,7 +336,7 @@ class _Evaluator:
         size = sum(terms[i][1].size for i in keep) + 3 * len(keep) + 1
         if size > self.config.max_size or self.y_var <= 0:
             return -math.inf
-        fit = fit_term_weights(np.stack([np.broadcast_to(values[i], (self.n,)) for i in keep]), self.y)
+        fit = fit_term_weights(np.stack([np.broadcast_to(values[i], (self.n,)) for i in keep]), self.y, self.w)
         if fit is None:
             return -math.inf
         weights, intercept, mse = fit
@@ -365,6 +388,7 @@ def run_search(
     budget: Budget | None = None,
     archive: ParetoArchive | None = None,
     on_progress: Callable[[SearchProgress], Any] | None = None,
+    sample_weight: np.ndarray | None = None,
 ) -> SearchResult:
     """Search for expressions of the columns of ``X`` that fit ``y``.
 
@@ -384,6 +408,9 @@ def run_search(
         A Pareto archive to continue (warm start); a new one otherwise.
     on_progress:
         Called every few iterations with a :class:`SearchProgress`.
+    sample_weight:
+        Non-negative row weights ``[n_rows]`` (None: equal): every loss and R² of the search,
+        and its constant fits, are weighted by them.
 
     Returns
     -------
@@ -400,7 +427,11 @@ def run_search(
     if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X must be [n_rows, n_features] and y [n_rows]; got {X.shape} and {y.shape}")
 
-    evaluator = _Evaluator(X, y, config, budget, archive, rng)
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != y.shape:
+            raise ValueError(f"sample_weight must have shape {y.shape}, got {sample_weight.shape}")
+    evaluator = _Evaluator(X, y, config, budget, archive, rng, sample_weight)
     stats: Counter[str] = Counter()
     history: list[dict[str, float]] = []
     trials: list[TrialRecord] = []
@@ -467,6 +498,7 @@ class _Trial:
         self.iterations = 0
         self.has_critic = getattr(policy, "has_critic", True)
         self.fit_improvements = config.constant_fitting == "best"
+        self.allowed = frozenset(config.operators) if config.operators is not None else None
         self.record = TrialRecord(index=index, iterations=0, evaluations=0.0, best_r2=-math.inf, solved=False)
         self._evaluations_at_start = evaluator.budget.evaluations
 
@@ -508,6 +540,11 @@ class _Trial:
         self.stats["proposed"] += len(proposals)
         fresh: list[tuple[Expression, Mutation, float, float]] = []
         for p in proposals:
+            if self.allowed is not None and not mutation_uses_only(
+                    p.mutation.op, p.mutation.operand.symbols if p.mutation.operand is not None else None,
+                    self.allowed):
+                self.stats["invalid:operator_not_allowed"] += 1
+                continue
             try:
                 child = apply_mutation(leaf.expression, p.mutation, max_size=self.config.max_size)
             except InvalidMutation as err:

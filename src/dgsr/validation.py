@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from .operators import MAX_VARIABLES
+from .operators import MAX_VARIABLES, resolve_operators
 from .pareto import SELECTION_RULES as _MODEL_SELECTION
 
 _POLICY_NAMES = ("neural", "random")
@@ -69,6 +69,30 @@ def validate_training_data(estimator: Any, X: Any, y: Any) -> TrainingData:
     _check_finite(X_arr, "X", names)
     _check_finite(y_arr.reshape(-1, 1), "y", ("y",))
     return TrainingData(np.ascontiguousarray(X_arr), np.ascontiguousarray(y_arr, dtype=np.float64), names)
+
+
+def validate_sample_weight(sample_weight: Any, X: np.ndarray) -> np.ndarray | None:
+    """``sample_weight`` for ``fit`` as float64 ``[n_rows]`` normalised to mean 1, or None when it
+    is None or all equal (the unweighted path is faster).
+
+    Raises
+    ------
+    ValueError
+        Wrong length, negative or non-finite weights, or weights that are all zero.
+    """
+    if sample_weight is None:
+        return None
+    from sklearn.utils.validation import _check_sample_weight
+
+    w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinity.")
+    total = float(np.sum(w))
+    if not total > 0:
+        raise ValueError("sample_weight must not be all zero.")
+    if np.ptp(w) == 0:
+        return None
+    return w * (len(w) / total)
 
 
 def validate_predict_data(estimator: Any, X: Any) -> np.ndarray:
@@ -179,6 +203,8 @@ def validate_params(est: Any) -> None:
     r2 = est.target_r2
     if r2 is not None and (not isinstance(r2, numbers.Real) or not -math.inf < r2 <= 1.0):
         raise ValueError(f"target_r2 must be None or a number <= 1, got {r2!r}.")
+    resolve_operators(getattr(est, "operators", None), getattr(est, "unary_operators", None),
+                      getattr(est, "binary_operators", None))
     policy = est.policy
     if isinstance(policy, str) and policy not in _POLICY_NAMES and not policy.endswith(".safetensors"):
         raise ValueError(f"policy must be 'neural', 'random', a path to a .safetensors checkpoint "
