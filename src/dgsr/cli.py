@@ -181,7 +181,7 @@ def front_frame(est: Any) -> Any:
     table = est.equations_.drop(columns=["sympy"]).copy()
     table["selected"] = [i == est.best_index_ for i in range(len(table))]
     # Exact infix with full-precision constants: dgsr.parser.parse reads it back to the same tree.
-    table["expression"] = [e.expression.format(est.selected_features_) for e in est._front]
+    table["expression"] = [e.format(est.selected_features_) for e in est.expressions_]
     return table
 
 

@@ -27,6 +27,7 @@ from .evaluate import as_columns, evaluate, evaluate_columns, r2_score, weighted
 from .expression import Expression
 from .features import select_features
 from .pareto import front_scores
+from .scaling import Scaling, fit_scaling, is_constant_target
 from .simplify import complexity, round_floats, simplify
 from .validation import (
     validate_params,
@@ -125,7 +126,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         names, constants to 4 significant digits), ``sympy`` (simplified SymPy expression) and
         ``simplified_size`` (its node count, as SRBench counts size).
     expression_ : Expression
-        The selected expression (variables ``x0..`` index ``selected_features_``).
+        The selected expression in the user's units (variables ``x0..`` index
+        ``selected_features_``).
+    expressions_ : list of Expression
+        One per row of ``equations_``, in the user's units (the search runs on data scaled by
+        powers of two; these are mapped back exactly, see docs/DESIGN.md "Numeric range").
     best_index_ : int
         Row of ``equations_`` that ``predict`` uses.
     selected_features_ : list of str
@@ -204,7 +209,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         for _ in range(self._n_fits - 1):
             root = root.spawn(1)[0]
         feat_rng, search_rng, polish_rng = root.spawn(3)
-        X_arr, y_arr = data.X, data.y
+        # The search runs on data scaled by powers of two (exact), so any magnitude works; every
+        # fitted state below is in those units and is mapped back for display and predict.
+        full_scaling = fit_scaling(data.X, data.y, data.names)
+        X_arr, y_arr = full_scaling.scale_X(data.X), full_scaling.scale_y(data.y)
+        self._full_scaling = full_scaling
         w = validate_sample_weight(sample_weight, X_arr)
         if w is not None and not (w > 0).all():  # a zero weight is a row left out, exactly
             keep = w > 0
@@ -212,12 +221,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             w = w[keep] * (len(w[keep]) / float(np.sum(w[keep])))
         self._y_mean = weighted_mean(y_arr, w)
 
-        if np.ptp(y_arr) == 0.0:
-            warnings.warn(f"y is constant ({y_arr[0]:g}); the model is that constant (no search was run).",
+        if is_constant_target(y_arr):
+            warnings.warn(f"y is constant ({data.y[0]:g}); the model is that constant (no search was run).",
                           UserWarning, stacklevel=2)
             self._feature_index = np.arange(0)
             self.selected_features_ = []
-            entries = [_entry(Expression.constant(float(y_arr[0])), as_columns(X_arr[:, :0]), y_arr, w=w)]
+            entries = [_entry(Expression.constant(self._y_mean), as_columns(X_arr[:, :0]), y_arr, w=w)]
             self.n_evaluations_, self.history_, self.stop_reason_ = 0.0, [], "constant_target"
             self.n_trials_ = 0
             self._archive = None
@@ -229,18 +238,22 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     f"X has {X_arr.shape[1]} columns, more than max_features={self.max_features}; the "
                     f"search uses the {len(index)} with the highest mutual information with y: "
                     f"{', '.join(chosen)}.", UserWarning, stacklevel=2)
-            if previous is not None and not np.array_equal(previous[0], index):
-                previous = None  # other columns: the old archive's variables mean other things
+            if previous is not None and (not np.array_equal(previous[0], index) or previous[2] != full_scaling):
+                previous = None  # other columns or units: the old archive's variables mean other things
             self._feature_index = index
             self.selected_features_ = [data.names[i] for i in index]
             entries = self._search(X_arr[:, index], y_arr, search_rng, polish_rng, start,
                                    previous[1] if previous is not None else None, w)
 
         names = self.selected_features_
+        self._scaling = Scaling(tuple(full_scaling.x_exponents[i] for i in self._feature_index),
+                                full_scaling.y_exponent)
         self._front = entries
-        self.equations_ = _front_table(entries, names, self._simplify_seconds(start))
+        self.expressions_ = [self._scaling.to_user(e.expression) for e in entries]
+        self.equations_ = _front_table(entries, self.expressions_, self._scaling, names,
+                                       self._simplify_seconds(start))
         self.best_index_ = self._select(entries)
-        self.expression_ = entries[self.best_index_].expression
+        self.expression_ = self.expressions_[self.best_index_]
         return self
 
     def _search(self, X: np.ndarray, y: np.ndarray, search_rng: np.random.Generator,
@@ -288,7 +301,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.stop_reason_ = result.stop_reason
         self.n_trials_ = int(result.n_trials)
         # Kept only when asked for: it is the one part of the fitted state that grows with the search.
-        self._archive = (self._feature_index, result.archive) if self.warm_start else None
+        self._archive = (self._feature_index, result.archive, self._full_scaling) \
+            if self.warm_start else None
 
         columns = as_columns(X)
         candidates = [e.expression for e in result.archive.front()]
@@ -374,34 +388,61 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return int(select(entries, self.model_selection))
 
     # ------------------------------------------------------------------ use
-    def predict(self, X: Any, index: int | None = None) -> np.ndarray:
+    def predict(self, X: Any, index: int | None = None, strict: bool = False) -> np.ndarray:
         """Predictions of the selected expression (or of row ``index`` of ``equations_``).
 
         Rows where that expression is undefined (log of a negative, division by zero, overflow)
         take the value of the next front expression that is finite there (most accurate first),
-        else the training mean, with a warning; finite input never gives NaN or inf.
+        else the training mean, with a warning that names the rows and the fallback used; finite
+        input never gives NaN or inf. With ``strict=True`` those rows are NaN instead.
         """
         check_is_fitted(self, "expression_")
         X_arr = validate_predict_data(self, X)
+        scaling = getattr(self, "_scaling", None)
         X_sel = X_arr[:, self._feature_index]
-        order = self._fallback_order(self._row(index))
-        out = evaluate(self._front[order[0]].expression, X_sel)
+        if scaling is not None:
+            X_sel = scaling.scale_X(X_sel)
+        first = self._row(index)
+        order = self._fallback_order(first)
+        out = self._values(order[0], X_sel)
         bad = ~np.isfinite(out)
-        if bad.any():
-            n_bad = int(bad.sum())
-            for i in order[1:]:
-                rows = np.flatnonzero(bad)
-                values = evaluate(self._front[i].expression, X_sel[rows])
-                ok = np.isfinite(values)
+        if not bad.any():
+            return out
+        bad_rows = np.flatnonzero(bad)
+        if strict:
+            out[bad] = np.nan
+            warnings.warn(f"Row {first} of equations_ is undefined on {len(bad_rows)} of {len(out)} rows "
+                          f"({_list_rows(bad_rows)}); they are NaN (strict=True).", RuntimeWarning, stacklevel=2)
+            return out
+        used = []
+        for i in order[1:]:
+            rows = np.flatnonzero(bad)
+            values = self._values(i, X_sel[rows])
+            ok = np.isfinite(values)
+            if ok.any():
                 out[rows[ok]] = values[ok]
                 bad[rows[ok]] = False
-                if not bad.any():
-                    break
-            out[bad] = self._y_mean
-            warnings.warn(f"The selected expression is undefined on {n_bad} of {len(out)} rows; those rows use "
-                          f"the next front expression defined there ({int(bad.sum())} fell back to the "
-                          "training mean).", RuntimeWarning, stacklevel=2)
+                used.append(f"row {i} of equations_ ({self._equation_text(i)}) on {_list_rows(rows[ok])}")
+            if not bad.any():
+                break
+        if bad.any():
+            mean = self._y_mean if scaling is None else float(scaling.unscale_y(np.array(self._y_mean)))
+            out[bad] = mean
+            used.append(f"the training mean ({mean:.6g}) on {_list_rows(np.flatnonzero(bad))}")
+        warnings.warn(f"The selected expression (row {first} of equations_: {self._equation_text(first)}) is undefined on {len(bad_rows)} of "
+                      f"{len(out)} rows ({_list_rows(bad_rows)}); used instead: {'; '.join(used)}. "
+                      "predict(..., strict=True) gives NaN there instead.", RuntimeWarning, stacklevel=2)
         return out
+
+    def _equation_text(self, i: int) -> str:
+        column = self.equations_.get("equation")
+        return str(column.iloc[i]) if column is not None else str(self.equations_["sympy"].iloc[i])
+
+    def _values(self, i: int, X_scaled: np.ndarray) -> np.ndarray:
+        """Front entry ``i`` on scaled inputs, in the user's units (non-finite where undefined)."""
+        values = evaluate(self._front[i].expression, X_scaled)
+        scaling = getattr(self, "_scaling", None)
+        return values if scaling is None else scaling.unscale_y(values)
 
     def _row(self, index: int | None) -> int:
         if index is None:
@@ -444,7 +485,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         from .export import export_function
 
         check_is_fitted(self, "expression_")
-        return export_function(self._front[self._row(index)].expression, list(self._feature_index), backend)
+        return export_function(self.expressions_[self._row(index)], list(self._feature_index), backend)
 
     def plot_front(self, ax: Any = None, target: str = "y") -> Any:
         """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.
@@ -461,6 +502,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if ax is None:
             _, ax = plt.subplots(figsize=(7, 4.5))
         loss = table["loss"].to_numpy(dtype=float)
+        ylabel = "training MSE"
+        if not np.isfinite(loss).all() or ((loss == 0) & (table["r2"].to_numpy() < 1)).any():
+            # |y| beyond ~1e154 (or below ~1e-162): the MSE leaves the float range, 1 - R² does not
+            loss, ylabel = np.maximum(1.0 - table["r2"].to_numpy(dtype=float), 0.0), "1 - R² (training)"
         # Exact fits have loss 0: floor them 12 decades below the worst so the log axis stays readable.
         loss = np.maximum(loss, 1e-12 * max(float(loss.max()), np.finfo(np.float64).tiny))
         size = table["complexity"].to_numpy()
@@ -475,7 +520,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     ha="right")
         ax.set_yscale("log")
         ax.set_xlabel("size (nodes)")
-        ax.set_ylabel("training MSE")
+        ax.set_ylabel(ylabel)
         ax.set_title("Accuracy vs size")
         ax.legend(loc="upper right", fontsize=8)
         return ax
@@ -504,6 +549,13 @@ def _snapshot(result: Any) -> Any:
     best = result.best
     return SearchProgress(result.elapsed, result.n_evaluations, best.r2 if best else -math.inf,
                           best.size if best else 0, result.n_trials)
+
+
+def _list_rows(rows: np.ndarray, limit: int = 10) -> str:
+    """``rows 3, 8, 20`` (the first ``limit`` of them, then how many more)."""
+    shown = ", ".join(str(int(r)) for r in rows[:limit])
+    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"row{'s' if len(rows) > 1 else ''} {shown}{more}"
 
 
 def _entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | None = None,
@@ -571,14 +623,17 @@ def _pareto(entries: list[FrontEntry]) -> list[FrontEntry]:
     return front
 
 
-def _front_table(entries: list[FrontEntry], names: list[str], seconds: float) -> pd.DataFrame:
+def _front_table(entries: list[FrontEntry], user_exprs: list[Expression], scaling: Scaling, names: list[str],
+                 seconds: float) -> pd.DataFrame:
+    """The ``equations_`` table: sizes and scores from the search's units (scale-free), equations
+    and losses in the user's units (a loss beyond the float range shows as inf or 0)."""
     deadline = time.perf_counter() + seconds
     rows = []
-    for e, score in zip(entries, front_scores(entries)):
-        raw = e.expression.to_sympy(names)
+    for e, user, score in zip(entries, user_exprs, front_scores(entries)):
+        raw = user.to_sympy(names)
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         expr = simplify(raw, timeout=cap) if cap > 0.05 else raw
-        rows.append({"complexity": e.size, "loss": e.mse, "r2": e.r2, "score": float(score),
+        rows.append({"complexity": e.size, "loss": scaling.unscale_loss(e.mse), "r2": e.r2, "score": float(score),
                      "equation": str(round_floats(expr, _DIGITS)), "sympy": expr,
                      "simplified_size": complexity(expr)})
     return pd.DataFrame(rows, columns=["complexity", "loss", "r2", "score", "equation", "sympy", "simplified_size"])

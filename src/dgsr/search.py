@@ -320,7 +320,7 @@ class _Evaluator:
         self._offer(expr, r2, mse)
         if not self.config.linear_scaling or var <= 1e-300 * max(mean * mean, 1.0) or y_var <= 0:
             return r2
-        scaled_r2 = min(cov * cov / (var * y_var), 1.0)
+        scaled_r2 = min((cov / var) * (cov / y_var), 1.0)  # var * y_var can underflow to 0
         scaled_size = expr.size + 4
         if not math.isfinite(scaled_r2) or scaled_r2 <= r2 or scaled_size > self.config.max_size:
             return r2

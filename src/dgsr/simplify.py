@@ -6,6 +6,7 @@ Pareto front, reports and the benchmark's size column.
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 from collections.abc import Iterator
@@ -61,8 +62,15 @@ def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
 
 def round_floats(expr: sympy.Expr, digits: int = 4) -> sympy.Expr:
     """Round every float in ``expr`` to ``digits`` significant digits (for display and checks)."""
-    replacements = {f: sympy.Float(float(f"{float(f):.{digits}g}"), digits) for f in expr.atoms(sympy.Float)}
+    replacements = {f: _round_float(f, digits) for f in expr.atoms(sympy.Float)}
     return expr.xreplace(replacements) if replacements else expr
+
+
+def _round_float(f: sympy.Float, digits: int) -> sympy.Float:
+    value = float(f)
+    if value == 0.0 and f != 0 or not math.isfinite(value):
+        return f.evalf(digits)  # beyond the float range (a user-unit constant such as 1e-400)
+    return sympy.Float(float(f"{value:.{digits}g}"), digits)
 
 
 def complexity(expr: sympy.Expr) -> int:
