@@ -118,7 +118,7 @@ def test_dataframe_names_and_dtypes():
         ({"max_time": None, "max_evaluations": None}, "At least one of max_time and max_evaluations"),
         ({"n_samples": 0}, "n_samples must be a positive integer"),
         ({"p_uct": -0.1}, "p_uct must be a non-negative"),
-        ({"max_features": 11}, "max_features must be at most 10"),
+        ({"max_features": 0}, "max_features must be a positive integer"),
         ({"constant_fitting": "sometimes"}, "constant_fitting must be None or one of"),
         ({"model_selection": "simplest"}, "model_selection must be one of"),
         ({"target_r2": 1.5}, "target_r2 must be None or a number <= 1"),

@@ -1,9 +1,10 @@
-"""Feature pre-selection for data with more columns than the expression language names.
+"""Feature pre-selection for data with more columns than a policy can name.
 
-The policy's vocabulary names at most ``MAX_VARIABLES`` inputs (the paper's model takes at most
-10), so wider data is reduced to the ``max_features`` columns with the highest estimated mutual
+The neural policy's vocabulary names at most ``MAX_VARIABLES`` inputs (the paper's model takes
+at most 10), so for it wider data is reduced to the columns with the highest estimated mutual
 information with the target (a k-nearest-neighbour estimate, scikit-learn's
-``mutual_info_regression``). Mutual information rather than correlation: a column that enters
+``mutual_info_regression``); the random policy searches every column, unless the user asks for
+pre-selection with ``max_features``. Mutual information rather than correlation: a column that enters
 through ``cos`` or ``x**2`` can have zero linear correlation with the target. The regressor
 reports the choice (``selected_features_`` and a warning); nothing is truncated silently.
 """

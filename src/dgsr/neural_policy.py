@@ -95,6 +95,8 @@ class NeuralPolicy:
     """
 
     has_critic = True
+    #: Variables its tokens name (x0..x9): the estimator pre-selects this many columns of wider data.
+    max_variables = MAX_VARIABLES
 
     def __init__(self, model: PolicyModel, *, device: str | torch.device = "cpu",
                  temperature: float | tuple[float, float] = (0.5, 1.0),

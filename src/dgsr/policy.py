@@ -27,7 +27,12 @@ class Proposal:
 
 @runtime_checkable
 class Policy(Protocol):
-    """A mutation policy with a critic."""
+    """A mutation policy with a critic.
+
+    A policy that can only name a limited number of input variables (the neural one: 10) says so
+    in an integer attribute ``max_variables``; the estimator then pre-selects that many columns.
+    Without it, the search uses every column.
+    """
 
     def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Any:
         """Per-trial context (e.g. the encoded data points), reused by every expansion."""

@@ -1,7 +1,8 @@
 """``SymbolicRegressor``: the scikit-learn estimator, a facade over search, constants and Pareto front.
 
-``fit`` validates the data (:mod:`dgsr.validation`), pre-selects features when there are more
-than ``max_features`` (:mod:`dgsr.features`), runs the MCTS search (:func:`dgsr.search.run_search`)
+``fit`` validates the data (:mod:`dgsr.validation`), pre-selects features only when asked to
+(``max_features``) or when the policy names fewer variables than there are columns
+(:mod:`dgsr.features`), runs the MCTS search (:func:`dgsr.search.run_search`)
 under one :class:`~dgsr.budget.Budget`, refits the constants of the final Pareto front on all
 training rows, and builds the ``equations_`` table. ``predict`` never returns NaN/inf for
 finite input (CONTRACTS §6). The estimator contract is scikit-learn's (DESIGN §4 habit 9):
@@ -28,6 +29,16 @@ from .expression import Expression
 from .features import select_features
 from .pareto import front_scores
 from .scaling import Scaling, fit_scaling, is_constant_target
+from .selection import (
+    MIN_VALIDATION_ROWS,
+    VALIDATION_SHARE,
+    linear_candidate,
+    prefer_pole_free,
+    probe_points,
+    squared_errors,
+    validation_choice,
+    validation_split,
+)
 from .simplify import complexity, round_floats, simplify
 from .validation import (
     validate_params,
@@ -105,8 +116,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         the variance).
     verbose : bool, default=False
         Show a live progress line on stderr.
-    max_features : int, default=10
-        Wider data is reduced to this many columns by mutual information, with a warning.
+    max_features : int or None, default=None
+        Search only this many columns, chosen by mutual information with ``y`` (with a warning
+        and ``selected_features_``). None: all columns, unless the policy names fewer variables
+        (the neural policy: 10; the random policy has no limit).
     device : str, default="cpu"
         Torch device for the neural policy.
     warm_start : bool, default=False
@@ -156,7 +169,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         target_r2: float | None = None,
         model_selection: str = "best",
         verbose: bool = False,
-        max_features: int = 10,
+        max_features: int | None = None,
         device: str = "cpu",
         warm_start: bool = False,
         finetune: bool = False,
@@ -230,36 +243,83 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             self.n_evaluations_, self.history_, self.stop_reason_ = 0.0, [], "constant_target"
             self.n_trials_ = 0
             self._archive = None
+            self.validation_loss_ = None
+            chosen: int | None = 0
         else:
-            index = select_features(X_arr, y_arr, self.max_features, rng=feat_rng)
+            from .policies import load_policy
+
+            policy = load_policy(self.policy, device=self.device, operators=self._allowed_operators())
+            limit, why = _feature_limit(policy, self.max_features)
+            index = select_features(X_arr, y_arr, limit, rng=feat_rng) if limit is not None else \
+                np.arange(X_arr.shape[1])
             if len(index) < X_arr.shape[1]:
-                chosen = [data.names[i] for i in index]
+                kept = [data.names[i] for i in index]
                 warnings.warn(
-                    f"X has {X_arr.shape[1]} columns, more than max_features={self.max_features}; the "
-                    f"search uses the {len(index)} with the highest mutual information with y: "
-                    f"{', '.join(chosen)}.", UserWarning, stacklevel=2)
+                    f"X has {X_arr.shape[1]} columns, more than {why}; the search uses the {len(index)} "
+                    f"with the highest mutual information with y: {', '.join(kept)}.", UserWarning, stacklevel=2)
             if previous is not None and (not np.array_equal(previous[0], index) or previous[2] != full_scaling):
                 previous = None  # other columns or units: the old archive's variables mean other things
             self._feature_index = index
             self.selected_features_ = [data.names[i] for i in index]
-            entries = self._search(X_arr[:, index], y_arr, search_rng, polish_rng, start,
-                                   previous[1] if previous is not None else None, w)
+            split = self._validation_rows(len(y_arr), feat_rng.spawn(1)[0])
+            entries, chosen = self._search(X_arr[:, index], y_arr, search_rng, polish_rng, start,
+                                           previous[1] if previous is not None else None, w, split, policy)
 
         names = self.selected_features_
         self._scaling = Scaling(tuple(full_scaling.x_exponents[i] for i in self._feature_index),
                                 full_scaling.y_exponent)
         self._front = entries
+        if chosen is None:
+            chosen = self._select(entries)
+        # Poles are looked for in the search's units (powers of two: the same box, scaled).
+        self.best_index_ = self._avoid_pole(entries, chosen, X_arr[:, self._feature_index])
+        if self.validation_loss_ is not None:
+            self.validation_loss_ = np.array([self._scaling.unscale_loss(v) for v in self.validation_loss_])
         self.expressions_ = [self._scaling.to_user(e.expression) for e in entries]
         self.equations_ = _front_table(entries, self.expressions_, self._scaling, names,
                                        self._simplify_seconds(start))
-        self.best_index_ = self._select(entries)
         self.expression_ = self.expressions_[self.best_index_]
         return self
 
+    def _validation_rows(self, n_rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray] | None:
+        """(search rows, validation rows) for ``model_selection="validation"``, else None."""
+        self.validation_loss_ = None
+        if self.model_selection != "validation":
+            return None
+        split = validation_split(n_rows, rng)
+        if split is None:
+            warnings.warn(f"model_selection='validation' needs at least {MIN_VALIDATION_ROWS} validation rows "
+                          f"({VALIDATION_SHARE:.0%} of the data); with {n_rows} rows the search uses them all "
+                          "and selects by the 'balanced' rule.", UserWarning, stacklevel=3)
+        return split
+
+    def _avoid_pole(self, entries: list[FrontEntry], chosen: int, X: np.ndarray) -> int:
+        """``chosen``, or an equally good front entry without a pole inside the data range (warns
+        when the selected one keeps a pole)."""
+        errors, self._validation_errors = getattr(self, "_validation_errors", None), None
+        if not entries or X.shape[1] == 0:
+            return chosen
+        index, pole = prefer_pole_free(entries, chosen, probe_points(X), errors)
+        if pole:
+            warnings.warn("The selected expression has a pole (or is undefined) inside the range of the training "
+                          "data and no equally good expression of the front avoids it: predictions near it can be "
+                          "huge. See equations_ for the alternatives.", UserWarning, stacklevel=3)
+        return index
+
     def _search(self, X: np.ndarray, y: np.ndarray, search_rng: np.random.Generator,
                 polish_rng: np.random.Generator, start: float, previous: Any,
-                w: np.ndarray | None = None) -> list[FrontEntry]:
-        """Run the MCTS search, then refit the front's constants on all rows."""
+                w: np.ndarray | None = None, split: tuple[np.ndarray, np.ndarray] | None = None,
+                policy: Any = None) -> tuple[list[FrontEntry], int | None]:
+        """Run the MCTS search, then refit the front's constants on all rows.
+
+        With a validation ``split`` the search and the refit use the search rows only; the
+        expression is chosen on the validation rows, then its constants are refitted on all
+        rows. Returns the front and the chosen index (None: the caller applies its rule).
+        """
+        X_all, y_all, w_all = X, y, w
+        if split is not None:
+            X, y = X_all[split[0]], y_all[split[0]]
+            w = w_all[split[0]] if w_all is not None else None
         from .budget import Budget
         from .policies import load_policy
         from .search import SearchConfig
@@ -271,7 +331,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if self.constant_fitting is not None:
             config_kwargs["constant_fitting"] = self.constant_fitting
         config = SearchConfig(**config_kwargs)
-        policy = load_policy(self.policy, device=self.device, operators=allowed)
+        if policy is None:
+            policy = load_policy(self.policy, device=self.device, operators=allowed)
         search_time = None
         if self.max_time is not None:
             reserve = min(_POLISH_TIME_SHARE * self.max_time, _POLISH_TIME_MAX)
@@ -308,8 +369,24 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         candidates = [e.expression for e in result.archive.front()]
         if not candidates:  # nothing valid within the budget: the mean is the honest answer
             candidates = [Expression.constant(weighted_mean(y, w))]
-        entries = self._polish(candidates, columns, y, polish_rng, start, w)
-        return _pareto(entries)
+        linear = linear_candidate(X, y, self.max_size, w) if allowed is None or {"add", "mul"} <= set(allowed) \
+            else None
+        if linear is not None:  # the front then never loses to linear regression (DESIGN: model selection)
+            candidates.append(linear)
+        entries = _pareto(self._polish(candidates, columns, y, polish_rng, start, w))
+        if split is None:
+            return entries, None
+        w_val = w_all[split[1]] if w_all is not None else None
+        errors = squared_errors([e.expression for e in entries], X_all[split[1]], y_all[split[1]], w_val)
+        chosen = validation_choice(errors)
+        refit = self._polish([entries[chosen].expression], as_columns(X_all), y_all, polish_rng, start, w_all)
+        if refit:
+            entries[chosen] = refit[0]
+        all_columns, y_var = as_columns(X_all), weighted_var(y_all, w_all)
+        entries = [_entry(e.expression, all_columns, y_all, y_var, w_all) for e in entries]
+        self.validation_loss_ = errors.mean(axis=1)
+        self._validation_errors = errors
+        return entries, chosen
 
     def _run_search(self, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, rng: np.random.Generator,
                     budget: Any, previous: Any, on_progress: Any, w: np.ndarray | None = None) -> Any:
@@ -385,7 +462,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def _select(self, entries: list[FrontEntry]) -> int:
         from .pareto import select
 
-        return int(select(entries, self.model_selection))
+        rule = "balanced" if self.model_selection == "validation" else self.model_selection
+        return int(select(entries, rule))
 
     # ------------------------------------------------------------------ use
     def predict(self, X: Any, index: int | None = None, strict: bool = False) -> np.ndarray:
@@ -534,6 +612,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
 
 # ---------------------------------------------------------------------- helpers
+def _feature_limit(policy: Any, max_features: int | None) -> tuple[int | None, str]:
+    """How many columns the search may use (None: all) and why: the user's ``max_features``, or
+    the policy's own variable limit (its ``max_variables`` attribute; the neural policy names 10)."""
+    policy_limit = getattr(policy, "max_variables", None)
+    if policy_limit is not None and (max_features is None or policy_limit < max_features):
+        return int(policy_limit), f"the {policy_limit} variables the {type(policy).__name__} can name"
+    if max_features is not None:
+        return int(max_features), f"max_features={max_features}"
+    return None, ""
+
+
 def _root_rng(random_state: Any) -> np.random.Generator:
     """A Generator from ``random_state`` without touching global state (an int seeds it exactly)."""
     if isinstance(random_state, np.random.Generator):

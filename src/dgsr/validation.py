@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from .operators import MAX_VARIABLES, resolve_operators
-from .pareto import SELECTION_RULES as _MODEL_SELECTION
+from .operators import resolve_operators
+from .selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
 
 _POLICY_NAMES = ("neural", "random")
 _CONSTANT_FITTING = ("never", "best", "all")
@@ -191,10 +191,7 @@ def validate_params(est: Any) -> None:
     _positive_int(est.iterations_per_trial, "iterations_per_trial")
     _positive_number(est.p_uct, "p_uct", allow_zero=True)
     _positive_int(est.max_size, "max_size")
-    _positive_int(est.max_features, "max_features")
-    if est.max_features > MAX_VARIABLES:
-        raise ValueError(f"max_features must be at most {MAX_VARIABLES} (the expression language names "
-                         f"x0..x{MAX_VARIABLES - 1}), got {est.max_features}.")
+    _positive_int(est.max_features, "max_features", allow_none=True)
     if est.constant_fitting is not None and est.constant_fitting not in _CONSTANT_FITTING:
         raise ValueError(f"constant_fitting must be None or one of {_CONSTANT_FITTING}, "
                          f"got {est.constant_fitting!r}.")

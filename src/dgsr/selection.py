@@ -1,0 +1,185 @@
+"""Model selection on held-out rows, a linear candidate for the front, and pole detection.
+
+Three pieces the estimator combines after a search (docs/DESIGN.md, "Model selection"):
+
+* :func:`validation_split` holds rows out of the search; :func:`validation_choice` then picks,
+  among the front's expressions, the smallest one whose squared error on those rows is not
+  worse than the best one's by more than one standard error of the paired difference (the
+  "one-standard-error rule" of Breiman et al., applied to validation residuals).
+* :func:`linear_candidate` is the ordinary-least-squares model ``b + sum_i w_i x_i`` as an
+  expression, offered to the front so that noisy, mostly linear data (scikit-learn's diabetes)
+  never ends with a formula worse than linear regression on the rows used to select.
+* :func:`has_pole` says whether an expression has a pole inside the data's range, precisely:
+  on the box spanned by the training columns (each variable between its minimum and maximum),
+  either the expression is non-finite at one of the probe points (4,096 points drawn uniformly
+  in the box with a fixed seed, plus the training rows), or the denominator of a division
+  (``div``'s second argument, ``inv``'s argument, ``cos(u)`` for ``tan(u)``) is strictly
+  positive at one probe point and strictly negative at another. The box is convex, so the
+  segment between those two points lies in it, and a continuous denominator vanishes somewhere
+  on it (a discontinuous one has a pole of its own, which the same test catches).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from .constants import weighted_sum
+from .evaluate import as_columns, evaluate_columns
+from .expression import Expression
+from .pareto import SELECTION_RULES
+
+#: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.pareto`
+#: and ``"validation"`` (rows held out from the search, :func:`validation_choice`).
+MODEL_SELECTION_RULES = (*SELECTION_RULES, "validation")
+#: Share of the training rows held out from the search by ``model_selection="validation"``.
+VALIDATION_SHARE = 0.25
+#: Fewer rows than this in the validation part and the validation rule falls back to "balanced".
+MIN_VALIDATION_ROWS = 10
+#: Probe points of :func:`has_pole` drawn in the data's box.
+POLE_PROBES = 4096
+#: "Equally good" for the pole preference under a training-loss rule: loss within this factor.
+POLE_LOSS_FACTOR = 1.01
+
+
+class _Entry(Protocol):
+    size: int
+    expression: Expression
+    mse: float
+
+
+def validation_split(n_rows: int, rng: np.random.Generator,
+                     share: float = VALIDATION_SHARE) -> tuple[np.ndarray, np.ndarray] | None:
+    """Sorted (search rows, validation rows) indices, or None when the validation part would be
+    smaller than :data:`MIN_VALIDATION_ROWS` (too few rows to select on)."""
+    n_val = round(share * n_rows)
+    if n_val < MIN_VALIDATION_ROWS or n_rows - n_val < 2:
+        return None
+    order = rng.permutation(n_rows)
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
+def squared_errors(exprs: Sequence[Expression], X: np.ndarray, y: np.ndarray,
+                   sample_weight: np.ndarray | None = None) -> np.ndarray:
+    """``[n_exprs, n_rows]`` squared errors on ``X, y`` (times the row weights, scaled to mean 1,
+    when given); a row of inf for an expression that is non-finite anywhere there (it cannot be
+    trusted on new rows like these)."""
+    columns = as_columns(X)
+    scale = 1.0 if sample_weight is None else sample_weight / np.mean(sample_weight)
+    out = np.empty((len(exprs), len(y)))
+    with np.errstate(all="ignore"):
+        for i, expr in enumerate(exprs):
+            err = scale * (evaluate_columns(expr, columns) - y) ** 2
+            out[i] = err if np.isfinite(err).all() else np.inf
+    return out
+
+
+def one_se_eligible(errors: np.ndarray, reference: int) -> np.ndarray:
+    """Boolean mask: rows of ``errors`` whose mean exceeds row ``reference``'s by at most one
+    standard error of the paired per-row difference (so they are as good, within noise)."""
+    n = errors.shape[1]
+    out = np.zeros(len(errors), dtype=bool)
+    ref = errors[reference]
+    if not np.isfinite(ref).all():
+        return out
+    for i, row in enumerate(errors):
+        if not np.isfinite(row).all():
+            continue
+        d = row - ref
+        se = float(np.std(d, ddof=1)) / math.sqrt(n) if n > 1 else 0.0
+        out[i] = float(np.mean(d)) <= se
+    return out
+
+
+def validation_choice(errors: np.ndarray, rule: str = "1se") -> int:
+    """Index (into a front sorted by size) chosen from its squared errors on validation rows.
+
+    ``"min"``: the lowest mean. ``"1se"``: the smallest expression within one standard error
+    of the lowest mean (:func:`one_se_eligible`). An all-infinite front gives index 0.
+    """
+    means = errors.mean(axis=1)
+    if not np.isfinite(means).any():
+        return 0
+    best = int(np.nanargmin(np.where(np.isfinite(means), means, np.inf)))
+    if rule == "min":
+        return best
+    if rule != "1se":
+        raise ValueError(f"rule must be 'min' or '1se', got {rule!r}")
+    return int(np.flatnonzero(one_se_eligible(errors, best))[0])
+
+
+def linear_candidate(X: np.ndarray, y: np.ndarray, max_size: int,
+                     sample_weight: np.ndarray | None = None) -> Expression | None:
+    """(Weighted) least-squares ``w_0*x0 + ... + w_{d-1}*x{d-1} + b`` as an expression (4d + 1
+    nodes), or None when that exceeds ``max_size``, the fit is not finite, or there are too few rows."""
+    n, d = X.shape
+    if d == 0 or 4 * d + 1 > max_size or n <= d + 1:
+        return None
+    A = np.column_stack([X, np.ones(n)])
+    root_w = np.ones(n) if sample_weight is None else np.sqrt(sample_weight)
+    with np.errstate(all="ignore"):
+        coef, *_ = np.linalg.lstsq(A * root_w[:, None], y * root_w, rcond=None)
+    if not np.isfinite(coef).all():
+        return None
+    return weighted_sum([Expression.variable(i) for i in range(d)], coef[:d], float(coef[d]))
+
+
+# ---------------------------------------------------------------------- poles
+def _denominators(expr: Expression) -> list[Expression]:
+    """Subexpressions whose zeros are poles of ``expr``: divisors, ``inv`` arguments, ``cos(u)`` of ``tan(u)``."""
+    out = []
+    for i, s in enumerate(expr.symbols):
+        if s == "div":
+            out.append(expr.subtree(expr.children(i)[1]))
+        elif s == "inv":
+            out.append(expr.subtree(i + 1))
+        elif s == "tan":
+            out.append(Expression.combine("cos", expr.subtree(i + 1)))
+    return out
+
+
+def probe_points(X: np.ndarray, n: int = POLE_PROBES, seed: int = 0) -> np.ndarray:
+    """``[n + n_rows, n_features]``: points drawn uniformly in the box spanned by ``X``, then ``X``."""
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    rng = np.random.default_rng(seed)
+    box = lo + rng.random((n, X.shape[1])) * (hi - lo)
+    return np.vstack([box, X])
+
+
+def has_pole(expr: Expression, probes: np.ndarray) -> bool:
+    """Whether ``expr`` has a pole inside the data range, tested on ``probes`` (see the module docstring)."""
+    if not expr.variables:
+        return False
+    columns = as_columns(probes)
+    with np.errstate(all="ignore"):
+        if not np.isfinite(evaluate_columns(expr, columns)).all():
+            return True
+        for denominator in _denominators(expr):
+            values = evaluate_columns(denominator, columns)
+            if (values > 0).any() and (values < 0).any():
+                return True
+    return False
+
+
+def prefer_pole_free(entries: Sequence[_Entry], chosen: int, probes: np.ndarray,
+                     errors: np.ndarray | None = None) -> tuple[int, bool]:
+    """``(index, has_pole)``: ``chosen``, or the smallest front entry without a pole that is as good.
+
+    "As good": within one standard error of ``chosen`` on the validation ``errors`` when given
+    (:func:`one_se_eligible`), else a training loss at most :data:`POLE_LOSS_FACTOR` times the
+    chosen one's. The flag says whether the returned entry has a pole.
+    """
+    if not has_pole(entries[chosen].expression, probes):
+        return chosen, False
+    if errors is not None:
+        as_good = one_se_eligible(errors, chosen)
+    else:
+        limit = POLE_LOSS_FACTOR * entries[chosen].mse
+        as_good = np.array([e.mse <= limit for e in entries])
+    for i in np.flatnonzero(as_good):
+        if i != chosen and not has_pole(entries[i].expression, probes):
+            return int(i), False
+    return chosen, True
