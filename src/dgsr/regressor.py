@@ -233,6 +233,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             X_arr, y_arr = X_arr[keep], y_arr[keep]
             w = w[keep] * (len(w[keep]) / float(np.sum(w[keep])))
         self._y_mean = weighted_mean(y_arr, w)
+        if len(y_arr) < self.max_size and not is_constant_target(y_arr):
+            warnings.warn(
+                f"Only {len(y_arr)} rows for expressions of up to max_size={self.max_size} nodes (as many as "
+                f"{self.max_size // 2} fitted constants): large formulas can fit these rows exactly and still be "
+                f"wrong between them. Prefer the small formulas of equations_, or pass max_size={len(y_arr)} "
+                "(no more nodes than rows) or more data.", UserWarning, stacklevel=2)
 
         if is_constant_target(y_arr):
             warnings.warn(f"y is constant ({data.y[0]:g}); the model is that constant (no search was run).",
