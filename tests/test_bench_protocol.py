@@ -68,6 +68,15 @@ def test_symbolic_solution(model, truth, expected):
     assert is_symbolic_solution(model, truth) is expected
 
 
+def test_model_size_keeps_a_tiny_coefficient():
+    import sympy
+
+    m1, m2, r = sympy.symbols("m1 m2 r")
+    law = sympy.Float(6.674e-11) * m1 * m2 / r**2
+    # Rounded to 6 decimals the coefficient would be 0 and the law size 1.
+    assert model_size(law) == model_size(sympy.Float(6.674) * m1 * m2 / r**2) > 1
+
+
 def test_model_size_counts_simplified_nodes():
     a, b = sympy.symbols("a b")
     assert node_count(a + sympy.sin(3 * b)) == 6  # SRBench's example: [+, a, sin, *, 3, b]

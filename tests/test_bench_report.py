@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dgsr.bench.report import learning_curves, load_results, pareto_ranks, summarize, write_report
@@ -76,9 +77,21 @@ def test_learning_curves_are_step_functions(tmp_path):
     grid, curves = learning_curves(df[df["suite"] == "blackbox"], grid_points=3)
     assert list(grid) == pytest.approx([1, 10, 100])
     mean, _, n = curves["a"]
-    # at 1: only the seed-0 runs (0.1); at 10: 3 runs at 0.1 and 3 at 0.3; at 100: 0.5 and 0.3
-    assert list(n) == [3, 6, 6]
-    assert mean == pytest.approx([0.1, 0.2, 0.4])
+    # at 1: the seed-0 runs (0.1) and the not-yet-started seed-1 runs (0: nothing found yet);
+    # at 10: 3 runs at 0.1 and 3 at 0.3; at 100: 0.5 and 0.3
+    assert list(n) == [6, 6, 6]
+    assert mean == pytest.approx([0.05, 0.2, 0.4])
+
+
+@pytest.mark.timeout(30)
+def test_best_so_far_curve_never_goes_down_when_a_late_run_enters(tmp_path):
+    # A run whose first point comes late and low: leaving it out until then made the mean drop.
+    rows = [_row("a", "blackbox", "b1", 0, 0.9, 3, curve=[[1, 0.8], [1000, 0.9]]),
+            _row("a", "blackbox", "b2", 0, 0.9, 3, curve=[[100, 0.05], [1000, 0.2]])]
+    _, curves = learning_curves(load_results(_write(tmp_path, rows)), grid_points=50)
+    mean = curves["a"][0]
+    finite = mean[np.isfinite(mean)]
+    assert len(finite) > 10 and np.all(np.diff(finite) >= 0)
 
 
 @pytest.mark.timeout(60)

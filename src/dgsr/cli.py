@@ -155,13 +155,16 @@ def cmd_fit(args: argparse.Namespace) -> int:
     written = [str(front_csv), str(out / "model.pkl")]
     if _write_plot(est, target, out / "front.png"):
         written.append(str(out / "front.png"))
+    else:
+        print(f"skipped {out / 'front.png'}: matplotlib is not installed (pip install matplotlib)")
     print(f"stopped by {est.stop_reason_} after {est.n_evaluations_:,.0f} evaluations; "
           f"wrote {', '.join(written)}")
     return 0
 
 
 def _write_plot(est: Any, target: str, path: Path) -> bool:
-    """Save the Pareto-front plot when matplotlib is installed (it is optional)."""
+    """Save the Pareto-front plot; False when matplotlib is missing (a dependency, but environments
+    installed without dependencies may lack it)."""
     try:
         import matplotlib
 
@@ -190,15 +193,19 @@ def print_front(est: Any, target: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from .display import format_number
+
     table = Table(title=f"Pareto front for {target}", title_justify="left")
-    for name, justify in (("", "left"), ("size", "right"), ("loss (MSE)", "right"), ("R²", "right"),
-                          ("score", "right"), ("equation", "left")):
-        table.add_column(name, justify=justify)
+    # The equation first, wrapped by rich to the terminal's width; headers are equations_'s columns.
+    table.add_column("", justify="left", no_wrap=True)
+    table.add_column("equation", justify="left", overflow="fold", min_width=20)
+    for name in ("complexity", "loss", "r2", "score"):
+        table.add_column(name, justify="right", no_wrap=True)
     for i, row in est.equations_.iterrows():
         mark = "→" if i == est.best_index_ else ""
         style = "bold green" if i == est.best_index_ else None
-        table.add_row(mark, str(row["complexity"]), f"{row['loss']:.4g}", f"{row['r2']:.6f}", f"{row['score']:.3f}",
-                      f"{target} = {row['equation']}", style=style)
+        table.add_row(mark, f"{target} = {row['equation']}", str(row["complexity"]), format_number(row["loss"]),
+                      f"{row['r2']:.6f}", f"{row['score']:.3f}", style=style)
     console = Console(soft_wrap=False)
     console.print(table)
     console.print(f"selected (→, model_selection={est.model_selection!r}): "

@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .constants import fit_constants
+from .display import FrontTable, equation_latex, equation_text
 from .evaluate import as_columns, evaluate, evaluate_columns, r2_score, weighted_mean, weighted_var
 from .expression import Expression
 from .features import select_features
@@ -149,6 +150,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     selected_features_ : list of str
         Names of the input columns the search used.
     n_features_in_, feature_names_in_ : as in scikit-learn.
+    target_name_ : str
+        The target's name (a pandas Series' name, else ``"y"``), used by ``plot_front``.
     n_evaluations_, history_, stop_reason_ : search statistics.
     """
 
@@ -227,6 +230,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         full_scaling = fit_scaling(data.X, data.y, data.names)
         X_arr, y_arr = full_scaling.scale_X(data.X), full_scaling.scale_y(data.y)
         self._full_scaling = full_scaling
+        name = getattr(y, "name", None)
+        self.target_name_ = name if isinstance(name, str) and name else "y"
         w = validate_sample_weight(sample_weight, X_arr)
         if w is not None and not (w > 0).all():  # a zero weight is a row left out, exactly
             keep = w > 0
@@ -285,6 +290,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.equations_ = _front_table(entries, self.expressions_, self._scaling, names,
                                        self._simplify_seconds(start))
         self.expression_ = self.expressions_[self.best_index_]
+        self.equations_.selected_row = self.best_index_
         return self
 
     def _validation_rows(self, n_rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray] | None:
@@ -540,14 +546,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         rest = sorted((i for i in range(len(self._front)) if i != first), key=lambda i: self._front[i].mse)
         return [first, *rest]
 
-    def sympy(self, index: int | None = None) -> sympy.Expr:
-        """SymPy expression of the selected equation (or of row ``index`` of ``equations_``)."""
+    def sympy(self, index: int | None = None, precision: int | None = None) -> sympy.Expr:
+        """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);
+        ``precision`` rounds its constants to that many significant digits (None: full precision)."""
         check_is_fitted(self, "expression_")
-        return self.equations_["sympy"].iloc[self._row(index)]
+        expr = self.equations_["sympy"].iloc[self._row(index)]
+        return expr if precision is None else round_floats(expr, precision)
 
     def latex(self, index: int | None = None, precision: int = _DIGITS) -> str:
         """LaTeX of the selected equation (or row ``index``), constants to ``precision`` digits."""
-        return sympy.latex(round_floats(self.sympy(index), precision))
+        return equation_latex(self.sympy(index), precision)
 
     def to_numpy(self, index: int | None = None) -> Any:
         """The selected equation (or row ``index``) as a numpy function ``f(X)`` of the same ``X``
@@ -571,43 +579,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "expression_")
         return export_function(self.expressions_[self._row(index)], list(self._feature_index), backend)
 
-    def plot_front(self, ax: Any = None, target: str = "y") -> Any:
+    def plot_front(self, ax: Any = None, target: str | None = None) -> Any:
         """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.
 
-        Needs matplotlib (``pip install dgsr[bench]`` or ``pip install matplotlib``). Returns the
-        matplotlib Axes; pass ``ax`` to draw into an existing figure.
+        ``target`` names y in the label (default: the target's name at ``fit``, ``target_name_``).
+        Returns the matplotlib Axes; pass ``ax`` to draw into an existing figure.
         """
         check_is_fitted(self, "expression_")
         try:
-            import matplotlib.pyplot as plt
-        except ImportError as err:  # optional dependency: say how to get it
+            import matplotlib  # noqa: F401
+        except ImportError as err:  # a dependency, but an environment may lack it: say how to get it
             raise ImportError("plot_front needs matplotlib: pip install matplotlib") from err
-        table = self.equations_
-        if ax is None:
-            _, ax = plt.subplots(figsize=(7, 4.5))
-        loss = table["loss"].to_numpy(dtype=float)
-        ylabel = "training MSE"
-        if not np.isfinite(loss).all() or ((loss == 0) & (table["r2"].to_numpy() < 1)).any():
-            # |y| beyond ~1e154 (or below ~1e-162): the MSE leaves the float range, 1 - R² does not
-            loss, ylabel = np.maximum(1.0 - table["r2"].to_numpy(dtype=float), 0.0), "1 - R² (training)"
-        # Exact fits have loss 0: floor them 12 decades below the worst so the log axis stays readable.
-        loss = np.maximum(loss, 1e-12 * max(float(loss.max()), np.finfo(np.float64).tiny))
-        size = table["complexity"].to_numpy()
-        ax.step(size, loss, where="post", color="0.6", zorder=1)
-        ax.scatter(size, loss, color="tab:blue", zorder=2, label="Pareto front")
-        chosen = self.best_index_
-        ax.scatter([size[chosen]], [loss[chosen]], s=120, facecolors="none", edgecolors="tab:red",
-                   linewidths=2, zorder=3, label=f"selected ({self.model_selection})")
-        label = sympy.sstr(round_floats(self.sympy(), 4))
-        ax.annotate(f"{target} = {label}" if len(label) < 60 else f"{target} = {label[:57]}...",
-                    (size[chosen], loss[chosen]), textcoords="offset points", xytext=(-8, 8), fontsize=8,
-                    ha="right")
-        ax.set_yscale("log")
-        ax.set_xlabel("size (nodes)")
-        ax.set_ylabel(ylabel)
-        ax.set_title("Accuracy vs size")
-        ax.legend(loc="upper right", fontsize=8)
-        return ax
+        from .plotting import plot_front
+
+        return plot_front(self, ax, target)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -729,6 +714,6 @@ def _front_table(entries: list[FrontEntry], user_exprs: list[Expression], scalin
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         expr = simplify(raw, timeout=cap) if cap > 0.05 else raw
         rows.append({"complexity": e.size, "loss": scaling.unscale_loss(e.mse), "r2": e.r2, "score": float(score),
-                     "equation": str(round_floats(expr, _DIGITS)), "sympy": expr,
+                     "equation": equation_text(expr, _DIGITS), "sympy": expr,
                      "simplified_size": complexity(expr)})
-    return pd.DataFrame(rows, columns=["complexity", "loss", "r2", "score", "equation", "sympy", "simplified_size"])
+    return FrontTable(rows, columns=["complexity", "loss", "r2", "score", "equation", "sympy", "simplified_size"])

@@ -97,14 +97,25 @@ def time_cap(seconds: float) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
 
 
-def round_floats(expr, decimals: int = 6):
-    """Round every Float in ``expr`` to ``decimals`` decimal places (SRBench rounds to 6)."""
+def round_floats(expr, decimals: int = 6, *, keep_nonzero: bool = False):
+    """Round every Float in ``expr`` to ``decimals`` decimal places (SRBench rounds to 6).
+
+    ``keep_nonzero``: a nonzero Float that would round to 0 (``6.674e-11``) keeps ``decimals``
+    significant digits instead, so rounding never deletes a coefficient (used for the size).
+    """
     import sympy
 
     floats = expr.atoms(sympy.Float)
     if not floats:
         return expr
-    return expr.xreplace({f: sympy.Float(round(float(f), decimals)) for f in floats})
+
+    def rounded(f):
+        value = round(float(f), decimals)
+        if keep_nonzero and value == 0.0 and float(f) != 0.0:
+            value = float(f"{float(f):.{decimals}g}")
+        return sympy.Float(value)
+
+    return expr.xreplace({f: rounded(f) for f in floats})
 
 
 def node_count(expr) -> int:
@@ -134,7 +145,8 @@ def model_size(expr, seconds: float = 5.0) -> int:
     simplified = simplify_capped(expr, seconds)
     if not isinstance(simplified, sympy.Basic):  # not even converted to SymPy within the cap
         raise TimeCapExceeded(f"the model did not convert to SymPy within the {seconds:g} s time cap")
-    return node_count(round_floats(simplified))
+    # A tiny coefficient (G = 6.674e-11) is part of the model: rounding it to 0 would make a law size 1.
+    return node_count(round_floats(simplified, keep_nonzero=True))
 
 
 def _numeric(expr):

@@ -176,9 +176,11 @@ def plot_pareto(summary: pd.DataFrame, path: Path) -> Path | None:
 def learning_curves(df: pd.DataFrame, grid_points: int = 100) -> tuple[np.ndarray, dict[str, tuple]]:
     """Mean and 95% CI of best train R² (clipped at 0) on a shared log grid of evaluations, per label.
 
-    Each run's curve is a step function (best so far); before its first point a run is left out, after
-    its last point it keeps its final value. Grid points past the median run's last evaluation are NaN,
-    so a curve ends where most of its runs ended.
+    Each run's curve is a step function (best so far); before its first point a run counts as 0 (it
+    has found nothing yet: leaving it out would let the mean drop when it enters with a low value),
+    after its last point it keeps its final value, so every run is in every mean and the mean never
+    goes down. Grid points past the median run's last evaluation are NaN, so a curve ends where
+    most of its runs ended.
     """
     runs = df[df["ok"] & df["curve"].apply(lambda c: isinstance(c, list) and len(c) > 0)]
     if runs.empty:
@@ -198,7 +200,7 @@ def learning_curves(df: pd.DataFrame, grid_points: int = 100) -> tuple[np.ndarra
             v = np.array([np.nan if p[1] is None else p[1] for p in curve], float)
             v = np.fmax.accumulate(np.clip(np.nan_to_num(v, nan=0.0), 0.0, 1.0))  # best so far, floor 0
             pos = np.searchsorted(e, grid, side="right") - 1
-            table.append(np.where(pos >= 0, v[np.clip(pos, 0, None)], np.nan))
+            table.append(np.where(pos >= 0, v[np.clip(pos, 0, None)], 0.0))
         values = np.vstack(table)
         n = np.sum(~np.isnan(values), axis=0)
         with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():

@@ -1,0 +1,121 @@
+"""How formulas and the Pareto front look in text: one number format, one table layout.
+
+Every constant shown as text (``equations_``, the CLI table, LaTeX, plot labels, bench reports)
+goes through :func:`format_number`: ``digits`` significant digits, trailing zeros dropped, never
+a bare trailing point (``1197``, not ``1197.`` or ``1197.0``). ``FrontTable`` is the type of
+``SymbolicRegressor.equations_``: a DataFrame whose text form puts the equation first and wraps
+it to the terminal's width, so ``print(est.equations_)`` is readable in 80 columns.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import textwrap
+from typing import Any, ClassVar
+
+import pandas as pd
+import sympy
+from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
+
+#: Significant digits of constants in every text display.
+DIGITS = 4
+
+
+def format_number(value: float, digits: int = DIGITS) -> str:
+    """``value`` to ``digits`` significant digits: ``6.674e-11``, ``1197``, ``0.5``, ``-3.142``."""
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    text = f"{value:.{digits}g}"
+    if "e" in text:  # 6.674e-11 and 1.2e+05 rather than Python's padded exponents
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return "0" if text in ("-0", "0") else text
+
+
+class _TextPrinter(StrPrinter):
+    def __init__(self, digits: int):
+        super().__init__()
+        self.digits = digits
+
+    def _print_Float(self, expr: sympy.Float) -> str:
+        return format_number(float(expr), self.digits)
+
+
+class _LatexPrinter(LatexPrinter):
+    def __init__(self, digits: int):
+        super().__init__()
+        self.digits = digits
+
+    def _print_Float(self, expr: sympy.Float) -> str:
+        text = format_number(float(expr), self.digits)
+        if "e" in text:
+            mantissa, exponent = text.split("e")
+            return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
+        return text
+
+
+def equation_text(expr: sympy.Expr, digits: int = DIGITS) -> str:
+    """Plain-text formula with constants to ``digits`` significant digits."""
+    return _TextPrinter(digits).doprint(expr)
+
+
+def equation_latex(expr: sympy.Expr, digits: int = DIGITS) -> str:
+    """LaTeX formula with constants to ``digits`` significant digits."""
+    return _LatexPrinter(digits).doprint(expr)
+
+
+# The numeric columns of the text form, after the equation: (column, header, format).
+_NUMERIC = (("complexity", "complexity", "{:d}"), ("loss", "loss", "number"), ("r2", "r2", "{:.6f}"),
+            ("score", "score", "{:.3f}"))
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if fmt == "number":
+        return format_number(value)
+    return fmt.format(int(value) if fmt == "{:d}" else float(value))
+
+
+def format_front(table: pd.DataFrame, width: int | None = None, selected: int | None = None) -> str:
+    """The front as text: row number, equation (wrapped), then complexity, loss, r2 and score.
+
+    ``width`` defaults to the terminal's (80 when unknown); ``selected`` marks that row with ``→``.
+    """
+    if width is None:
+        width = shutil.get_terminal_size((80, 24)).columns
+    cols = [(name, header, fmt) for name, header, fmt in _NUMERIC if name in table.columns]
+    cells = [[_cell(v, fmt) for v in table[name]] for name, _, fmt in cols]
+    widths = [max([len(header)] + [len(c) for c in column]) for (_, header, _), column in zip(cols, cells)]
+    index = [("→" if i == selected else " ") + str(i) for i in range(len(table))]
+    index_w = max([2] + [len(s) for s in index])
+    numeric_w = sum(w + 2 for w in widths)
+    eq_w = max(width - index_w - 2 - numeric_w, 20)
+    header = f"{'':<{index_w}}  {'equation':<{eq_w}}" + "".join(
+        f"  {h:>{w}}" for (_, h, _), w in zip(cols, widths))
+    lines = [header.rstrip()]
+    equations = table["equation"].astype(str).tolist() if "equation" in table.columns else [""] * len(table)
+    for i, eq in enumerate(equations):
+        wrapped = textwrap.wrap(eq, eq_w, subsequent_indent="  ", break_long_words=True,
+                                break_on_hyphens=False) or [""]
+        numbers = "".join(f"  {column[i]:>{w}}" for column, w in zip(cells, widths))
+        lines.append(f"{index[i]:<{index_w}}  {wrapped[0]:<{eq_w}}{numbers}".rstrip())
+        lines.extend(f"{'':<{index_w}}  {part}" for part in wrapped[1:])
+    return "\n".join(lines)
+
+
+class FrontTable(pd.DataFrame):
+    """``equations_``: a DataFrame whose ``print`` shows the equation first, wrapped (see
+    :func:`format_front`); selections and copies are plain DataFrames again."""
+
+    _metadata: ClassVar[list[str]] = ["selected_row"]
+
+    @property
+    def _constructor(self) -> Any:
+        return pd.DataFrame
+
+    def __repr__(self) -> str:
+        return format_front(self, selected=getattr(self, "selected_row", None))
+
+    __str__ = __repr__
