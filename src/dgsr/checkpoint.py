@@ -2,22 +2,35 @@
 
 * **Model weights** (what ``policy=`` accepts and what ships under ``src/dgsr/weights/``): one
   safetensors file; its metadata holds the :class:`~dgsr.model.ModelConfig` as JSON
-  (``dgsr_config``), a format tag, free-form training facts, and ``dgsr_sha256``, the SHA-256 of
-  the tensors (names, dtypes, shapes and bytes in name order) checked on every load. A file-level
+  (``dgsr_config``), a format tag, free-form training facts, ``dgsr_sha256``, the SHA-256 of
+  the tensors (names, dtypes, shapes and bytes in name order), and ``dgsr_meta_sha256``, the
+  SHA-256 of the other metadata fields and that tensor digest, so that a changed config (one
+  character of ``n_heads``) is caught as surely as a changed weight; both are checked on every
+  load (files written before the metadata digest existed load with a warning, unless a sidecar
+  checksum covers the whole file). A file-level
   checksum beside the file (``<name>.sha256``, as ``sha256sum`` writes it) is checked too when
   present. Missing, truncated or altered files raise :class:`CheckpointError` (or
   ``FileNotFoundError``) with a message that names the file.
-* **Training checkpoints** (``training/ckpt/``, never shipped): model + optimizer + scheduler +
-  RNG states + step, written atomically (temporary file + rename) so an interrupted write never
-  leaves a broken checkpoint, and a resumed run continues at the same step with the same state.
+* **Training checkpoints** (``ckpt.pt`` of ``dgsr pretrain``, ``state.pt`` of ``dgsr search``;
+  never shipped): model + optimizer + scheduler + RNG states + step, written atomically
+  (temporary file + rename) so an interrupted write never leaves a broken checkpoint, and a
+  resumed run continues at the same step with the same state. The file is a short header (a
+  format tag and the SHA-256 of the rest) followed by ``torch.save``'s bytes; the checksum is
+  verified before anything is unpickled, so a corrupted file is never resumed (and re-saved with
+  a fresh, valid checksum). ``ckpt.pt`` is read with ``torch.load(weights_only=True)``;
+  ``state.pt`` holds the search's own objects (archives, datasets) and needs full unpickling:
+  like a pickle, resume only files you wrote or trust.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import pickle
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +54,17 @@ def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
         t = tensors[name].detach().cpu().contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
         h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+_META_DIGEST = "dgsr_meta_sha256"
+
+
+def metadata_sha256(metadata: dict[str, str]) -> str:
+    """SHA-256 over every metadata field but the digest itself (names and values, in name order)."""
+    h = hashlib.sha256()
+    for key in sorted(k for k in metadata if k != _META_DIGEST):
+        h.update(f"{len(key)}:{key}={len(metadata[key])}:{metadata[key]}|".encode())
     return h.hexdigest()
 
 
@@ -78,6 +102,7 @@ def save_model(model: PolicyModel, path: str | os.PathLike, *, info: dict[str, A
     digest = tensors_sha256(tensors)
     metadata = {"format": FORMAT, "dgsr_config": json.dumps(model.config.to_dict()),
                 "dgsr_sha256": digest, "dgsr_info": json.dumps(info or {})}
+    metadata[_META_DIGEST] = metadata_sha256(metadata)
     _atomic(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
     if write_sha256_file:
         line = f"{file_sha256(path)}  {path.name}\n"
@@ -118,6 +143,13 @@ def load_model(path: str | os.PathLike, *, device: str | torch.device = "cpu") -
     meta = read_metadata(path)
     if meta.get("format") != FORMAT or "dgsr_config" not in meta:
         raise CheckpointError(f"{path} is not a dgsr policy checkpoint (no dgsr model config in its metadata)")
+    if _META_DIGEST in meta:
+        if meta[_META_DIGEST] != metadata_sha256(meta):
+            raise CheckpointError(f"{path}: metadata checksum mismatch (the stored config or facts were changed); "
+                                  "the file is corrupt")
+    elif not sidecar.is_file():
+        warnings.warn(f"{path} has no metadata checksum (written by an older dgsr): its config is not verified; "
+                      "re-save it with dgsr.checkpoint.save_model to add one.", UserWarning, stacklevel=2)
     try:
         config = ModelConfig.from_dict(json.loads(meta["dgsr_config"]))
         info = json.loads(meta.get("dgsr_info", "{}"))
@@ -144,18 +176,58 @@ def _existing(path: str | os.PathLike) -> Path:
 
 
 # ---------------------------------------------------------------------- training checkpoints
+_STATE_MAGIC = b"dgsr-training-state-1\n"
+
+
 def save_training_state(path: str | os.PathLike, state: dict[str, Any]) -> None:
-    """Atomically write a training checkpoint (model/optimizer/scheduler state dicts, RNG, step, ...)."""
-    _atomic(Path(path), lambda tmp: torch.save(state, tmp))
+    """Atomically write a training checkpoint (model/optimizer/scheduler state dicts, RNG, step, ...)
+    behind a header holding the SHA-256 of the serialised state."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    payload = buffer.getvalue()
+    header = _STATE_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n"
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(header)
+            fh.write(payload)
+
+    _atomic(Path(path), write)
 
 
-def load_training_state(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_training_state`."""
+def load_training_state(path: str | os.PathLike, *, weights_only: bool = True) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_training_state`, checksum first.
+
+    ``weights_only=False`` unpickles arbitrary objects (the search's ``state.pt``): only for
+    files you wrote or trust, as with any pickle.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    CheckpointError
+        Unreadable, truncated or corrupted (checksum mismatch), or (with ``weights_only``) it
+        holds objects other than tensors and plain containers.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"training checkpoint not found: {path}")
+    data = path.read_bytes()
+    if data.startswith(_STATE_MAGIC):
+        digest, _, payload = data[len(_STATE_MAGIC):].partition(b"\n")
+        if hashlib.sha256(payload).hexdigest().encode() != digest:
+            raise CheckpointError(f"{path}: checksum mismatch; the checkpoint is corrupt or was changed "
+                                  "(resume from an intact copy, or start again)")
+    else:  # written before checksums existed
+        warnings.warn(f"{path} has no checksum (written by an older dgsr); it is read unverified.",
+                      UserWarning, stacklevel=2)
+        payload = data
     try:
-        # our own files only: they hold numpy RNG states and plain dicts besides tensors
-        return torch.load(path, map_location="cpu", weights_only=False)
+        return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=weights_only)
+    except pickle.UnpicklingError as err:
+        if weights_only:
+            raise CheckpointError(f"{path} holds objects other than tensors and plain data; refusing to "
+                                  f"unpickle them ({str(err).splitlines()[0]})") from None
+        raise CheckpointError(f"{path}: cannot read the training checkpoint ({err})") from err
     except Exception as err:  # torch raises several unrelated types for a broken file
         raise CheckpointError(f"{path}: cannot read the training checkpoint ({err})") from err

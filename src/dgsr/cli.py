@@ -31,6 +31,7 @@ import importlib
 import os
 import pickle
 import sys
+import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,10 +66,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dgsr: interrupted", file=sys.stderr)
         return 130
-    except (CLIError, ValueError, OSError, KeyError, pickle.UnpicklingError) as err:
+    except (CLIError, ValueError, OSError, KeyError, IndexError, pickle.UnpicklingError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"dgsr: error: {message}", file=sys.stderr)
         return 2
+    except Exception as err:  # a bug: still one line (DGSR_TRACEBACK=1 shows where)
+        if os.environ.get("DGSR_TRACEBACK"):
+            raise
+        print(f"dgsr: error: {type(err).__name__}: {err} (set DGSR_TRACEBACK=1 for the traceback)",
+              file=sys.stderr)
+        return 1
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -142,12 +149,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if df.shape[1] < 2:
         raise CLIError(f"{path} needs at least one input column besides the target {target!r}")
     X, y = df.drop(columns=[target]), df[target]
+    out = Path(args.out)
+    check_writable_folder(out, "--out")  # before the search, not after it
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet)
-    est.fit(X, y)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
     front_csv = out / "front.csv"
     _atomic_write(front_csv, lambda fh: front_frame(est).to_csv(fh, index=False), text=True)
     _atomic_write(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
@@ -160,6 +167,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"stopped by {est.stop_reason_} after {est.n_evaluations_:,.0f} evaluations; "
           f"wrote {', '.join(written)}")
     return 0
+
+
+def check_writable_folder(folder: Path, option: str) -> None:
+    """Create ``folder`` if needed and check that a file can be written in it (CLIError if not)."""
+    if folder.exists() and not folder.is_dir():
+        raise CLIError(f"{option} {folder} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".dgsr-write-test"):
+            pass
+    except OSError as err:
+        raise CLIError(f"cannot write in {option} folder {folder}: {err.strerror or err}") from None
 
 
 def _write_plot(est: Any, target: str, path: Path) -> bool:

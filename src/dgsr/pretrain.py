@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -371,15 +372,25 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
           max_seconds: float | None = None, init: str | Path | None = None) -> dict[str, Any]:
     """Train until ``steps`` total steps (or ``max_seconds``); returns the last logged record.
 
-    ``resume`` continues exactly from ``out/ckpt.pt``. ``init`` (when not resuming) starts from a
-    model file's weights (e.g. the shipped ones) with a fresh optimizer, at the step recorded in
-    the file, so the data stream continues where that run stopped instead of repeating it.
+    ``resume`` continues exactly from ``out/ckpt.pt`` (checksum verified; ``log.jsonl`` is cut
+    back to the checkpoint's step, so the steps redone after a crash are logged once). ``init``
+    (when not resuming) starts from a model file's weights (e.g. the shipped ones) with a fresh
+    optimizer, at the step recorded in the file, so the data stream continues where that run
+    stopped instead of repeating it. A new run seeds torch from ``config.seed`` (weight
+    initialisation, dropout), so equal seeds give identical runs; it refuses an ``out`` that
+    already holds a run (``FileExistsError``) rather than mixing two runs' logs.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     ckpt_path = out / "ckpt.pt"
+    log_path = out / "log.jsonl"
     step = 0
+    if not (resume and ckpt_path.is_file()):
+        if ckpt_path.exists() or log_path.exists():
+            raise FileExistsError(f"{out} already holds a pre-training run (ckpt.pt or log.jsonl): pass "
+                                  "--resume to continue it, or choose another --out")
+        torch.manual_seed(config.seed)  # weight init and dropout: equal seeds give equal runs
     if resume and ckpt_path.is_file():
         state = load_training_state(ckpt_path)
         config = TrainConfig(**state["train_config"])
@@ -389,6 +400,7 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
         optimizer.load_state_dict(state["optimizer"])
         step = int(state["step"])
         torch.set_rng_state(state["torch_rng"])
+        _truncate_log(log_path, step)
     elif init is not None:
         config = resolve_data(config)
         model, info = init_model(init, _wanted_model(config, model_config), dev)
@@ -404,7 +416,6 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, config), last_epoch=step - 1)
     val = validation_batches(config)
     val_permuted = validation_batches(config, permute_y=True)
-    log_path = out / "log.jsonl"
     start, record = time.time(), {}
     model.train()
     while step < steps:
@@ -439,6 +450,23 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
     if progress:
         print(file=sys.stderr)
     return record
+
+
+def _truncate_log(path: Path, step: int) -> None:
+    """Keep the log lines up to ``step`` (the checkpoint's): later ones are redone by the resume.
+    A torn last line (a crash mid-write) is dropped too."""
+    if not path.is_file():
+        return
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            if int(json.loads(line)["step"]) <= step:
+                kept.append(line)
+        except (ValueError, KeyError, TypeError):
+            continue
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(f"{line}\n" for line in kept))
+    os.replace(tmp, path)
 
 
 def _wanted_model(config: TrainConfig, model_config: ModelConfig | None) -> ModelConfig:
@@ -528,6 +556,12 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)  # a CLI process of its own: setting it globally is fine
     ModelConfig.preset(args.config)  # fail early on an unknown name
+    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--eval-every", args.eval_every),
+                        ("--val-examples", args.val_examples), ("--points", args.points)):
+        if value < 1:
+            raise ValueError(f"{flag} must be a positive integer, got {value}")
+    if not args.lr > 0:
+        raise ValueError(f"--lr must be positive, got {args.lr}")
     config = TrainConfig(model=args.config, batch_size=args.batch_size, lr=args.lr, seed=args.seed, data=args.data,
                          eval_every=args.eval_every, checkpoint_every=args.eval_every,
                          val_examples=args.val_examples, n_points=args.points,

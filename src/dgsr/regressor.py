@@ -217,6 +217,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """
         start = time.perf_counter()
         validate_params(self)
+        self._interrupted = False  # set by the first Ctrl-C (see _note_interrupt)
         previous = self._warm_state()
         data = validate_training_data(self, X, y)
         root = _root_rng(self.random_state)
@@ -287,8 +288,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if self.validation_loss_ is not None:
             self.validation_loss_ = np.array([self._scaling.unscale_loss(v) for v in self.validation_loss_])
         self.expressions_ = [self._scaling.to_user(e.expression) for e in entries]
-        self.equations_ = _front_table(entries, self.expressions_, self._scaling, names,
-                                       self._simplify_seconds(start))
+        seconds = 0.0 if self._interrupted else self._simplify_seconds(start)
+        try:
+            self.equations_ = _front_table(entries, self.expressions_, self._scaling, names, seconds)
+        except KeyboardInterrupt:
+            if self._interrupted:
+                raise
+            self._note_interrupt("simplification", "the constants are final")
+            self.equations_ = _front_table(entries, self.expressions_, self._scaling, names, 0.0)
         self.expression_ = self.expressions_[self.best_index_]
         self.equations_.selected_row = self.best_index_
         return self
@@ -385,6 +392,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             else None
         if linear is not None:  # the front then never loses to linear regression (DESIGN: model selection)
             candidates.append(linear)
+        if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see _note_interrupt)
+            self._note_interrupt("the search", "constants are not refitted on all rows")
         entries = _pareto(self._polish(candidates, columns, y, polish_rng, start, w))
         if split is None:
             return entries, None
@@ -399,6 +408,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.validation_loss_ = errors.mean(axis=1)
         self._validation_errors = errors
         return entries, chosen
+
+    def _note_interrupt(self, where: str, consequence: str) -> None:
+        """Record a first Ctrl-C: the rest of ``fit`` skips polishing and simplification (so a
+        second Ctrl-C, caught by no one, aborts at once) and says so."""
+        self._interrupted = True
+        self.stop_reason_ = "interrupted"
+        warnings.warn(f"Interrupted (Ctrl-C) during {where}: returning the best result reached so far; "
+                      f"{consequence} and the equations are not simplified. Press Ctrl-C again to abort.",
+                      UserWarning, stacklevel=4)
 
     def _run_search(self, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, rng: np.random.Generator,
                     budget: Any, previous: Any, on_progress: Any, w: np.ndarray | None = None) -> Any:
@@ -429,28 +447,36 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             evals_left = self.max_evaluations - self.n_evaluations_
         entries = []
         for i, expr in enumerate(exprs):
-            time_left = math.inf
-            if self.max_time is not None:
-                time_left = self.max_time - (time.perf_counter() - start)
-            if expr.n_constants and evals_left >= 2 and time_left > 0:
-                cap = min(_POLISH_SECONDS, time_left / (len(exprs) - i))
+            if not self._interrupted:
                 try:
-                    fit = fit_constants(expr, columns, y, rng=rng, time_limit=cap, batch_size=columns.shape[1],
-                                        y_var=y_var, max_iter=int(min(200, max(evals_left / 2, 1))),
-                                        max_evaluations=evals_left, sample_weight=w)
+                    expr, evals_left = self._polish_one(expr, columns, y, rng, start, w, y_var, evals_left,
+                                                        len(exprs) - i)
                 except KeyboardInterrupt:  # Ctrl-C while polishing: keep what was searched
-                    evals_left = 0
-                else:
-                    evals_left -= fit.evaluations
-                    self.n_evaluations_ += fit.evaluations
-                    if fit.improved and fit.r2 > -math.inf:
-                        expr = fit.expression
-            if expr.n_constants and evals_left >= 2 * expr.n_constants + 2:  # tidy_constants's most
-                expr, spent = tidy_constants(expr, columns, y, w=w)
-                evals_left -= spent
-                self.n_evaluations_ += spent
+                    self._note_interrupt("constant polishing", "the remaining constants are as the search found them")
             entries.append(_entry(expr, columns, y, y_var, w))
         return [e for e in entries if math.isfinite(e.mse)]
+
+    def _polish_one(self, expr: Expression, columns: np.ndarray, y: np.ndarray, rng: np.random.Generator,
+                    start: float, w: np.ndarray | None, y_var: float, evals_left: float,
+                    n_left: int) -> tuple[Expression, float]:
+        """Refit and tidy one expression's constants; returns it and the evaluations left."""
+        time_left = math.inf
+        if self.max_time is not None:
+            time_left = self.max_time - (time.perf_counter() - start)
+        if expr.n_constants and evals_left >= 2 and time_left > 0:
+            cap = min(_POLISH_SECONDS, time_left / n_left)
+            fit = fit_constants(expr, columns, y, rng=rng, time_limit=cap, batch_size=columns.shape[1],
+                                y_var=y_var, max_iter=int(min(200, max(evals_left / 2, 1))),
+                                max_evaluations=evals_left, sample_weight=w)
+            evals_left -= fit.evaluations
+            self.n_evaluations_ += fit.evaluations
+            if fit.improved and fit.r2 > -math.inf:
+                expr = fit.expression
+        if expr.n_constants and evals_left >= 2 * expr.n_constants + 2:  # tidy_constants's most
+            expr, spent = tidy_constants(expr, columns, y, w=w)
+            evals_left -= spent
+            self.n_evaluations_ += spent
+        return expr, evals_left
 
     def _allowed_operators(self) -> tuple[str, ...] | None:
         """The Table 1 operators the search may use (None: all), from the three operator parameters."""

@@ -18,7 +18,6 @@ process pool.
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,8 @@ def add_subparser(subparsers: Any) -> None:
                    help="local: this process or a local process pool; ray: Ray actors")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
     p.add_argument("--workers", type=int, default=1, help="search workers (default: 1)")
-    p.add_argument("--resume", action="store_true", help="continue from OUT/state.pt")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/state.pt (an error if there is none)")
+    p.add_argument("--force", action="store_true", help="start a new run even if OUT holds one (replacing its log)")
     p.add_argument("--synthetic", type=int, default=0, help="synthetic datasets mixed into the queue (default: 0)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--iterations", type=int, default=1000, help="MCTS iterations per trial (default: 1000)")
@@ -58,7 +58,8 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--steps-per-trial", type=int, default=4, help="trainer steps after each trial (default: 4)")
     p.add_argument("--batch-size", type=int, default=32, help="trainer batch size (default: 32)")
     p.add_argument("--lr", type=float, default=1e-4, help="trainer learning rate (default: 1e-4)")
-    p.add_argument("--checkpoint-every", type=int, default=5, help="trials between checkpoints (default: 5)")
+    p.add_argument("--checkpoint-every", type=int, default=5,
+                   help="trials between checkpoints (default: 5; also at least every 60 s of trials)")
     p.add_argument("--device", default="cpu", help="torch device of the trainer (default: cpu)")
     p.add_argument("--quiet", action="store_true", help="no line per trial")
     p.set_defaults(func=run)
@@ -137,7 +138,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     resuming = args.resume and (out / STATE_FILE).is_file()
     if args.resume and not resuming:
-        print(f"dgsr search: no {out / STATE_FILE} to resume; starting a new run", file=sys.stderr)
+        raise CLIError(f"nothing to resume: {out / STATE_FILE} does not exist (drop --resume to start a new run)")
+    if args.resume and args.force:
+        raise CLIError("--resume and --force contradict each other")
+    if not resuming and not args.force and any((out / f).exists() for f in (STATE_FILE, "log.jsonl")):
+        raise CLIError(f"{out} already holds a run: pass --resume to continue it, --force to replace it, "
+                       "or choose another --out")
     if not resuming and not args.data and args.synthetic <= 0:
         raise CLIError("give one or more data files (or --synthetic N)")
     if args.workers < 1:
@@ -167,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_online(datasets, model=model, config=config, trainer_config=trainer_config,
                             backend=args.backend, workers=args.workers, address=args.address, out=out,
                             resume=resuming, max_time=args.time, max_trials=args.trials, device=args.device,
-                            on_trial=show)
+                            on_trial=show, force=args.force)
     except ImportError as err:
         raise CLIError(f"{err}; `pip install ray` for --backend ray") from None
     _summary(result, out)

@@ -449,7 +449,10 @@ def drive(controller: Controller, trainer: Any, executor: Any, *, max_time: floa
             return False
         return max_time is None or time_left() > 0
 
+    last_checkpoint = [time.perf_counter()]
+
     def checkpoint() -> None:
+        last_checkpoint[0] = time.perf_counter()
         if out is not None:
             controller_elapsed = controller.elapsed_before
             controller.elapsed_before = elapsed()
@@ -486,7 +489,9 @@ def drive(controller: Controller, trainer: Any, executor: Any, *, max_time: floa
                         fh.write(json.dumps(line) + "\n")
                 if on_trial is not None:
                     on_trial(line)
-                if controller.completed % config.checkpoint_every == 0:
+                every = getattr(config, "checkpoint_seconds", math.inf)  # states saved before it existed
+                if (controller.completed % config.checkpoint_every == 0
+                        or time.perf_counter() - last_checkpoint[0] >= every):
                     checkpoint()
     except KeyboardInterrupt:
         reason = "interrupted"
@@ -565,7 +570,7 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
                out: str | os.PathLike | None = None, resume: bool = False, max_time: float | None = None,
                max_trials: int | None = None, device: str = "cpu", ray_cpus: int | None = None,
                on_trial: Callable[[dict], Any] | None = None,
-               on_dispatch: Callable[[dict, TrialSpec], Any] | None = None) -> OnlineResult:
+               on_dispatch: Callable[[dict, TrialSpec], Any] | None = None, force: bool = False) -> OnlineResult:
     """Expert iteration over ``datasets`` until ``max_time`` seconds or ``max_trials`` trials.
 
     Parameters
@@ -582,7 +587,11 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
     out:
         Folder of ``state.pt``, ``policy.safetensors``, ``log.jsonl`` and ``results/``.
     resume:
-        Continue from ``out/state.pt`` (the datasets, model and configs stored there win).
+        Continue from ``out/state.pt`` (the datasets, model and configs stored there win);
+        ``log.jsonl`` is rewritten to the checkpoint's trials (later ones are run again).
+    force:
+        Start a new run in an ``out`` that holds one (its log is replaced); without it that is
+        a ``FileExistsError``.
     ray_cpus:
         CPUs of a local Ray instance started here (default: ``workers``).
     on_trial, on_dispatch:
@@ -601,6 +610,8 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
         controller = Controller.from_state_dict(state["controller"])
         trainer = OnlineTrainer.from_state_dict(state["trainer"], device=device)
         torch.set_rng_state(state["torch_rng"])
+        # Trials logged after the checkpoint are lost with the crash and run again: log them once.
+        _atomic_text(out_path / "log.jsonl", "".join(json.dumps(line) + "\n" for line in controller.log))
     else:
         if model is None:
             raise ValueError("a model is needed to start a run (resume needs OUT/state.pt)")
@@ -612,6 +623,10 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
                          (trainer.buffers.critic, config.critic_capacity)):
             buf.load_state_dict({"capacity": cap, "items": [], "total_added": 0})
         if out_path is not None:
+            taken = [f for f in (STATE_FILE, "log.jsonl") if (out_path / f).exists()]
+            if taken and not force:
+                raise FileExistsError(f"{out_path} already holds a run ({', '.join(taken)}): pass --resume to "
+                                      "continue it, --force to replace it, or choose another --out")
             out_path.mkdir(parents=True, exist_ok=True)
             (out_path / "log.jsonl").unlink(missing_ok=True)
     learn = controller.config.learn

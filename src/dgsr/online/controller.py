@@ -66,6 +66,9 @@ class OnlineConfig:
         Rows of a synthetic dataset.
     checkpoint_every:
         Completed trials between checkpoints of the whole learning state.
+    checkpoint_seconds:
+        Also checkpoint at the first completed trial once this many seconds have passed since
+        the last checkpoint, so slow trials never leave minutes of work unsaved.
     seed:
         Seeds the controller's draws.
     mutation_capacity, critic_capacity:
@@ -89,6 +92,7 @@ class OnlineConfig:
     synthetic: int = 0
     synthetic_points: int = 200
     checkpoint_every: int = 5
+    checkpoint_seconds: float = 60.0
     seed: int = 0
     mutation_capacity: int = 20_000
     critic_capacity: int = 20_000

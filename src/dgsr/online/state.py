@@ -37,7 +37,7 @@ def load_state(path: str | os.PathLike) -> dict[str, Any]:
     """Read a state written by :func:`save_state` (raises ``FileNotFoundError`` or ``CheckpointError``)."""
     from ..checkpoint import CheckpointError
 
-    state = load_training_state(path)
+    state = load_training_state(path, weights_only=False)  # the search's own objects: trusted input
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a dgsr online-learning state")
     return state

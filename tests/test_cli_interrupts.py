@@ -1,0 +1,132 @@
+"""``dgsr fit`` under Ctrl-C and with a bad --out; every subcommand's bad arguments end in one
+line and a non-zero status (issue 11, items 3, 4 and 8)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dgsr import cli, regressor, search
+
+pytestmark = pytest.mark.timeout(120, method="thread")
+
+FAST = ["--policy", "random", "--evals", "600", "--time", "30", "--quiet"]
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.uniform(1, 5, 80), "b": rng.uniform(1, 5, 80)})
+    df["y"] = 1.7 * df["a"] * df["b"] + 0.3
+    path = tmp_path / "data.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def _interrupt(*_args, **_kwargs):
+    raise KeyboardInterrupt
+
+
+def _fit_and_check(path, out, capsys) -> str:
+    assert cli.main(["fit", str(path), "--out", str(out), *FAST]) == 0
+    err = capsys.readouterr().err
+    assert "Interrupted (Ctrl-C)" in err and "best result reached so far" in err
+    est = pickle.loads((out / "model.pkl").read_bytes())
+    assert est.stop_reason_ == "interrupted"
+    front = pd.read_csv(out / "front.csv")
+    assert front["selected"].sum() == 1
+    return err
+
+
+def test_ctrl_c_during_simplification_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
+    monkeypatch.setattr(regressor, "simplify", _interrupt)
+    err = _fit_and_check(table, tmp_path / "run", capsys)
+    assert "during simplification" in err
+
+
+def test_ctrl_c_during_polishing_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
+    monkeypatch.setattr(regressor, "fit_constants", _interrupt)
+    calls = []
+    monkeypatch.setattr(regressor, "simplify", lambda e, timeout: calls.append(e) or e)
+    err = _fit_and_check(table, tmp_path / "run", capsys)
+    assert "during constant polishing" in err
+    assert not calls  # the rest of the fit skipped simplification
+
+
+def test_ctrl_c_during_tidying_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
+    monkeypatch.setattr(regressor, "tidy_constants", _interrupt)
+    _fit_and_check(table, tmp_path / "run", capsys)
+
+
+def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys, monkeypatch):
+    real = search._Trial.iterate
+    count = [0]
+
+    def iterate(self, fit):
+        count[0] += 1
+        if count[0] == 30:
+            raise KeyboardInterrupt
+        return real(self, fit)
+
+    monkeypatch.setattr(search._Trial, "iterate", iterate)
+    monkeypatch.setattr(regressor, "fit_constants", lambda *a, **k: pytest.fail("polished after Ctrl-C"))
+    err = _fit_and_check(table, tmp_path / "run", capsys)
+    assert "during the search" in err
+
+
+def test_a_second_ctrl_c_aborts_at_once(tmp_path, table, capsys, monkeypatch):
+    monkeypatch.setattr(regressor, "fit_constants", _interrupt)  # first Ctrl-C: polishing
+    monkeypatch.setattr(regressor, "complexity", _interrupt)  # second: while building the table
+    out = tmp_path / "run"
+    assert cli.main(["fit", str(table), "--out", str(out), *FAST]) == 130
+    assert not (out / "model.pkl").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "under_file"])
+def test_bad_out_is_an_error_before_the_search(tmp_path, table, capsys, monkeypatch, kind):
+    blocker = tmp_path / "taken"
+    blocker.write_text("x")
+    out = blocker if kind == "file" else blocker / "sub"
+    monkeypatch.setattr(regressor.SymbolicRegressor, "fit", lambda *a, **k: pytest.fail("searched first"))
+    assert cli.main(["fit", str(table), "--out", str(out), *FAST]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dgsr: error:") and "--out" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.fixture
+def model_file(tmp_path, table):
+    out = tmp_path / "m"
+    assert cli.main(["fit", str(table), "--out", str(out), *FAST]) == 0
+    return out / "model.pkl"
+
+
+def _bad_invocations(tmp, table, model):
+    missing = str(tmp / "missing.csv")
+    return [
+        ["fit", missing], ["fit", str(table), "--time", "-1"], ["fit", str(table), "--evals", "0"],
+        ["fit", str(table), "--target", "nope"], ["fit", str(table), "--policy", "nonsense"],
+        ["fit", "--example", "nope"], ["fit"],
+        ["predict", str(model), str(table), "--index", "99"], ["predict", missing, str(table)],
+        ["predict", str(table), str(table)], ["predict", str(model), missing],
+        ["example", "nope"],
+        ["search", "--workers", "0", str(table)], ["search", missing],
+        ["pretrain", "--steps", "-3", "--out", str(tmp / "pt")],
+        ["data", "--help-me"], ["bench", "--no-such-flag"], ["fit", str(table), "--seed", "x"],
+    ]
+
+
+def test_every_subcommand_with_bad_arguments_ends_in_one_line(tmp_path, table, model_file, capsys):
+    for argv in _bad_invocations(tmp_path, table, model_file):
+        try:
+            status = cli.main(argv)
+        except SystemExit as stop:  # argparse: usage line + one error line, status 2
+            status = stop.code
+        err = capsys.readouterr().err
+        assert status not in (0, None), argv
+        assert "Traceback" not in err, (argv, err)
+        lines = [line for line in err.strip().splitlines() if not line.startswith(("usage:", " "))]
+        assert len(lines) == 1, (argv, err)
+        assert lines[0].startswith(("dgsr: error:", "dgsr ")), (argv, err)
