@@ -130,3 +130,127 @@ def test_real_suite_sizes():
     assert len(list_datasets("blackbox", data)) == 57
     assert len(list_datasets("feynman", data)) == 119
     assert len(list_datasets("strogatz", data)) == 14
+
+
+# ------------------------------------------------------------------ after a pip install (issue 12, item 8)
+def _pmlb_cache(root: Path, names) -> Path:
+    """A cache folder as pmlb's fetch_data leaves it (``pmlb/<name>/<name>.tsv.gz``), from tiny fixtures."""
+    rng = np.random.default_rng(1)
+    for name in names:
+        u, v = rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)
+        _write_gz_tsv(root / "pmlb" / name / f"{name}.tsv.gz", pd.DataFrame({"u": u, "v": v, "target": u - 2 * v}))
+    return root
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the test tried to use the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.mark.timeout(30)
+def test_formula_lists_ship_inside_the_package_and_are_small():
+    from dgsr.bench.datasets import PACKAGED_DATA, QUICK_BLACKBOX, QUICK_FEYNMAN
+
+    files = [PACKAGED_DATA / "feynman" / "equations.tsv", PACKAGED_DATA / "pmlb" / "MANIFEST.tsv"]
+    assert all(f.is_file() and f.stat().st_size < 64 * 1024 for f in files)
+    eq = pd.read_csv(files[0], sep="\t", dtype=str)
+    assert (eq["set"] != "strogatz").sum() == 119 and (eq["set"] == "strogatz").sum() == 14
+    manifest = pd.read_csv(files[1], sep="\t", dtype=str)
+    in_57 = set(manifest.loc[manifest["in_e2e_57"] == "True", "name"])
+    assert len(in_57) == 57 and set(QUICK_BLACKBOX) <= in_57 and set(QUICK_FEYNMAN) <= set(eq["name"])
+    assert not list(PACKAGED_DATA.rglob("*.gz"))  # formula lists and names only, no dataset rows
+
+
+@pytest.mark.timeout(30)
+def test_without_a_data_folder_the_cache_holds_the_packaged_lists(tmp_path, monkeypatch):
+    from dgsr.bench.datasets import quick_datasets
+
+    monkeypatch.delenv("DGSR_DATA", raising=False)
+    monkeypatch.setenv("DGSR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("dgsr.bench.datasets._looks_like_data", lambda path: False)  # no ../shared/data
+    data = resolve_data_dir()
+    assert data == (tmp_path / "cache").resolve()
+    assert len(list_datasets("feynman", data)) == 119 and len(list_datasets("blackbox", data)) == 57
+    assert len(quick_datasets(data)) == 25  # the whole quick subset, black-box files fetched on demand
+    # Feynman needs nothing else: regenerated from the packaged formulas.
+    problem = load_problem(DatasetRef("feynman", "feynman_I_12_11"), data, seed=0)
+    assert problem.X.shape == (10_000, 5) and np.isfinite(problem.y).all()
+
+
+@pytest.mark.timeout(90)
+def test_quick_bench_runs_offline_from_a_pmlb_cache(tmp_path, capsys, no_network):
+    from dgsr.bench.cli import main
+    from dgsr.bench.datasets import QUICK_BLACKBOX
+    from dgsr.bench.runner import RESULTS_FILE, read_rows
+
+    cache = _pmlb_cache(tmp_path / "cache", QUICK_BLACKBOX)
+    # The whole quick plan resolves from the cache, without touching the network.
+    assert main(["--quick", "--cache", str(cache), "--methods", "linear", "--dry-run"]) == 0
+    assert "25 runs; data from" in capsys.readouterr().out
+    out = tmp_path / "res"
+    assert main(["--quick", "--cache", str(cache), "--methods", "linear", "--datasets",
+                 "1030_ERA,228_elusage,feynman_I_12_11", "--time", "1", "--jobs", "1", "--out", str(out),
+                 "--quiet", "--no-report"]) == 0
+    rows = read_rows(out / RESULTS_FILE)
+    assert sorted(r["dataset"] for r in rows) == ["1030_ERA", "228_elusage", "feynman_I_12_11"]
+    assert all(r["status"] == "ok" for r in rows)
+    # The black-box rows are the cached fixtures (target = u - 2v, which a linear model fits exactly).
+    assert all(r["r2_test"] > 0.999 for r in rows if r["suite"] == "blackbox")
+
+
+@pytest.mark.timeout(30)
+def test_real_pmlb_fetch_data_reads_the_cache_offline(tmp_path, no_network):
+    pmlb = pytest.importorskip("pmlb")
+    cache = _pmlb_cache(tmp_path, ["1030_ERA"])
+    df = pmlb.fetch_data("1030_ERA", local_cache_dir=str(cache / "pmlb"))
+    assert list(df.columns) == ["u", "v", "target"] and len(df) == 40
+
+
+@pytest.mark.timeout(30)
+def test_missing_datasets_are_fetched_through_pmlb_into_the_cache(tmp_path, monkeypatch):
+    import types
+
+    from dgsr.bench.datasets import fetch_missing, prepare_cache
+
+    data = prepare_cache(tmp_path / "cache")
+    calls = []
+
+    def fake_fetch_data(name, local_cache_dir=None, **kwargs):  # what pmlb does after a download
+        calls.append((name, local_cache_dir))
+        _pmlb_cache(Path(local_cache_dir).parent, [name])
+
+    monkeypatch.setitem(__import__("sys").modules, "pmlb", types.SimpleNamespace(fetch_data=fake_fetch_data))
+    refs = [DatasetRef("blackbox", "1030_ERA"), DatasetRef("feynman", "feynman_I_12_11")]
+    assert fetch_missing(refs, data) == ["1030_ERA"]
+    assert calls == [("1030_ERA", str(data / "pmlb"))]
+    assert load_problem(refs[0], data).X.shape == (40, 2)
+    assert fetch_missing(refs, data) == [] and len(calls) == 1  # cached: not fetched again
+
+    def offline(name, local_cache_dir=None, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setitem(__import__("sys").modules, "pmlb", types.SimpleNamespace(fetch_data=offline))
+    with pytest.raises(DataNotFound, match=r"228_elusage.*internet.*--data"):
+        fetch_missing([DatasetRef("blackbox", "228_elusage")], data)
+    monkeypatch.setitem(__import__("sys").modules, "pmlb", None)  # pmlb not installed
+    with pytest.raises(DataNotFound, match=r"pip install pmlb"):
+        fetch_missing([DatasetRef("blackbox", "228_elusage")], data)
+
+
+@pytest.mark.timeout(30)
+def test_bench_names_the_missing_extra_before_running(monkeypatch):
+    import importlib.util
+
+    from dgsr.bench.cli import _check_method_packages
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyoperon" else object())
+    with pytest.raises(ValueError, match=r"operon needs pyoperon: pip install 'dgsr\[bench\]'.*--methods dgsr,gplearn"):
+        _check_method_packages(["dgsr", "operon", "gplearn"])
+    _check_method_packages(["dgsr", "gplearn"])  # nothing missing: no error

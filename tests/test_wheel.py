@@ -21,7 +21,8 @@ def test_wheel_contains_and_loads_the_shipped_weights(tmp_path):
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         for needed in ("dgsr/weights/dgsr-small.safetensors", "dgsr/weights/dgsr-small.safetensors.sha256",
-                       "dgsr/weights/MODEL_CARD.md", "dgsr/examples/gravity.csv", "dgsr/data/heldout.jsonl.gz"):
+                       "dgsr/weights/MODEL_CARD.md", "dgsr/examples/gravity.csv", "dgsr/data/heldout.jsonl.gz",
+                       "dgsr/bench/data/feynman/equations.tsv", "dgsr/bench/data/pmlb/MANIFEST.tsv"):
             assert needed in names, needed
         zf.extractall(tmp_path / "site")
     # Load the weights from the unpacked wheel, in a fresh interpreter that cannot see the checkout.

@@ -39,7 +39,10 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=0.0, help="target noise level: 0, 0.001, 0.01 or 0.1")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel, one thread each (default 2)")
     p.add_argument("--out", default="results", help="results folder (runs.jsonl, report.md; default results/)")
-    p.add_argument("--data", default=None, help="data folder (default: $DGSR_DATA, else ../shared/data)")
+    p.add_argument("--data", default=None, help="data folder laid out like SRBench's (default: $DGSR_DATA, "
+                   "else ../shared/data, else the --cache folder)")
+    p.add_argument("--cache", default=None, help="folder for the packaged formula lists and the PMLB datasets "
+                   "fetched with the pmlb package (default: $DGSR_CACHE, else ~/.cache/dgsr/bench)")
     p.add_argument("--datasets", default=None, help="comma-separated dataset names to keep")
     p.add_argument("--limit", type=int, default=None, help="first N datasets of each suite")
     p.add_argument("--quick", action="store_true", help="fixed 15 Feynman + 10 black-box subset, seed 0, 10 s")
@@ -53,19 +56,25 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .datasets import resolve_data_dir
+    from .datasets import DatasetRef, fetch_missing, resolve_data_dir
     from .protocol import NOISE_LEVELS
     from .report import write_report
     from .runner import plan_runs, run_benchmark
 
     if args.noise not in NOISE_LEVELS:
         print(f"note: noise {args.noise} is not one of SRBench's levels {NOISE_LEVELS}", file=sys.stderr)
-    data_dir = resolve_data_dir(args.data)
+    _check_method_packages(_csv(args.methods))
+    data_dir = resolve_data_dir(args.data, args.cache)
     time_s = args.time if args.time is not None else (QUICK_TIME_S if args.quick else STANDARD_TIME_S)
     seeds = _seeds(args.seeds) if args.seeds is not None else ([0] if args.quick else [0, 1, 2])
     specs = plan_runs(data_dir=data_dir, suites=_csv(args.suite), methods=_csv(args.methods), seeds=seeds,
                       time_s=time_s, evals=args.evals, noise=args.noise,
                       datasets=_csv(args.datasets) if args.datasets else None, limit=args.limit, quick=args.quick)
+    # In the main process, before any run: a download failure is one clear message, not 25 failed runs.
+    fetched = fetch_missing(sorted({DatasetRef(s.suite, s.dataset) for s in specs}, key=lambda r: (r.suite, r.name)),
+                            data_dir)
+    if fetched:
+        print(f"fetched {len(fetched)} PMLB dataset(s) into {data_dir / 'pmlb'}")
     if args.dry_run:
         for s in specs:
             print(f"{s.method}\t{s.suite}\t{s.dataset}\tseed={s.seed}\ttime={s.time:g}\tnoise={s.noise:g}")
@@ -80,6 +89,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.no_report:
         print(f"report: {write_report(args.out)}")
     return 0
+
+
+# Methods whose package comes with the [bench] extra: checked before any run starts.
+_METHOD_PACKAGES = {"operon": "pyoperon", "gplearn": "gplearn"}
+
+
+def _check_method_packages(methods: Sequence[str]) -> None:
+    import importlib.util
+
+    absent = [m for m in methods if m in _METHOD_PACKAGES and importlib.util.find_spec(_METHOD_PACKAGES[m]) is None]
+    if absent:
+        others = [m for m in methods if m not in absent] or ["dgsr"]
+        raise ValueError(f"{'; '.join(f'{m} needs {_METHOD_PACKAGES[m]}' for m in absent)}: pip install "
+                         f"'dgsr[bench]' (or run only --methods {','.join(others)})")
 
 
 def cmd_report(argv: Sequence[str]) -> int:
@@ -101,12 +124,13 @@ def cmd_list(argv: Sequence[str]) -> int:
 
     p = argparse.ArgumentParser(prog="dgsr bench list", description="List suites, quick subset and methods.")
     p.add_argument("--data", default=None)
+    p.add_argument("--cache", default=None)
     args = p.parse_args(argv)
     print("methods: " + ", ".join(sorted(METHODS)) + "  (also dgsr[-random|-neural][-const-X][-kN])")
     print("quick Feynman: " + ", ".join(QUICK_FEYNMAN))
     print("quick black-box: " + ", ".join(QUICK_BLACKBOX))
     try:
-        data_dir = resolve_data_dir(args.data)
+        data_dir = resolve_data_dir(args.data, args.cache)
     except DataNotFound as exc:
         print(exc)
         return 1

@@ -5,6 +5,14 @@ Suites (CONTRACTS §3, paper §4.2): the 57 black-box PMLB datasets of E2E / DGS
 ``feynman/equations.tsv`` and the 14 Strogatz ODE datasets. Formats are described in the data
 folder's README. This is the harness reading trusted data, so formulas are parsed with
 ``sympy.sympify`` (with explicit symbols, since ``I``, ``gamma`` and ``beta`` clash with SymPy).
+
+Where the data comes from (:func:`resolve_data_dir`): a folder given with ``--data`` (or
+``$DGSR_DATA``, or ``../shared/data`` in this repository's own runs) laid out like SRBench's data;
+otherwise a *cache folder* (``--cache``, ``$DGSR_CACHE``, default ``~/.cache/dgsr/bench``)
+holding the formula lists that ship inside the package (``dgsr/bench/data``: Feynman and Strogatz
+formulas and ranges, the black-box manifest) and the PMLB datasets that :func:`fetch_missing`
+gets through the ``pmlb`` package's ``fetch_data`` (its cache layout ``pmlb/<name>/<name>.tsv.gz``).
+A cache filled once on a machine with internet works offline, and can be copied.
 """
 
 from __future__ import annotations
@@ -31,6 +39,13 @@ QUICK_BLACKBOX = (
     "1030_ERA", "228_elusage", "561_cpu", "596_fri_c2_250_5", "606_fri_c2_1000_10",
     "615_fri_c4_250_10", "628_fri_c3_1000_5", "649_fri_c0_500_5", "666_rmftsa_ladata", "titanic",
 )
+
+
+#: The formula lists and black-box manifest that ship inside the package (small text files).
+PACKAGED_DATA = Path(__file__).resolve().parent / "data"
+#: A folder whose ``CACHE_MARKER`` file exists is a cache: its black-box list comes from the
+#: manifest and missing files are fetched, rather than only the files present being listed.
+CACHE_MARKER = "DGSR_BENCH_CACHE"
 
 
 class DataNotFound(FileNotFoundError):
@@ -63,12 +78,39 @@ def _looks_like_data(path: Path) -> bool:
     return (path / "feynman" / "equations.tsv").is_file() or (path / "pmlb" / "MANIFEST.tsv").is_file()
 
 
-def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """Find the data folder: ``explicit`` (``--data``), else ``$DGSR_DATA``, else ``../shared/data``.
+def default_cache_dir() -> Path:
+    """``$DGSR_CACHE`` or ``~/.cache/dgsr/bench``."""
+    return Path(os.environ.get("DGSR_CACHE") or Path.home() / ".cache" / "dgsr" / "bench").expanduser()
+
+
+def prepare_cache(cache: str | os.PathLike) -> Path:
+    """Make ``cache`` a data folder: the packaged formula lists and manifest, plus the marker.
+
+    The packaged files are copied every time (they are the package's own, and small), so a cache
+    never serves formula lists from an older dgsr.
+    """
+    path = Path(cache).expanduser().resolve()
+    for rel in ("feynman/equations.tsv", "pmlb/MANIFEST.tsv"):
+        target = path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = (PACKAGED_DATA / rel).read_bytes()
+        if not target.is_file() or target.read_bytes() != source:
+            target.write_bytes(source)
+    (path / CACHE_MARKER).write_text("dgsr benchmark cache: packaged formula lists + PMLB files fetched by pmlb\n")
+    return path
+
+
+def resolve_data_dir(explicit: str | os.PathLike | None = None, cache: str | os.PathLike | None = None) -> Path:
+    """Find the data folder: ``explicit`` (``--data``), else the cache ``cache`` (``--cache``) if
+    given, else ``$DGSR_DATA``, else ``../shared/data``, else the default cache folder.
 
     ``../shared/data`` is searched relative to the working directory and each of its parents,
     then relative to this package's source tree and its parents (an editable install in a checkout).
+    A cache folder is prepared with :func:`prepare_cache` (the packaged formula lists); its PMLB
+    files are fetched by :func:`fetch_missing`.
     """
+    if explicit is None and cache is not None:
+        return prepare_cache(cache)
     if explicit is not None:
         path = Path(explicit).expanduser().resolve()
         if not path.is_dir():
@@ -88,7 +130,53 @@ def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
             tried.append(str(candidate))
             if _looks_like_data(candidate):
                 return candidate.resolve()
-    raise DataNotFound("benchmark data not found; pass --data DIR or set DGSR_DATA (looked for ../shared/data)")
+    return prepare_cache(default_cache_dir())
+
+
+def is_cache(data_dir: Path) -> bool:
+    return (data_dir / CACHE_MARKER).is_file()
+
+
+def data_file(data_dir: Path, suite: str, name: str) -> Path | None:
+    """The file of a black-box or Strogatz dataset: the data-folder layout (``pmlb/<name>.tsv.gz``,
+    ``strogatz/<name>.tsv.gz``) or pmlb's cache layout (``pmlb/<name>/<name>.tsv.gz``); None if absent."""
+    folder = "strogatz" if suite == "strogatz" else "pmlb"
+    for path in (data_dir / folder / f"{name}.tsv.gz", data_dir / "pmlb" / name / f"{name}.tsv.gz"):
+        if path.is_file():
+            return path
+    return None
+
+
+def fetch_missing(refs: list[DatasetRef], data_dir: Path) -> list[str]:
+    """Fetch, with the ``pmlb`` package into ``data_dir/pmlb`` (its cache layout), the black-box and
+    Strogatz datasets of ``refs`` that have no file yet; returns the names fetched.
+
+    Raises
+    ------
+    DataNotFound
+        Files are missing and pmlb is not installed, or some could not be fetched (no internet,
+        or a name this pmlb version does not know); the message lists them and the ways out.
+    """
+    missing = [r.name for r in refs if r.suite in ("blackbox", "strogatz") and data_file(data_dir, r.suite, r.name)
+               is None]
+    if not missing:
+        return []
+    how = ("with internet, `pip install pmlb` and run again (datasets are cached in "
+           f"{data_dir / 'pmlb'}); without, copy such a cache from another machine there, or pass --data DIR")
+    try:
+        import pmlb
+    except ImportError:
+        raise DataNotFound(f"{len(missing)} PMLB dataset(s) are not in {data_dir}: {', '.join(missing)}; "
+                           f"{how}") from None
+    failed = []
+    for name in missing:
+        try:
+            pmlb.fetch_data(name, local_cache_dir=str(data_dir / "pmlb"))
+        except Exception as err:  # noqa: BLE001  (network, HTTP and pmlb's own errors all mean "not fetched")
+            failed.append(f"{name} ({type(err).__name__})")
+    if failed:
+        raise DataNotFound(f"could not fetch {len(failed)} PMLB dataset(s): {', '.join(failed)}; {how}")
+    return missing
 
 
 def stable_seed(name: str, seed: int) -> int:
@@ -116,13 +204,18 @@ def list_datasets(suite: str, data_dir: Path) -> list[DatasetRef]:
         manifest = pd.read_csv(data_dir / "pmlb" / "MANIFEST.tsv", sep="\t", dtype=str)
         if suite == "blackbox":
             manifest = manifest[manifest["in_e2e_57"].str.lower() == "true"]
-        names = [n for n in manifest["name"] if (data_dir / "pmlb" / f"{n}.tsv.gz").is_file()]
+        cache = is_cache(data_dir)  # a cache lists every manifest dataset: missing ones are fetched
+        names = [n for n in manifest["name"] if cache or data_file(data_dir, "blackbox", n) is not None]
         return [DatasetRef("blackbox", n) for n in sorted(names)]
     if suite == "feynman":
         eq = _equations(data_dir)
         return [DatasetRef("feynman", n) for n in sorted(eq.loc[eq["set"] != "strogatz", "name"])]
     if suite == "strogatz":
-        names = [p.name[: -len(".tsv.gz")] for p in (data_dir / "strogatz").glob("*.tsv.gz")]
+        if is_cache(data_dir):
+            eq = _equations(data_dir)
+            names = list(eq.loc[eq["set"] == "strogatz", "name"])
+        else:
+            names = [p.name[: -len(".tsv.gz")] for p in (data_dir / "strogatz").glob("*.tsv.gz")]
         return [DatasetRef("strogatz", n) for n in sorted(names)]
     raise ValueError(f"unknown suite {suite!r}; choose from {SUITES + ('all',)}")
 
@@ -189,11 +282,14 @@ def load_problem(ref: DatasetRef, data_dir: Path, seed: int = 0) -> Problem:
     """Load one problem. Only Feynman data depends on ``seed`` (it is regenerated per seed)."""
     if ref.suite == "feynman":
         return generate_feynman(data_dir, ref.name, seed)
+    if ref.suite in ("blackbox", "strogatz"):
+        path = data_file(data_dir, ref.suite, ref.name)
+        if path is None:
+            raise DataNotFound(f"{ref.name} is not in {data_dir} (fetch_missing gets it through pmlb)")
+        X, y = _split_target(read_table(path))
     if ref.suite == "blackbox":
-        X, y = _split_target(read_table(data_dir / "pmlb" / f"{ref.name}.tsv.gz"))
         return Problem(ref, X, y)
     if ref.suite == "strogatz":
-        X, y = _split_target(read_table(data_dir / "strogatz" / f"{ref.name}.tsv.gz"))
         row = _equation_row(data_dir, ref.name)
         return Problem(ref, X, y, row["formula"], tuple(row["variables"].split(",")))
     raise ValueError(f"unknown suite {ref.suite!r}")
