@@ -3,8 +3,11 @@
 Suites (CONTRACTS §3, paper §4.2): the 57 black-box PMLB datasets of E2E / DGSR-MCTS (column
 ``in_e2e_57`` of ``pmlb/MANIFEST.tsv``), the 119 Feynman problems regenerated from
 ``feynman/equations.tsv`` and the 14 Strogatz ODE datasets. Formats are described in the data
-folder's README. This is the harness reading trusted data, so formulas are parsed with
-``sympy.sympify`` (with explicit symbols, since ``I``, ``gamma`` and ``beta`` clash with SymPy).
+folder's README. Formula text from data files (and model strings from other libraries) never
+reaches ``sympy.sympify`` (which calls ``eval``) unchecked: :func:`parse_formula` first reads it
+into tokens and accepts only numbers, operators, parentheses, the file's variable names and a
+fixed list of SymPy functions and constants, every variable forced to a plain Symbol (``I``,
+``gamma`` and ``beta`` clash with SymPy's own names).
 
 Where the data comes from (:func:`resolve_data_dir`): a folder given with ``--data`` (or
 ``$DGSR_DATA``, or ``../shared/data`` in this repository's own runs) laid out like SRBench's data;
@@ -18,6 +21,7 @@ A cache filled once on a machine with internet works offline, and can be copied.
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,11 +233,39 @@ def quick_datasets(data_dir: Path) -> list[DatasetRef]:
     return [r for r in refs if r.name in have]
 
 
+_FORMULA_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|"
+                            r"(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<op>\*\*|[-+*/^(),]))")
+#: Function and constant names a formula may use besides its variables (SymPy's spelling, plus ln/abs).
+FORMULA_FUNCTIONS = ("sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+                     "tanh", "asinh", "acosh", "atanh", "exp", "log", "ln", "sqrt", "Abs", "abs", "sign", "Max",
+                     "Min", "floor", "ceiling", "pi", "E")
+
+
 def parse_formula(formula: str, variables: list[str] | tuple[str, ...]):
-    """SymPy expression of a trusted formula, every name in ``variables`` forced to a plain Symbol."""
+    """SymPy expression of a formula's text, every name in ``variables`` a plain Symbol.
+
+    The text is checked token by token before SymPy sees it: anything but numbers, ``+ - * / **
+    ^ ( ) ,``, the variables and :data:`FORMULA_FUNCTIONS` (quotes, dots outside numbers,
+    attribute access, dunder names, any other identifier) is a ValueError, so that ``eval`` inside
+    ``sympify`` can only build arithmetic.
+    """
     import sympy
 
-    return sympy.sympify(formula, locals={v: sympy.Symbol(v) for v in variables})
+    names = {str(v) for v in variables}
+    pos, text = 0, str(formula)
+    while pos < len(text):
+        m = _FORMULA_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            if text[pos:].strip() == "":
+                break
+            raise ValueError(f"formula {text!r}: unexpected {text[pos:pos + 12]!r}")
+        name = m.group("name")
+        if name is not None and (name.startswith("__") or (name not in names and name not in FORMULA_FUNCTIONS)):
+            raise ValueError(f"formula {text!r}: unknown name {name!r}")
+        pos = m.end()
+    local = {"ln": sympy.log, "abs": sympy.Abs}
+    local.update({v: sympy.Symbol(v) for v in names})
+    return sympy.sympify(text.replace("^", "**"), locals=local)
 
 
 def sample_formula(formula: str, variables: list[str], ranges: list[tuple[float, float]],

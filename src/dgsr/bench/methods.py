@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .datasets import parse_formula
 from .protocol import Split, r2_score
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
@@ -192,8 +193,11 @@ def run_operon(split: Split, budget: Budget) -> MethodResult:
     )
     names = [str(c) for c in split.X_train.columns]
     est.fit(_array(split.X_train), split.y_train)
-    text = est.get_model_string(est.model_, 12, names).replace("^", "**")
-    model = sympy.sympify(text, locals={n: sympy.Symbol(n) for n in names})
+    # Column names are data, not code: Operon writes the model with placeholders x0, x1, ..., the
+    # checked parser reads that, and the placeholders become Symbols of the real names afterwards.
+    safe = [f"x{i}" for i in range(len(names))]
+    model = parse_formula(est.get_model_string(est.model_, 12, safe), safe)
+    model = model.xreplace({sympy.Symbol(s): sympy.Symbol(n) for s, n in zip(safe, names)})
     return MethodResult(
         predictions=np.asarray(est.predict(_array(split.X_test)), dtype=np.float64),
         model=model,

@@ -161,6 +161,19 @@ def _is_constant(expr) -> bool:
     return not expr.free_symbols or bool(expr.is_constant(simplify=False))
 
 
+def _as_sympy(value, other):
+    """A SymPy expression; text goes through the checked parser (never a bare ``sympify``), with the
+    names of ``other``'s symbols as its variables."""
+    import sympy
+
+    if not isinstance(value, str):
+        return sympy.sympify(value)  # already an expression (or a number): nothing is parsed
+    from .datasets import parse_formula
+
+    names = [s.name for s in getattr(other, "free_symbols", ())] if not isinstance(other, str) else []
+    return parse_formula(value, names)
+
+
 def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
     """SRBench's exact-solution check, capped at ``seconds`` (False when it runs over).
 
@@ -172,7 +185,7 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
 
     try:
         with time_cap(seconds):
-            m, t = round_floats(_numeric(sympy.sympify(model))), round_floats(_numeric(sympy.sympify(truth)))
+            m, t = round_floats(_numeric(_as_sympy(model, truth))), round_floats(_numeric(_as_sympy(truth, model)))
             diff = round_floats(sympy.simplify(t - m, ratio=1))
             if _is_constant(diff):
                 return bool(diff.is_finite is not False)
