@@ -126,8 +126,13 @@ def _add_fit(sub: Any) -> None:
     p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
     p.add_argument("--constants", choices=("never", "best", "all"), default=None,
                    help="when to fit constants during search (default: the benchmark-chosen one)")
-    p.add_argument("--selection", choices=("best", "accuracy", "score", "balanced"), default="best",
+    p.add_argument("--selection", choices=("best", "accuracy", "score", "balanced", "validation"), default="best",
                    help="which front expression predictions use (default: best; see SymbolicRegressor)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="processes for independent search units, -1 for every CPU (default: 1; the result "
+                        "does not depend on N for a fixed --seed and --evals)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="where --jobs run: local processes, or Ray (RAY_ADDRESS's cluster, else a local Ray)")
     p.add_argument("--target-r2", type=float, default=None, metavar="R2",
                    help="stop early once the best training R² reaches R2, e.g. 0.9999 (default: use the whole budget)")
     p.add_argument("--out", default="run", help="folder for front.csv and model.pkl (default: run/)")
@@ -153,7 +158,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     check_writable_folder(out, "--out")  # before the search, not after it
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
-                            model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet)
+                            model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
+                            n_jobs=args.jobs, parallel_backend=args.backend)
     est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
     front_csv = out / "front.csv"
     _atomic_write(front_csv, lambda fh: front_frame(est).to_csv(fh, index=False), text=True)

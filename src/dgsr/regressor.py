@@ -131,6 +131,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         neural policy and its critic is trained on what the search found, so later trials use
         the fine-tuned policy (:mod:`dgsr.online`). Only for the neural policy (otherwise a
         warning and a plain search).
+    n_jobs : int, default=1
+        Processes running independent search units at once (-1: every CPU). The budget is cut
+        into units that depend only on ``max_evaluations`` (:mod:`dgsr.parallel`), so the result
+        is the same for any ``n_jobs`` at a fixed ``random_state`` and ``max_evaluations``.
+    parallel_backend : {"local", "ray"}, default="local"
+        Where the units run when ``n_jobs > 1``: a local process pool, or Ray tasks (the cluster
+        named by ``RAY_ADDRESS``, else a local Ray instance).
 
     Attributes
     ----------
@@ -176,6 +183,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         device: str = "cpu",
         warm_start: bool = False,
         finetune: bool = False,
+        n_jobs: int | None = 1,
+        parallel_backend: str = "local",
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -196,6 +205,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.device = device
         self.warm_start = warm_start
         self.finetune = finetune
+        self.n_jobs = n_jobs
+        self.parallel_backend = parallel_backend
 
     # ------------------------------------------------------------------ fit
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SymbolicRegressor:
@@ -420,8 +431,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _run_search(self, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, rng: np.random.Generator,
                     budget: Any, previous: Any, on_progress: Any, w: np.ndarray | None = None) -> Any:
-        """:func:`dgsr.search.run_search`, or expert iteration on this dataset when ``finetune`` is set."""
-        from .search import run_search
+        """The search's work units on ``n_jobs`` processes (:mod:`dgsr.parallel`), or expert iteration on
+        this dataset when ``finetune`` is set."""
+        from .parallel import run_parallel_search
 
         if self.finetune:
             from .online.finetune import finetune_search, is_finetunable
@@ -435,8 +447,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 return result
             warnings.warn("finetune=True needs the neural policy; running a plain search.", UserWarning,
                           stacklevel=4)
-        return run_search(X, y, policy, config=config, rng=rng, budget=budget, archive=previous,
-                          on_progress=on_progress, sample_weight=w)
+        return run_parallel_search(X, y, policy, config=config, rng=rng, budget=budget, n_jobs=self.n_jobs,
+                                   backend=self.parallel_backend, policy_spec=self.policy, device=self.device,
+                                   operators=self._allowed_operators(), archive=previous,
+                                   on_progress=on_progress, sample_weight=w)
 
     def _polish(self, exprs: list[Expression], columns: np.ndarray, y: np.ndarray,
                 rng: np.random.Generator, start: float, w: np.ndarray | None = None) -> list[FrontEntry]:

@@ -192,6 +192,11 @@ def validate_params(est: Any) -> None:
     _positive_number(est.p_uct, "p_uct", allow_zero=True)
     _positive_int(est.max_size, "max_size")
     _positive_int(est.max_features, "max_features", allow_none=True)
+    n_jobs = est.n_jobs
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be None, a positive integer or a negative one (-1: every CPU), got {n_jobs!r}.")
+    if est.parallel_backend not in ("local", "ray"):
+        raise ValueError(f"parallel_backend must be 'local' or 'ray', got {est.parallel_backend!r}.")
     if est.constant_fitting is not None and est.constant_fitting not in _CONSTANT_FITTING:
         raise ValueError(f"constant_fitting must be None or one of {_CONSTANT_FITTING}, "
                          f"got {est.constant_fitting!r}.")

@@ -1,0 +1,390 @@
+"""Independent search units on several processes (``n_jobs``) or Ray workers, merged into one front.
+
+The evaluation budget is cut into *work units* that depend only on ``max_evaluations``, never on
+the number of processes: ``ceil(max_evaluations / UNIT_EVALUATIONS)`` units, each a
+:func:`dgsr.search.run_search` (its own trials, row subset and cache) with an equal share of the
+evaluations and its own seed, spawned from the fit's generator in unit order. Results are merged
+in unit order, so the front, the evaluation count and the history are the same for any
+``n_jobs`` (CONTRACTS §4), and one process runs exactly the same units one after the other.
+A budget of at most ``UNIT_EVALUATIONS`` is a single unit that uses the fit's generator itself.
+
+With a target R² the first unit (in unit order) that reaches it ends the fit: units after it
+are discarded even when another process already ran them, units before it are always merged.
+A time budget is shared: a unit starts with the time left and no unit starts after it runs out
+(time-bound fits are not reproducible anyway, CONTRACTS §2). Without ``max_evaluations``, units
+of ``UNIT_EVALUATIONS`` are drawn until the time runs out.
+
+Backends: ``"local"``, a ``spawn`` process pool of ``n_jobs`` workers (spawn, because forking a
+process that may hold torch threads is unsafe), or ``"ray"``: each unit a Ray task with one CPU,
+on the cluster named by ``RAY_ADDRESS`` or a local Ray instance started here. ``n_jobs=1`` runs
+in this process, with a live progress display.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import math
+import multiprocessing
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .budget import Budget
+from .pareto import ParetoArchive
+from .search import SearchConfig, SearchProgress, SearchResult, run_search
+
+#: Evaluations per work unit (a few trials of the default 1,000 iterations).
+UNIT_EVALUATIONS = 25_000
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What a unit sends back: its front (as ``(expression, mse, r2)``) and its statistics."""
+
+    index: int
+    front: list[tuple[Any, float, float]]
+    n_evaluations: float
+    n_trials: int
+    n_iterations: int
+    best_r2: float
+    stop_reason: str
+    history: list[dict[str, float]] = field(default_factory=list)
+    mutation_stats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Task:
+    """Everything a worker needs to run one unit (picklable)."""
+
+    index: int
+    seed: Any  # a numpy Generator (pickles with its state)
+    max_evaluations: float | None
+    time_left: float | None
+    target_r2: float | None
+
+
+def n_units(max_evaluations: float | None) -> int | None:
+    """Number of work units for a search budget (None: as many as the time allows)."""
+    if max_evaluations is None:
+        return None
+    return max(1, math.ceil(max_evaluations / UNIT_EVALUATIONS))
+
+
+def resolve_n_jobs(n_jobs: int | None) -> int:
+    """``n_jobs`` as a process count: None is 1, -1 every CPU, -2 all but one (scikit-learn's convention)."""
+    if n_jobs is None:
+        return 1
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return int(n_jobs)
+
+
+def _tasks(budget: Budget, rng: np.random.Generator) -> Iterator[tuple[int, np.random.Generator, float | None]]:
+    """(index, generator, evaluations) of each unit, in unit order."""
+    count = n_units(budget.max_evaluations)
+    if count == 1:
+        yield 0, rng, budget.max_evaluations
+        return
+    if count is not None:
+        for i, child in enumerate(rng.spawn(count)):
+            yield i, child, budget.max_evaluations / count
+        return
+    i = 0
+    while True:  # time-bound only: one more unit at a time
+        yield i, rng.spawn(1)[0], float(UNIT_EVALUATIONS)
+        i += 1
+
+
+def _run_unit(task: _Task, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, policy: Any, config: SearchConfig,
+              on_progress: Callable[[SearchProgress], Any] | None = None) -> UnitResult:
+    budget = Budget(max_evaluations=task.max_evaluations, max_time=task.time_left, target_r2=task.target_r2)
+    result = run_search(X, y, policy, config=config, rng=task.seed, budget=budget, on_progress=on_progress,
+                        sample_weight=w)
+    return _slim(task.index, result)
+
+
+def _slim(index: int, result: SearchResult) -> UnitResult:
+    best = result.best
+    return UnitResult(index=index, front=[(e.expression, e.mse, e.r2) for e in result.archive.front()],
+                      n_evaluations=float(result.n_evaluations), n_trials=int(result.n_trials),
+                      n_iterations=int(result.n_iterations), best_r2=best.r2 if best is not None else -math.inf,
+                      stop_reason=result.stop_reason, history=list(result.history),
+                      mutation_stats=dict(result.mutation_stats))
+
+
+# ---------------------------------------------------------------------- worker side (other processes)
+_WORKER_POLICY: dict[str, Any] = {}
+
+
+def _worker_init() -> None:
+    os.environ["OMP_NUM_THREADS"] = "1"  # one thread per process: the processes share the cores
+
+
+def _worker_run(task: _Task, data: tuple[np.ndarray, np.ndarray, np.ndarray | None], policy_spec: Any,
+                device: str, operators: tuple[str, ...] | None, config: SearchConfig) -> UnitResult:
+    from .policies import load_policy
+
+    key = repr((policy_spec if isinstance(policy_spec, str) else id(policy_spec), device, operators))
+    if key not in _WORKER_POLICY:  # loaded once per process (the neural policy's weights are big)
+        _WORKER_POLICY.clear()
+        _WORKER_POLICY[key] = load_policy(policy_spec, device=device, operators=operators)
+    X, y, w = data
+    return _run_unit(task, X, y, w, _WORKER_POLICY[key], config)
+
+
+# ---------------------------------------------------------------------- the driver
+class _Merger:
+    """Merges unit results in unit order; knows when the fit is done."""
+
+    def __init__(self, archive: ParetoArchive, start: float, on_progress: Callable[[SearchProgress], Any] | None):
+        self.archive = archive
+        self.start = start
+        self.on_progress = on_progress
+        self.pending: dict[int, UnitResult] = {}
+        self.next = 0
+        self.evaluations = 0.0
+        self.trials = 0
+        self.iterations = 0
+        self.best_r2 = -math.inf
+        self.best_size = 0
+        self.history: list[dict[str, float]] = []
+        self.stats: Counter[str] = Counter()
+        self.reasons: list[str] = []
+        self.target_at: int | None = None  # first unit (in order) that reached the target
+
+    def add(self, result: UnitResult, target_r2: float | None) -> None:
+        self.pending[result.index] = result
+        if target_r2 is not None and result.best_r2 >= target_r2:
+            self.target_at = result.index if self.target_at is None else min(self.target_at, result.index)
+        while self.next in self.pending and (self.target_at is None or self.next <= self.target_at):
+            self._merge(self.pending.pop(self.next))
+            self.next += 1
+
+    def _merge(self, r: UnitResult) -> None:
+        for expr, mse, r2 in r.front:
+            self.archive.add(expr, mse, r2)
+        elapsed = time.perf_counter() - self.start
+        for h in r.history:
+            if h["best_r2"] > self.best_r2 or (h["best_r2"] == self.best_r2 and h["best_size"] < self.best_size):
+                self.best_r2, self.best_size = h["best_r2"], int(h["best_size"])
+                self.history.append({**h, "evaluations": self.evaluations + h["evaluations"],
+                                     "time": elapsed, "trial": self.trials + h["trial"]})
+        self.evaluations += r.n_evaluations
+        self.trials += r.n_trials
+        self.iterations += r.n_iterations
+        self.stats.update(r.mutation_stats)
+        self.reasons.append(r.stop_reason)
+        if self.on_progress is not None:
+            self.on_progress(SearchProgress(elapsed, self.evaluations, self.best_r2, self.best_size, self.trials))
+
+    def done(self) -> bool:
+        return self.target_at is not None and self.next > self.target_at
+
+    def result(self, interrupted: bool, out_of_time: bool) -> SearchResult:
+        if interrupted:
+            reason = "interrupted"
+        elif self.target_at is not None:
+            reason = "target"
+        elif out_of_time or "time" in self.reasons:
+            reason = "time"
+        else:
+            reason = self.reasons[-1] if self.reasons else "evaluations"
+        return SearchResult(archive=self.archive, best=self.archive.best(), n_evaluations=self.evaluations,
+                            n_trials=self.trials, n_iterations=self.iterations,
+                            elapsed=time.perf_counter() - self.start, stop_reason=reason, history=self.history,
+                            mutation_stats=dict(self.stats), trials=[])
+
+
+def run_parallel_search(
+    X: np.ndarray,
+    y: np.ndarray,
+    policy: Any,
+    *,
+    config: SearchConfig,
+    rng: np.random.Generator,
+    budget: Budget,
+    n_jobs: int = 1,
+    backend: str = "local",
+    policy_spec: Any = None,
+    device: str = "cpu",
+    operators: tuple[str, ...] | None = None,
+    archive: ParetoArchive | None = None,
+    on_progress: Callable[[SearchProgress], Any] | None = None,
+    sample_weight: np.ndarray | None = None,
+) -> SearchResult:
+    """Run the budget's work units (``n_jobs`` at a time) and merge them into one front.
+
+    Parameters
+    ----------
+    X, y, sample_weight:
+        Training rows (all finite) and optional row weights.
+    policy:
+        The policy object, used when the units run in this process (``n_jobs=1``).
+    config, rng, budget:
+        Search settings, the fit's search generator (units are spawned from it) and the budget
+        (evaluations split over the units, time shared, target R² per unit).
+    n_jobs, backend:
+        Processes (or Ray tasks) at a time; ``"local"`` or ``"ray"``.
+    policy_spec, device, operators:
+        How a worker process builds its own policy (:func:`dgsr.policies.load_policy`); a Policy
+        object is pickled to the workers. Default: ``policy`` itself.
+    archive:
+        An archive to continue (warm start): the units' fronts are merged into it.
+
+    Returns
+    -------
+    SearchResult
+        Merged: the archive, summed evaluations, trials and iterations, the history of
+        improvements in unit order; ``trials`` is empty (per-trial records stay in the units).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    n_jobs = resolve_n_jobs(n_jobs)
+    start = time.perf_counter()
+    deadline = None if budget.max_time is None else start + budget.max_time
+    merger = _Merger(archive if archive is not None else ParetoArchive(), start, on_progress)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+
+    def time_left() -> float | None:
+        return None if deadline is None else deadline - time.perf_counter()
+
+    def make(index: int, seed: np.random.Generator, evals: float | None) -> _Task:
+        return _Task(index, seed, evals, time_left(), budget.target_r2)
+
+    interrupted = False
+    if n_jobs == 1:
+        try:
+            for index, seed, evals in _tasks(budget, rng):
+                left = time_left()
+                if merger.done() or (left is not None and left <= 0):
+                    break
+                merger.add(_run_unit(make(index, seed, evals), X, y, sample_weight, policy, config,
+                                     _offset_progress(on_progress, merger, start)), budget.target_r2)
+                if merger.reasons[-1] == "interrupted":
+                    interrupted = True
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+        left = time_left()
+        return merger.result(interrupted, left is not None and left <= 0)
+
+    spec = policy if policy_spec is None else policy_spec
+    runner = _RayRunner(n_jobs) if backend == "ray" else _PoolRunner(n_jobs)
+    data = (X, y, sample_weight)
+    in_flight: dict[Any, int] = {}
+    tasks = _tasks(budget, rng)
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(in_flight) < n_jobs and not merger.done():
+                left = time_left()
+                if left is not None and left <= 0:
+                    exhausted = True
+                    break
+                item = next(tasks, None)
+                if item is None:
+                    exhausted = True
+                    break
+                if merger.target_at is not None and item[0] > merger.target_at:
+                    exhausted = True  # a unit already reached the target: later units are not needed
+                    break
+                handle = runner.submit(make(*item), data, spec, device, operators, config)
+                in_flight[handle] = item[0]
+            if not in_flight:
+                break
+            for handle in runner.wait(list(in_flight)):
+                index = in_flight.pop(handle)
+                result = runner.result(handle)
+                if merger.target_at is None or index <= merger.target_at:
+                    merger.add(result, budget.target_r2)
+            if merger.done():
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        runner.close()
+    left = time_left()
+    return merger.result(interrupted, left is not None and left <= 0)
+
+
+def _offset_progress(on_progress: Callable[[SearchProgress], Any] | None, merger: _Merger,
+                     start: float) -> Callable[[SearchProgress], Any] | None:
+    """A unit's progress, shown as the whole fit's (evaluations and trials of the merged units added)."""
+    if on_progress is None:
+        return None
+    done_evals, done_trials, best_r2, best_size = merger.evaluations, merger.trials, merger.best_r2, merger.best_size
+
+    def show(p: SearchProgress) -> None:
+        better = p.best_r2 > best_r2
+        on_progress(SearchProgress(time.perf_counter() - start, done_evals + p.evaluations,
+                                   p.best_r2 if better else best_r2, p.best_size if better else best_size,
+                                   done_trials + p.trials))
+    return show
+
+
+class _PoolRunner:
+    """Units on a local ``spawn`` process pool."""
+
+    def __init__(self, n_jobs: int):
+        self.pool = cf.ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn"),
+                                           initializer=_worker_init)
+
+    def submit(self, task: _Task, data: Any, spec: Any, device: str, operators: Any, config: SearchConfig) -> Any:
+        return self.pool.submit(_worker_run, task, data, spec, device, operators, config)
+
+    def wait(self, handles: list[Any]) -> list[Any]:
+        done, _ = cf.wait(handles, return_when=cf.FIRST_COMPLETED)
+        return sorted(done, key=handles.index)
+
+    def result(self, handle: Any) -> UnitResult:
+        return handle.result()
+
+    def close(self) -> None:
+        processes = list((getattr(self.pool, "_processes", None) or {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:  # units still running (target reached, Ctrl-C): not needed any more
+            with contextlib.suppress(Exception):
+                if process.is_alive():
+                    process.kill()
+
+
+class _RayRunner:
+    """Units as Ray tasks (one CPU each) on ``RAY_ADDRESS``'s cluster or a local Ray started here."""
+
+    def __init__(self, n_jobs: int):
+        import ray
+
+        self.ray = ray
+        self.started = False
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+            if not os.environ.get("RAY_ADDRESS"):
+                kwargs.update(num_cpus=n_jobs, include_dashboard=False)
+            ray.init(**kwargs)
+            self.started = True
+        self.remote = ray.remote(num_cpus=1)(_worker_run)
+        self.data_ref: Any = None
+
+    def submit(self, task: _Task, data: Any, spec: Any, device: str, operators: Any, config: SearchConfig) -> Any:
+        if self.data_ref is None:  # the data goes to the object store once
+            self.data_ref = self.ray.put(data)
+        return self.remote.remote(task, self.data_ref, spec, device, operators, config)
+
+    def wait(self, handles: list[Any]) -> list[Any]:
+        ready, _ = self.ray.wait(handles, num_returns=1)
+        return ready
+
+    def result(self, handle: Any) -> UnitResult:
+        return self.ray.get(handle)
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
