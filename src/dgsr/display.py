@@ -19,6 +19,8 @@ import sympy
 from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
 
+from .names import latex_name, quote
+
 #: Significant digits of constants in every text display.
 DIGITS = 4
 
@@ -43,6 +45,9 @@ class _TextPrinter(StrPrinter):
     def _print_Float(self, expr: sympy.Float) -> str:
         return format_number(float(expr), self.digits)
 
+    def _print_Symbol(self, expr: sympy.Symbol) -> str:
+        return quote(expr.name)  # `E`, `a b`: never read as a constant or as two names
+
 
 class _LatexPrinter(LatexPrinter):
     def __init__(self, digits: int):
@@ -55,6 +60,10 @@ class _LatexPrinter(LatexPrinter):
             mantissa, exponent = text.split("e")
             return rf"{mantissa} \cdot 10^{{{int(exponent)}}}"
         return text
+
+    def _print_Symbol(self, expr: sympy.Symbol, style: str = "plain") -> str:
+        custom = latex_name(expr.name)  # \mathrm{E}, \text{a b}: never the constant e or two names
+        return custom if custom is not None else super()._print_Symbol(expr, style=style)
 
 
 def equation_text(expr: sympy.Expr, digits: int = DIGITS) -> str:

@@ -16,6 +16,7 @@ from functools import cached_property
 
 import sympy
 
+from .names import quote
 from .operators import CONSTANT, OPERATORS, arity, is_variable, variable_index, variable_symbol
 
 
@@ -200,6 +201,8 @@ class Expression:
     def format(self, names: Sequence[str] | None = None, *, precision: int | None = None) -> str:
         """Infix string that :func:`dgsr.parser.parse` reads back to the same prefix structure.
 
+        Names that are not plain identifiers (``a b``, ``E``, ``sin``) are written in backticks.
+
         ``precision`` rounds constants to that many significant digits (default: exact repr).
         """
         if self.is_empty:
@@ -216,7 +219,7 @@ class Expression:
             return (f"({text})", 9) if text.startswith("-") else (text, 9)
         if is_variable(s):
             idx = variable_index(s)
-            return (names[idx] if names is not None else s), 9
+            return (quote(names[idx]) if names is not None else s), 9
         op = OPERATORS[s]
         kids = [self._format_at(c, names, precision) for c in self.children(i)]
         if op.infix is not None:

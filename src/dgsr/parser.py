@@ -2,7 +2,8 @@
 
 Formula strings from users or files never reach Python's ``eval`` (which ``sympy.sympify``
 calls); this recursive-descent parser reads ``+ - * / ** ^``, parentheses, numbers, variable
-names, ``pi`` and the functions of :mod:`dgsr.operators` (``ln`` is accepted for ``log``).
+names (any name in backticks, as :func:`dgsr.names.quote` writes it), ``pi`` and the functions of
+:mod:`dgsr.operators` (``ln`` is accepted for ``log``).
 Powers need a numeric exponent and are rewritten with ``sq``, ``sqrt``, ``inv`` and ``mul``.
 """
 
@@ -14,10 +15,12 @@ from collections.abc import Sequence
 
 from .evaluate import evaluate_constant
 from .expression import Expression
+from .names import unquote
 from .operators import OPERATORS, UNARY, is_variable, variable_index
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)|(?P<op>\*\*|[-+*/^(),]))"
+    r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[^\W\d]\w*)|(?P<quoted>`(?:[^`\\]|\\.)*`)"
+    r"|(?P<op>\*\*|[-+*/^(),]))"
 )
 _ALIASES = {"ln": "log"}
 _NAMED_CONSTANTS = {"pi": math.pi}
@@ -165,6 +168,11 @@ class _Parser:
             if self.peek() == "(":
                 return self.call(_ALIASES.get(value, value))
             return self.name(value)
+        if kind == "quoted":  # a variable whose name is not a plain identifier (dgsr.names.quote)
+            name = unquote(value)
+            if self.variables is not None and name in self.variables:
+                return Expression.variable(self.variables[name])
+            raise ParseError(f"unknown variable {name!r}")
         if value == "(":
             inner = self.expression()
             self.take(")")

@@ -749,10 +749,13 @@ def _front_table(entries: list[FrontEntry], user_exprs: list[Expression], scalin
     and losses in the user's units (a loss beyond the float range shows as inf or 0)."""
     deadline = time.perf_counter() + seconds
     rows = []
+    # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
+    # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
+    rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
     for e, user, score in zip(entries, user_exprs, front_scores(entries)):
-        raw = user.to_sympy(names)
+        raw = user.to_sympy()
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
-        expr = simplify(raw, timeout=cap) if cap > 0.05 else raw
+        expr = (simplify(raw, timeout=cap) if cap > 0.05 else raw).xreplace(rename)
         rows.append({"complexity": e.size, "loss": scaling.unscale_loss(e.mse), "r2": e.r2, "score": float(score),
                      "equation": equation_text(expr, _DIGITS), "sympy": expr,
                      "simplified_size": complexity(expr)})
