@@ -118,7 +118,8 @@ def _bad_invocations(tmp, table, model):
     ]
 
 
-def test_every_subcommand_with_bad_arguments_ends_in_one_line(tmp_path, table, model_file, capsys):
+def test_every_subcommand_with_bad_arguments_ends_in_one_line(tmp_path, table, model_file, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # default output folders land here
     for argv in _bad_invocations(tmp_path, table, model_file):
         try:
             status = cli.main(argv)

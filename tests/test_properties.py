@@ -24,7 +24,7 @@ from dgsr.parser import parse
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 N_VARS = 3
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-300, -1e-300, 1e300, -1e300, 1e154, 7.0e-155]

@@ -143,6 +143,7 @@ def _add_fit(sub: Any) -> None:
 def cmd_fit(args: argparse.Namespace) -> int:
     """``dgsr fit``: fit, print the front, write ``front.csv`` and ``model.pkl``."""
     from .regressor import SymbolicRegressor
+    from .validation import validate_params
 
     if (args.data is None) == (args.example is None):
         raise CLIError("give either a data file or --example NAME (see `dgsr example`)")
@@ -154,12 +155,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if df.shape[1] < 2:
         raise CLIError(f"{path} needs at least one input column besides the target {target!r}")
     X, y = df.drop(columns=[target]), df[target]
-    out = Path(args.out)
-    check_writable_folder(out, "--out")  # before the search, not after it
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
                             n_jobs=args.jobs, parallel_backend=args.backend)
+    validate_params(est)  # wrong options fail before any folder is made
+    out = Path(args.out)
+    check_writable_folder(out, "--out")  # before the search, not after it
     est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
     front_csv = out / "front.csv"
     _atomic_write(front_csv, lambda fh: front_frame(est).to_csv(fh, index=False), text=True)
