@@ -8,6 +8,7 @@ training R² reaches 0.99 (and 0.999999), the median size of the smallest expres
 
     python bench/search_variants.py --evals 4000 --problems 20 --variants base,puct2,max
     python bench/search_variants.py --suite blackbox --evals 20000 --problems 20 --variants base,noterms
+    python bench/search_variants.py --evals 1e9 --time 5 --problems 20 --variants random,semantic
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.budget import Budget
 from dgsr.evaluate import evaluate, r2_score
 from dgsr.pareto import select
-from dgsr.random_policy import RandomPolicy
+from dgsr.policies import load_policy
 from dgsr.search import SearchConfig, run_search
 
 VARIANTS: dict[str, dict] = {
@@ -41,7 +42,18 @@ VARIANTS: dict[str, dict] = {
     "widen4": {"progressive_widening": 4.0},
     "k32": {"n_samples": 32},
     "k8": {"n_samples": 8},
+    "semantic": {"policy": "semantic"},
+    "random": {"policy": "random"},
 }
+
+
+def _variant(name: str) -> tuple[dict, str]:
+    """Search settings and policy name of a variant; ``a+b`` combines variants (e.g. ``semantic+all``)."""
+    settings: dict = {}
+    for part in name.split("+"):
+        settings.update(VARIANTS[part])
+    policy = settings.pop("policy", "random")
+    return settings, policy
 
 
 def _test_r2(expression, X: np.ndarray, y: np.ndarray, fallback: float) -> float:
@@ -54,6 +66,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--suite", choices=("feynman", "blackbox"), default="feynman")
     p.add_argument("--evals", type=float, default=4000)
+    p.add_argument("--time", type=float, default=None, help="seconds per search as well (equal wall time)")
     p.add_argument("--problems", type=int, default=20)
     p.add_argument("--skip", type=int, default=0, help="start at this Feynman problem (file order)")
     p.add_argument("--variants", default="base")
@@ -77,7 +90,8 @@ def main() -> None:
           + "".join(f"test R² ({r}) | size ({r}) | " for r in rules) + "seconds |")
     print("|---|---|---|---|---|---|" + "---|---|" * len(rules) + "---|")
     for name in args.variants.split(","):
-        config = dataclasses.replace(SearchConfig(), **VARIANTS[name])
+        settings, policy_name = _variant(name)
+        config = dataclasses.replace(SearchConfig(), **settings)
         solved = exact = 0
         sizes, train_r2, test_r2 = [], [], []
         by_rule: dict[str, list[tuple[float, int]]] = {r: [] for r in rules}
@@ -88,8 +102,8 @@ def main() -> None:
                      else np.arange(len(y_all)))  # PMLB files may be sorted; Feynman rows are i.i.d.
             n = int(0.75 * len(y_all))  # the training share of the protocol's split
             X, y = X_all[order[:n]], y_all[order[:n]]
-            result = run_search(X, y, RandomPolicy(), config=config, rng=args.seed,
-                                budget=Budget(max_evaluations=args.evals, target_r2=1 - 1e-9))
+            result = run_search(X, y, load_policy(policy_name), config=config, rng=args.seed,
+                                budget=Budget(max_evaluations=args.evals, max_time=args.time, target_r2=1 - 1e-9))
             best = result.best
             if best is not None:
                 train_r2.append(best.r2)

@@ -56,6 +56,10 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         from .random_policy import RandomPolicy
 
         return RandomPolicy(operators=operators)
+    if text == "semantic":
+        from .semantic_policy import SemanticPolicy
+
+        return SemanticPolicy(operators=operators)
     if text == "neural":
         return _shipped_neural(device, operators)
     if text.endswith(".safetensors") or os.path.exists(text):

@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 
 _DGSR_NAME = re.compile(
-    r"^dgsr((?:-(?:random|neural|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)|k\d+))*)$")
+    r"^dgsr((?:-(?:random|neural|semantic|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)|k\d+))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -80,8 +80,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
     if match is None:
         return None
     options: dict[str, Any] = {}
-    for token in re.findall(r"random|neural|const-[a-z]+|sel-[a-z]+|k\d+", match.group(1)):
-        if token in ("random", "neural"):
+    for token in re.findall(r"random|neural|semantic|const-[a-z]+|sel-[a-z]+|k\d+", match.group(1)):
+        if token in ("random", "neural", "semantic"):
             options["policy"] = token
         elif token.startswith("const-"):
             options["constant_fitting"] = token[len("const-"):]
@@ -119,7 +119,7 @@ def limit_threads() -> None:
 
 def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
     def run(split: Split, budget: Budget) -> MethodResult:
-        if options.get("policy", "random") != "random":
+        if options.get("policy") == "neural":
             # Imported first so its thread pool is sized to 1 below; the random policy never
             # loads torch, and its import (seconds on a busy machine) would count as fit time.
             import torch  # noqa: F401

@@ -1,0 +1,210 @@
+"""A library of small candidate operands ``B``, evaluated once per trial on the scoring rows.
+
+The semantic policy (:mod:`dgsr.semantic_policy`) matches desired values against every library
+operand at once with matrix products, so the library is a matrix ``[n_operands, n_rows]`` plus
+the expressions it came from. Entries are distinct by their values on the rows (two operands
+with the same values are one; the smaller is kept), finite on every row and not constant.
+
+What goes in (all over the data's own variables, at most 5 nodes):
+
+* every variable ``x_i``, and the unary functions of it that are defined on the rows;
+* *inner-constant forms* that a law often needs and that growing mutations reach only through
+  worse intermediate expressions: ``exp(c*x)``, ``sin(c*x)``, ``cos(c*x)`` for a few ``c``, and
+  shifts ``sq(x - c)``, ``inv(x + c)``, ``inv(c + sq(x))``, ``sqrt(c + sq(x))`` with ``c`` taken
+  from the data (quartiles of ``x``) or simple values; the search fits those constants later;
+* pairwise products, quotients, sums and differences of variables, and ``sq(x_i - x_j)``,
+  ``sq(x_i) + sq(x_j)``, for the variables most related to ``y`` when there are many.
+
+With many columns the single-variable forms are built for the ``max_rich_variables`` variables
+most related to ``y`` (rank correlation of any form with ``y``) and pairs for the
+``max_pair_variables`` first of them; every variable stays in the library as itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .evaluate import evaluate_columns
+from .expression import Expression
+from .operators import BINARY, UNARY
+
+_C = Expression.constant
+
+
+def _var(i: int) -> Expression:
+    return Expression.variable(i)
+
+
+def _u(op: str, a: Expression) -> Expression:
+    return Expression.combine(op, a)
+
+
+def _b(op: str, a: Expression, b: Expression) -> Expression:
+    return Expression.combine(op, a, b)
+
+
+@dataclass(frozen=True)
+class OperandLibrary:
+    """Candidate operands and their values on the scoring rows.
+
+    Attributes
+    ----------
+    expressions:
+        The operands, smallest first within each family.
+    values:
+        ``[n_operands, n_rows]`` float64, finite.
+    centered:
+        ``values`` minus each row's mean.
+    norms2:
+        Squared norm of each centred row (all > 0).
+    """
+
+    expressions: tuple[Expression, ...]
+    values: np.ndarray
+    centered: np.ndarray
+    norms2: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.expressions)
+
+
+def _single_variable_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> Iterable[Expression]:
+    v = _var(i)
+    yield v
+    for op in UNARY:
+        if op in allowed:
+            yield _u(op, v)
+    if {"mul", "sq"} <= allowed:
+        yield _b("mul", v, _u("sq", v))  # x**3
+    if "mul" in allowed:
+        for c in (-1.0, 2.0, -2.0, 0.5, -0.5, math.pi, 2 * math.pi):
+            for op in ("exp", "sin", "cos"):
+                if op in allowed and (op == "exp" or c > 0):
+                    yield _u(op, _b("mul", _C(c), v))
+    finite = x[np.isfinite(x)]
+    if not len(finite):
+        return
+    q = np.quantile(finite, [0.25, 0.5, 0.75])
+    shifts = sorted({float(f"{s:.3g}") for s in (*q, 1.0, -1.0)} - {0.0})
+    for c in shifts:
+        if {"sq", "sub"} <= allowed:
+            yield _u("sq", _b("sub", v, _C(c)))
+        if {"inv", "add"} <= allowed:
+            yield _u("inv", _b("add", v, _C(c)))
+    for c in (1.0, float(f"{np.median(finite * finite):.3g}")):
+        if c <= 0:
+            continue
+        if {"inv", "add", "sq"} <= allowed:
+            yield _u("inv", _b("add", _C(c), _u("sq", v)))
+        if {"sqrt", "add", "sq"} <= allowed:
+            yield _u("sqrt", _b("add", _C(c), _u("sq", v)))
+        if {"sqrt", "sub", "sq"} <= allowed:
+            yield _u("sqrt", _b("sub", _C(c), _u("sq", v)))
+
+
+def _pair_forms(i: int, j: int, allowed: frozenset[str]) -> Iterable[Expression]:
+    a, b = _var(i), _var(j)
+    for op in BINARY:
+        if op in allowed:
+            yield _b(op, a, b)
+    if "div" in allowed:
+        yield _b("div", b, a)
+    if "sub" in allowed:
+        yield _b("sub", b, a)
+    if {"sq", "sub"} <= allowed:
+        yield _u("sq", _b("sub", a, b))
+    if {"sq", "add"} <= allowed:
+        yield _b("add", _u("sq", a), _u("sq", b))
+    if {"mul", "sq"} <= allowed:
+        yield _b("mul", _u("sq", a), b)
+        yield _b("mul", a, _u("sq", b))
+    if {"div", "sq"} <= allowed:
+        yield _b("div", a, _u("sq", b))
+        yield _b("div", b, _u("sq", a))
+    if {"mul", "sqrt"} <= allowed:
+        yield _u("sqrt", _b("mul", a, b))
+
+
+def _rank(v: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(v, kind="stable"), kind="stable").astype(np.float64)
+
+
+def _relevance(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Absolute Spearman correlation of each column with ``y`` and with ``|y - median|``
+    (so symmetric laws such as ``x**2`` count too)."""
+    n_features, n = columns.shape
+    if n < 3:
+        return np.zeros(n_features)
+    targets = [_rank(y), _rank(np.abs(y - np.median(y)))]
+    out = np.zeros(n_features)
+    for j in range(n_features):
+        rx = _rank(columns[j])
+        rx -= rx.mean()
+        sx = float(np.sqrt(rx @ rx))
+        if sx == 0:
+            continue
+        rxs = [rx, _rank(np.abs(columns[j] - np.median(columns[j])))]
+        for r_x in rxs:
+            r_x = r_x - r_x.mean()
+            sxx = float(np.sqrt(r_x @ r_x))
+            for t in targets:
+                t = t - t.mean()
+                st = float(np.sqrt(t @ t))
+                if sxx > 0 and st > 0:
+                    out[j] = max(out[j], abs(float(r_x @ t)) / (sxx * st))
+    return out
+
+
+def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] | None = None,
+                  max_rich_variables: int = 12, max_pair_variables: int = 6,
+                  max_size: int = 5) -> OperandLibrary:
+    """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
+
+    ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
+    ``max_size`` nodes are left out.
+    """
+    allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
+    n_features, n_rows = columns.shape
+    order = np.argsort(-_relevance(columns, y), kind="stable") if n_features > 1 else np.arange(n_features)
+    rich = [int(i) for i in order[:max_rich_variables]]
+    pairs = rich[:max_pair_variables]
+    candidates: list[Expression] = [_var(i) for i in range(n_features)]
+    for i in rich:
+        candidates.extend(_single_variable_forms(i, columns[i], allowed_ops))
+    for a_i, i in enumerate(pairs):
+        for j in pairs[a_i + 1:]:
+            candidates.extend(_pair_forms(i, j, allowed_ops))
+
+    exprs: list[Expression] = []
+    rows: list[np.ndarray] = []
+    seen: set[bytes] = set()
+    for expr in sorted(candidates, key=lambda e: e.size):
+        if expr.size > max_size:
+            continue
+        v = evaluate_columns(expr, columns)
+        with np.errstate(all="ignore"):
+            if not np.all(np.isfinite(v)):
+                continue
+            spread = float(np.max(v) - np.min(v))
+            scale = float(np.max(np.abs(v)))
+            if not (spread > 1e-12 * max(scale, 1e-300)) or not math.isfinite(spread):
+                continue
+            # Distinct by values: relative rounding keeps float noise from splitting equal operands.
+            key = np.round(v / scale, 9).tobytes()
+        if key in seen:
+            continue
+        seen.add(key)
+        exprs.append(expr)
+        rows.append(v)
+    values = np.array(rows, dtype=np.float64).reshape(len(rows), n_rows)
+    centered = values - values.mean(axis=1, keepdims=True)
+    norms2 = np.einsum("ij,ij->i", centered, centered)
+    keep = norms2 > 0
+    if not keep.all():
+        exprs = [e for e, k in zip(exprs, keep) if k]
+        values, centered, norms2 = values[keep], centered[keep], norms2[keep]
+    return OperandLibrary(tuple(exprs), values, centered, norms2)

@@ -1,0 +1,177 @@
+"""Semantic backpropagation: what values a node of an expression *should* take.
+
+Given the values of every node of an expression on some rows and a target for the root, the
+*desired values* of a node are found by inverting its ancestors one by one, from the root down
+(Pawlak, Wieloch and Krawiec, IEEE TEVC 2015). The root's target is the data's ``y`` mapped
+through the inverse of the root's least-squares linear scaling ``y ~ a*f + b`` (Virgolin,
+Alderliesten and Bosman, GECCO 2019), so a node's desired values are in the expression's own
+units. Where an ancestor cannot be inverted at a row (division by zero, ``sqrt`` of a negative,
+``arcsin`` outside [-1, 1], ...) the desired value is NaN there: "any value will do as well as
+another". Periodic inverses take the branch nearest the node's current value.
+
+Pure numpy, no warnings: every function runs under ``np.errstate(all="ignore")``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .expression import Expression
+from .operators import CONSTANT, OPERATORS
+
+_NUMPY_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
+_TWO_PI = 2.0 * math.pi
+
+
+def node_values(expr: Expression, columns: np.ndarray) -> list[np.ndarray]:
+    """Values of the subtree rooted at every prefix position, each of shape ``[n_rows]``.
+
+    ``columns`` is the data as ``[n_features, n_rows]`` (:func:`dgsr.evaluate.as_columns`).
+    Non-finite values are kept (they mark rows where a subtree is undefined).
+    """
+    n_rows = columns.shape[1]
+    values: list[np.ndarray | None] = [None] * expr.size
+    stack: list[np.ndarray] = []
+    ci = expr.n_constants
+    with np.errstate(all="ignore"):
+        for i in range(expr.size - 1, -1, -1):
+            s = expr.symbols[i]
+            if s == CONSTANT:
+                ci -= 1
+                v = np.full(n_rows, expr.constants[ci])
+            elif s not in _NUMPY_FNS:
+                v = columns[int(s[1:])]
+            elif OPERATORS[s].arity == 1:
+                v = np.asarray(_NUMPY_FNS[s](stack.pop()), dtype=np.float64)
+            else:
+                a = stack.pop()
+                b = stack.pop()
+                v = np.asarray(_NUMPY_FNS[s](a, b), dtype=np.float64)
+            if v.shape != (n_rows,):
+                v = np.broadcast_to(v, (n_rows,)).astype(np.float64)
+            stack.append(v)
+            values[i] = v
+    return values  # type: ignore[return-value]
+
+
+def parents(expr: Expression) -> list[int]:
+    """``parents[i]`` is the prefix position of node ``i``'s parent (-1 for the root)."""
+    out = [-1] * expr.size
+    for i in range(expr.size):
+        for c in expr.children(i):
+            out[c] = i
+    return out
+
+
+def root_target(y: np.ndarray, root_value: np.ndarray, *, intercept: bool = True) -> np.ndarray:
+    """Desired values of the root: ``(y - b) / a`` for the least-squares scaling ``y ~ a*f + b``
+    (``y / a`` for ``y ~ a*f`` when ``intercept`` is False).
+
+    When the root's values are constant, non-finite or uncorrelated with ``y`` the scaling is
+    undefined and ``y`` itself is returned (matches downstream are scale-invariant anyway).
+    """
+    with np.errstate(all="ignore"):
+        f = root_value
+        if not np.all(np.isfinite(f)):
+            return y.copy()
+        if not intercept:
+            ff, fy = float(f @ f), float(f @ y)
+            a = fy / ff if ff > 0 else 0.0
+            if not (math.isfinite(a) and a != 0.0):
+                return y.copy()
+            out = y / a
+            return out if np.all(np.isfinite(out)) else y.copy()
+        fc = f - f.mean()
+        yc = y - y.mean()
+        var_f = float(fc @ fc)
+        var_y = float(yc @ yc)
+        if not (var_f > 1e-300 and var_y > 0 and math.isfinite(var_f)):
+            return y.copy()
+        cov = float(fc @ yc)
+        corr = cov / math.sqrt(var_f * var_y)
+        if not (math.isfinite(corr) and abs(corr) > 1e-6):
+            return y.copy()
+        a = cov / var_f
+        b = y.mean() - a * f.mean()
+        out = (y - b) / a
+    return out if np.all(np.isfinite(out)) else y.copy()
+
+
+def invert(op: str, child: int, desired: np.ndarray, values: list[np.ndarray], expr: Expression,
+           position: int) -> np.ndarray:
+    """Desired values of child number ``child`` of the node at ``position`` (operator ``op``),
+    given the node's own desired values and the current values of its children."""
+    kids = expr.children(position)
+    current = values[kids[child]]
+    with np.errstate(all="ignore"):
+        if OPERATORS[op].arity == 2:
+            other = values[kids[1 - child]]
+            if op == "add":
+                out = desired - other
+            elif op == "sub":
+                out = desired + other if child == 0 else other - desired
+            elif op == "mul":
+                out = desired / other
+            else:  # div
+                out = desired * other if child == 0 else other / desired
+        elif op == "inv":
+            out = 1.0 / desired
+        elif op == "sq":
+            root = np.sqrt(np.where(desired >= 0, desired, np.nan))
+            out = np.where(current < 0, -root, root)
+        elif op == "sqrt":
+            out = np.where(desired >= 0, desired * desired, np.nan)
+        elif op == "exp":
+            out = np.log(np.where(desired > 0, desired, np.nan))
+        elif op == "log":
+            out = np.exp(np.where(desired < 700, desired, np.nan))
+        elif op == "sin":
+            out = _nearest_branch(np.arcsin(_in_unit(desired)), current, mirror=math.pi, period=_TWO_PI)
+        elif op == "cos":
+            out = _nearest_branch(np.arccos(_in_unit(desired)), current, mirror=0.0, period=_TWO_PI)
+        elif op == "tan":
+            out = _nearest_branch(np.arctan(desired), current, mirror=None, period=math.pi)
+        else:  # pragma: no cover - every Table 1 operator is handled above
+            raise ValueError(f"cannot invert {op!r}")
+        out = np.asarray(out, dtype=np.float64)
+        out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def desired_values(expr: Expression, values: list[np.ndarray], y: np.ndarray, position: int,
+                   parent: list[int] | None = None, *, intercept: bool = True) -> np.ndarray:
+    """Desired values of the node at ``position`` (NaN where no value would do better than another).
+
+    ``values`` are :func:`node_values` of ``expr``; ``parent`` its :func:`parents` (computed if
+    not given); ``intercept``: whether the root's scaling has an offset (:func:`root_target`).
+    """
+    parent = parents(expr) if parent is None else parent
+    chain = []
+    p = position
+    while parent[p] != -1:
+        chain.append((parent[p], p))
+        p = parent[p]
+    desired = root_target(y, values[0], intercept=intercept)
+    for anc, node in reversed(chain):
+        op = expr.symbols[anc]
+        child = expr.children(anc).index(node)
+        desired = invert(op, child, desired, values, expr, anc)
+    return desired
+
+
+def _in_unit(d: np.ndarray) -> np.ndarray:
+    return np.where((d >= -1.0) & (d <= 1.0), d, np.nan)
+
+
+def _nearest_branch(principal: np.ndarray, current: np.ndarray, mirror: float | None,
+                    period: float) -> np.ndarray:
+    """The solution ``principal + k*period`` (or ``mirror - principal + k*period``) nearest ``current``."""
+    cur = np.where(np.isfinite(current), current, 0.0)
+    best = principal + np.round((cur - principal) / period) * period
+    if mirror is None:
+        return best
+    other = mirror - principal
+    other = other + np.round((cur - other) / period) * period
+    return np.where(np.abs(other - cur) < np.abs(best - cur), other, best)
