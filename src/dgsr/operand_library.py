@@ -5,15 +5,17 @@ operand at once with matrix products, so the library is a matrix ``[n_operands, 
 the expressions it came from. Entries are distinct by their values on the rows (two operands
 with the same values are one; the smaller is kept), finite on every row and not constant.
 
-What goes in (all over the data's own variables, at most 5 nodes):
+What goes in (all over the data's own variables, at most 6 nodes):
 
 * every variable ``x_i``, and the unary functions of it that are defined on the rows;
 * *inner-constant forms* that a law often needs and that growing mutations reach only through
   worse intermediate expressions: ``exp(c*x)``, ``sin(c*x)``, ``cos(c*x)`` for a few ``c``, and
   shifts ``sq(x - c)``, ``inv(x + c)``, ``inv(c + sq(x))``, ``sqrt(c + sq(x))`` with ``c`` taken
   from the data (quartiles of ``x``) or simple values; the search fits those constants later;
-* pairwise products, quotients, sums and differences of variables, and ``sq(x_i - x_j)``,
-  ``sq(x_i) + sq(x_j)``, for the variables most related to ``y`` when there are many.
+* pairwise products, quotients, sums and differences of variables, ``sq(x_i - x_j)``,
+  ``sq(x_i) + sq(x_j)``, the distance ``sqrt(sq(x_i) + sq(x_j))``, and ``exp``, ``sin``, ``cos``
+  of a product or quotient (``exp(-x_i*x_j)``, ``cos(x_i/x_j)``), for the variables most related
+  to ``y`` when there are many.
 
 With many columns the single-variable forms are built for the ``max_rich_variables`` variables
 most related to ``y`` (rank correlation of any form with ``y``) and pairs for the
@@ -127,6 +129,16 @@ def _pair_forms(i: int, j: int, allowed: frozenset[str]) -> Iterable[Expression]
         yield _b("div", b, _u("sq", a))
     if {"mul", "sqrt"} <= allowed:
         yield _u("sqrt", _b("mul", a, b))
+    if {"sqrt", "add", "sq"} <= allowed:
+        yield _u("sqrt", _b("add", _u("sq", a), _u("sq", b)))  # a distance
+    for inner in ("mul", "div"):
+        if inner not in allowed:
+            continue
+        for op in ("exp", "sin", "cos"):
+            if op in allowed:
+                yield _u(op, _b(inner, a, b))
+        if {"exp", "mul"} <= allowed:
+            yield _u("exp", _b("mul", _C(-1.0), _b(inner, a, b)))
 
 
 def _rank(v: np.ndarray) -> np.ndarray:
@@ -161,7 +173,7 @@ def _relevance(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] | None = None,
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
-                  max_size: int = 5) -> OperandLibrary:
+                  max_size: int = 6) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than

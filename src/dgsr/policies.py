@@ -68,7 +68,7 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         from .neural_policy import NeuralPolicy
 
         return NeuralPolicy.from_checkpoint(text, device=device, operators=operators)
-    raise ValueError(f"policy must be 'neural', 'random', a path to a .safetensors checkpoint or a "
+    raise ValueError(f"policy must be 'semantic', 'neural', 'random', a path to a .safetensors checkpoint or a "
                      f"Policy object, got {text!r}")
 
 

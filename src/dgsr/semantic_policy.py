@@ -22,7 +22,7 @@ CONTRACTS §5: ``prepare`` (library and scoring rows, once per trial), ``propose
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -40,6 +40,7 @@ from .semantic_backprop import desired_values, node_values, parents
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
 _ADDITIVE = frozenset({"add", "sub"})
 # Binary mutation kinds and how each turns desired values D and current values A into a target for B.
+_MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
 OPERATOR_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
 
 
@@ -51,6 +52,9 @@ class SemanticContext:
     y: np.ndarray
     library: OperandLibrary
     n_features: int
+    #: Per expanded expression: its ranked candidates not yet proposed, and the children already
+    #: proposed. A node expanded again (progressive widening) gets the next-best candidates.
+    pending: dict = field(default_factory=dict)
 
 
 class SemanticPolicy:
@@ -102,20 +106,24 @@ class SemanticPolicy:
                 rng: np.random.Generator) -> list[Proposal]:
         """Up to ``k`` distinct valid mutations of ``expression``, best-matching first."""
         n_random = round(k * self.random_share)
-        ranked = self._ranked(context, expression, rng)
+        key = expression.key()
+        if key not in context.pending:
+            if len(context.pending) >= _MAX_PENDING:
+                context.pending.clear()
+            context.pending[key] = (self._ranked(context, expression, rng), set())
+        ranked, proposed = context.pending[key]
         found: dict[tuple, tuple[Mutation, float]] = {}
-        for match, build in ranked:
-            if len(found) >= k - n_random:
-                break
+        while ranked and len(found) < k - n_random:
+            match, build = ranked.pop()
             mutation = build()
             if mutation is not None:
-                self._add(found, expression, mutation, match)
+                self._add(found, expression, mutation, match, proposed)
         # Exploration: uniform random proposals fill the rest (at a prior of the weakest match).
         floor = min((m for _, m in found.values()), default=0.0)
         for p in self._random.propose(context.n_features, expression, k - len(found) + 2, rng):
             if len(found) >= k:
                 break
-            self._add(found, expression, p.mutation, floor - 0.5)
+            self._add(found, expression, p.mutation, floor - 0.5, proposed)
         if not found:
             return []
         matches = np.array([m for _, m in found.values()])
@@ -128,7 +136,8 @@ class SemanticPolicy:
         return np.full(len(expressions), np.nan)
 
     # ------------------------------------------------------------------ internals
-    def _add(self, found: dict, expression: Expression, mutation: Mutation, match: float) -> None:
+    def _add(self, found: dict, expression: Expression, mutation: Mutation, match: float,
+             proposed: set) -> None:
         if mutation.op in UNARY and mutation.op not in self.operators:
             return
         try:
@@ -136,20 +145,22 @@ class SemanticPolicy:
         except InvalidMutation:
             return
         key = child.key()
-        if key not in found:
+        if key not in found and key not in proposed:
             found[key] = (mutation, match)
+            proposed.add(key)
 
     def _ranked(self, context: SemanticContext, expression: Expression,
                 rng: np.random.Generator) -> list[tuple[float, Callable[[], Mutation | None]]]:
-        """Candidate mutations, best first: ``(match, build)`` where ``build()`` makes the mutation
-        (or None); building is deferred because most candidates are never needed."""
+        """Candidate mutations, best *last* (popped from the end): ``(match, build)`` where
+        ``build()`` makes the mutation (or None); building is deferred because most candidates are
+        never needed."""
         lib = context.library
         if expression.is_empty:
             targets = context.y[None, :]
             match, _, _ = _match(targets, np.ones_like(targets, dtype=bool), lib)
             order = np.argsort(-match[0], kind="stable")
             return [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
-                    for j in order[: 4 * self.max_nodes]]
+                    for j in order[: 4 * self.max_nodes]][::-1]
 
         values = node_values(expression, context.columns)
         parent = parents(expression)
@@ -204,7 +215,7 @@ class SemanticPolicy:
                 seen.add(twin)
                 ranked.append((float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], lib.values[j],
                                                            targets[t], mask[t])))
-        ranked.sort(key=lambda r: -r[0])
+        ranked.sort(key=lambda r: r[0])
         return ranked
 
     def _unary(self, pos: int, desired: np.ndarray, current: np.ndarray,

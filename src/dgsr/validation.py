@@ -20,7 +20,7 @@ from sklearn.utils.validation import validate_data
 from .operators import resolve_operators
 from .selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
 
-_POLICY_NAMES = ("neural", "random")
+_POLICY_NAMES = ("semantic", "neural", "random")
 _CONSTANT_FITTING = ("never", "best", "all")
 
 
@@ -209,7 +209,7 @@ def validate_params(est: Any) -> None:
                       getattr(est, "binary_operators", None))
     policy = est.policy
     if isinstance(policy, str) and policy not in _POLICY_NAMES and not policy.endswith(".safetensors"):
-        raise ValueError(f"policy must be 'neural', 'random', a path to a .safetensors checkpoint "
+        raise ValueError(f"policy must be 'semantic', 'neural', 'random', a path to a .safetensors checkpoint "
                          f"or a Policy object, got {policy!r}.")
 
 

@@ -1,0 +1,253 @@
+"""The semantic policy: semantic backpropagation, the operand library, and data-aware proposals."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import sympy
+
+from dgsr.budget import Budget
+from dgsr.evaluate import as_columns, evaluate
+from dgsr.expression import Expression
+from dgsr.mutations import apply_mutation, is_valid
+from dgsr.operand_library import build_library
+from dgsr.parser import parse
+from dgsr.random_policy import RandomPolicy
+from dgsr.search import SearchConfig, run_search
+from dgsr.semantic_backprop import desired_values, invert, node_values, parents
+from dgsr.semantic_policy import SemanticPolicy
+
+NAMES = ["x0", "x1", "x2", "x3"]
+pytestmark = pytest.mark.timeout(120)
+
+
+def _data(n: int = 200, d: int = 3, low: float = 0.5, high: float = 2.0, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(low, high, size=(n, d))
+
+
+def _r2_scaled(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(a, b)[0, 1] ** 2)
+
+
+# ---------------------------------------------------------------- semantic backpropagation
+
+
+@pytest.mark.parametrize(
+    ("formula", "child", "expected"),
+    [
+        # expression, which child of the root to invert, desired child values given desired root values D
+        ("x0 + x1", 0, lambda D, a, b: D - b),
+        ("x0 + x1", 1, lambda D, a, b: D - a),
+        ("x0 - x1", 0, lambda D, a, b: D + b),
+        ("x0 - x1", 1, lambda D, a, b: a - D),
+        ("x0 * x1", 0, lambda D, a, b: D / b),
+        ("x0 * x1", 1, lambda D, a, b: D / a),
+        ("x0 / x1", 0, lambda D, a, b: D * b),
+        ("x0 / x1", 1, lambda D, a, b: a / D),
+    ],
+)
+def test_invert_binary_operators_exactly(formula, child, expected):
+    X = _data()
+    expr = parse(formula, NAMES[:3])
+    values = node_values(expr, as_columns(X))
+    D = np.random.default_rng(1).uniform(0.5, 3.0, len(X))
+    a, b = values[1], values[expr.children(0)[1]]
+    np.testing.assert_allclose(invert(expr.symbols[0], child, D, values, expr, 0), expected(D, a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("op", "D", "expected"),
+    [
+        ("inv", [0.5, 2.0, -4.0], [2.0, 0.5, -0.25]),
+        ("sqrt", [0.5, 2.0, 3.0], [0.25, 4.0, 9.0]),
+        ("exp", [1.0, math.e, math.e**2], [0.0, 1.0, 2.0]),
+        ("log", [0.0, 1.0, -1.0], [1.0, math.e, 1 / math.e]),
+    ],
+)
+def test_invert_unary_operators_exactly(op, D, expected):
+    expr = Expression.combine(op, Expression.variable(0))
+    X = np.array([[1.0], [2.0], [3.0]])
+    values = node_values(expr, as_columns(X))
+    np.testing.assert_allclose(invert(op, 0, np.array(D), values, expr, 0), expected, rtol=1e-12)
+
+
+def test_invert_sq_keeps_the_sign_of_the_current_value():
+    expr = Expression.combine("sq", Expression.variable(0))
+    X = np.array([[-1.0], [2.0], [-3.0]])
+    values = node_values(expr, as_columns(X))
+    np.testing.assert_allclose(invert("sq", 0, np.array([4.0, 9.0, 1.0]), values, expr, 0), [-2.0, 3.0, -1.0])
+
+
+def test_invert_sin_takes_the_branch_nearest_the_current_value():
+    expr = Expression.combine("sin", Expression.variable(0))
+    current = np.array([0.1, 2.8, 2 * math.pi + 0.2])
+    values = node_values(expr, as_columns(current[:, None]))
+    D = np.sin(current + 0.05)  # the nearest solution is current + 0.05 on every row
+    np.testing.assert_allclose(invert("sin", 0, D, values, expr, 0), current + 0.05, atol=1e-9)
+
+
+def test_non_invertible_rows_are_nan_and_silent():
+    expr = Expression.combine("sqrt", Expression.variable(0))
+    values = node_values(expr, as_columns(np.array([[1.0], [4.0]])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = invert("sqrt", 0, np.array([-1.0, 2.0]), values, expr, 0)
+        out_sin = invert("sin", 0, np.array([3.0, 0.5]), node_values(Expression.combine("sin", Expression.variable(0)),
+                                                                     as_columns(np.array([[1.0], [0.5]]))),
+                         Expression.combine("sin", Expression.variable(0)), 0)
+    assert np.isnan(out[0]) and out[1] == 4.0
+    assert np.isnan(out_sin[0]) and abs(out_sin[1] - math.asin(0.5)) < 1e-12
+
+
+@pytest.mark.parametrize("formula", [
+    "x0 + x1*x2", "x0/(x1 + x2)", "sqrt(x0) * x1 - x2", "exp(x0/x1) + x2", "log(x0 + x1) * x2",
+    "sin(x0) / x1", "(x0 - x2)**2 + 1/x1",
+])
+def test_desired_values_of_an_exact_fit_are_the_current_values(formula):
+    """When y is exactly the expression, no node needs to change: desired == current everywhere."""
+    X = _data(d=3)
+    expr = parse(formula, NAMES[:3])
+    values = node_values(expr, as_columns(X))
+    y = values[0].copy()
+    parent = parents(expr)
+    for pos in range(expr.size):
+        desired = desired_values(expr, values, y, pos, parent)
+        ok = np.isfinite(desired)
+        assert ok.mean() > 0.9, (formula, pos)
+        np.testing.assert_allclose(desired[ok], values[pos][ok], rtol=1e-6, atol=1e-9)
+
+
+# ---------------------------------------------------------------- the operand library
+
+
+def test_library_keeps_one_operand_per_distinct_values():
+    X = _data(d=2)
+    X = np.column_stack([X[:, 0], X[:, 0], X[:, 1]])  # x1 duplicates x0
+    lib = build_library(as_columns(X), X[:, 2] * 2)
+    keys = [tuple(np.round(v / np.max(np.abs(v)), 9)) for v in lib.values]
+    assert len(keys) == len(set(keys))
+    used = [e.variables for e in lib.expressions]
+    assert frozenset({1}) not in used  # every form of x1 equals the same form of x0
+    assert any(e == Expression.variable(0) for e in lib.expressions)
+    # x0*x0 and sq(x0) have the same values: only the smaller (sq(x0), 2 nodes) is kept
+    squares = [e for e in lib.expressions if np.allclose(evaluate(e, X), X[:, 0] ** 2)]
+    assert len(squares) == 1 and squares[0].size == 2
+
+
+def test_library_operands_are_finite_and_respect_allowed_operators():
+    X = np.column_stack([np.linspace(-2, 2, 50), np.linspace(0, 3, 50)])  # zeros and negatives
+    lib = build_library(as_columns(X), X[:, 0] + X[:, 1], allowed={"add", "mul", "sq"})
+    assert np.all(np.isfinite(lib.values))
+    for e in lib.expressions:
+        assert set(e.symbols) - {"c", "x0", "x1"} <= {"add", "mul", "sq"}
+
+
+# ---------------------------------------------------------------- proposals
+
+
+def _first_child(policy, X, y, expr, seed=0):
+    rng = np.random.default_rng(seed)
+    ctx = policy.prepare(X, y, rng)
+    proposals = policy.propose(ctx, expr, 16, rng)
+    best = max(proposals, key=lambda p: p.prior)
+    return apply_mutation(expr, best.mutation), proposals
+
+
+def test_proposes_the_missing_additive_term_first():
+    X = _data(d=3)
+    y = X[:, 0] + X[:, 1] ** 2
+    child, _ = _first_child(SemanticPolicy(), X, y, Expression.variable(0))
+    # the best proposal adds x1**2 (possibly through an equivalent form), which makes the fit exact
+    values = np.column_stack([np.ones(len(y)), X[:, 0], evaluate(child, X) - X[:, 0]])
+    coef, *_ = np.linalg.lstsq(values, y, rcond=None)
+    assert np.allclose(values @ coef, y, atol=1e-9)
+    assert 1 in child.variables
+
+
+def test_proposes_the_missing_divisor_first():
+    X = _data(d=3)
+    y = X[:, 0] * X[:, 1] / X[:, 2]
+    child, _ = _first_child(SemanticPolicy(), X, y, parse("x0*x1", NAMES[:3]))
+    assert _r2_scaled(evaluate(child, X), y) > 1 - 1e-12
+    assert child.size <= 6
+
+
+def test_root_proposal_matches_y():
+    X = _data(d=3)
+    y = 3.0 * np.exp(-X[:, 2])
+    child, _ = _first_child(SemanticPolicy(), X, y, Expression.empty())
+    assert _r2_scaled(evaluate(child, X), y) > 1 - 1e-9
+
+
+def test_proposals_are_valid_distinct_and_silent_on_hostile_data():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3)) * np.array([1.0, 1e150, 1e-150])
+    X[::7, 0] = 0.0
+    y = X[:, 0] * 2.0 - 1.0 + rng.normal(size=300) * 1e-3
+    policy = SemanticPolicy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ctx = policy.prepare(X, y, rng)
+        expressions = [Expression.empty(), Expression.variable(0), parse("x0/x1 + log(x2*x2)", NAMES[:3]),
+                       parse("sqrt(x0*x0) - exp(x1)", NAMES[:3])]
+        for expr in expressions:
+            proposals = policy.propose(ctx, expr, 16, rng)
+            assert 0 < len(proposals) <= 16
+            priors = np.array([p.prior for p in proposals])
+            assert np.all(np.isfinite(priors)) and np.all(priors > 0) and abs(priors.sum() - 1) < 1e-9
+            children = [apply_mutation(expr, p.mutation) for p in proposals]
+            assert all(is_valid(c) for c in children)
+            assert len({c.key() for c in children}) == len(children)
+
+
+def test_proposals_are_deterministic_for_a_seed():
+    X = _data(d=3)
+    y = X[:, 0] / X[:, 1] + np.sin(X[:, 2])
+    policy = SemanticPolicy()
+
+    def run(seed):
+        rng = np.random.default_rng(seed)
+        ctx = policy.prepare(X, y, rng)
+        return [(str(p.mutation), p.prior) for p in policy.propose(ctx, parse("x0*x2", NAMES[:3]), 16, rng)]
+
+    assert run(5) == run(5)
+
+
+def test_proposals_depend_on_the_pairing_of_x_and_y():
+    """Shuffling y over the rows (same marginal, same X) changes what is proposed."""
+    X = _data(d=3)
+    y = X[:, 0] * X[:, 1] / X[:, 2]
+    shuffled = np.random.default_rng(0).permutation(y)
+    policy = SemanticPolicy(random_share=0.0)
+
+    def top(target):
+        rng = np.random.default_rng(0)
+        ctx = policy.prepare(X, target, rng)
+        return [str(p.mutation) for p in policy.propose(ctx, parse("x0*x1", NAMES[:3]), 8, rng)]
+
+    assert top(y) != top(shuffled)
+
+
+def test_value_is_nan_so_the_search_uses_accuracy():
+    policy = SemanticPolicy()
+    X = _data(d=2)
+    ctx = policy.prepare(X, X[:, 0], np.random.default_rng(0))
+    assert np.all(np.isnan(policy.value(ctx, [Expression.variable(0)])))
+
+
+def test_recovers_a_law_the_random_policy_misses_at_a_small_budget():
+    X = _data(n=300, d=4, seed=2)
+    y = X[:, 0] * X[:, 1] / (X[:, 2] * X[:, 3])
+    budget = dict(max_evaluations=600, target_r2=1 - 1e-12)
+    sem = run_search(X, y, SemanticPolicy(), config=SearchConfig(), rng=0, budget=Budget(**budget))
+    rnd = run_search(X, y, RandomPolicy(), config=SearchConfig(), rng=0, budget=Budget(**budget))
+    assert rnd.best.r2 < 0.99
+    exact = [e for e in sem.archive.front() if e.r2 > 1 - 1e-9]
+    assert exact
+    found = sympy.nsimplify(exact[0].expression.to_sympy(NAMES[:4], digits=6), rational=True, tolerance=1e-6)
+    x0, x1, x2, x3 = sympy.symbols(NAMES[:4])
+    ratio = sympy.simplify(found / (x0 * x1 / (x2 * x3)))
+    assert ratio.free_symbols == set()  # the law itself, up to a constant factor (SRBench's check)
