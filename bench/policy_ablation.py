@@ -1,7 +1,7 @@
-"""Ablation: MCTS with the neural policy vs. the random policy, at equal evaluations or equal time.
+"""Ablation: MCTS with the neural or semantic policy vs. the random policy, at equal evaluations or time.
 
-    python bench/policy_ablation.py [--weights PATH] [--domain in|out] [--problems 20]
-        [--evals 3000 | --time 10] [--seed 0] [--threads 1]
+    python bench/policy_ablation.py [--weights PATH] [--domain in|out|feynman] [--problems 20]
+        [--evals 3000 | --time 10] [--seed 0] [--threads 1] [--policies neural,semantic,random]
 
 Held-out synthetic problems (``dgsr.corpus.load_heldout``) or Feynman problems (200 regenerated
 rows): the first 150 of each problem's 200 rows are the search data, the last 50 the test rows. A problem counts as solved when the
@@ -18,14 +18,13 @@ import sys
 import time
 
 import numpy as np
-import torch
 
 from dgsr.budget import Budget
 from dgsr.corpus import load_heldout
 from dgsr.evaluate import evaluate, r2_score
-from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
 from dgsr.random_policy import RandomPolicy
 from dgsr.search import SearchConfig, run_search
+from dgsr.semantic_policy import SemanticPolicy
 
 
 def run_one(policy, X, y, X_test, y_test, *, evals: float | None, seconds: float | None, seed: int) -> dict:
@@ -60,7 +59,7 @@ def _problems(domain: str, offset: int, count: int, seed: int) -> list[tuple[np.
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--weights", default=str(DEFAULT_WEIGHTS))
+    parser.add_argument("--weights", default=None, help="neural policy weights (default: the shipped ones)")
     parser.add_argument("--domain", choices=("in", "out", "feynman"), default="in",
                         help="held-out synthetic in/out of domain, or Feynman (regenerated rows, file order)")
     parser.add_argument("--problems", type=int, default=20)
@@ -69,16 +68,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--policies", default="neural,random",
-                        help="comma list of: neural (critic values), neural-acc (accuracy values), random")
+                        help="comma list of: neural (critic values), neural-acc (accuracy values), semantic, random")
     parser.add_argument("--offset", type=int, default=0, help="skip this many held-out problems")
     args = parser.parse_args(argv)
     if (args.evals is None) == (args.time is None):
         parser.error("give exactly one of --evals and --time")
-    torch.set_num_threads(args.threads)
-    makers = {"neural": lambda: NeuralPolicy.from_checkpoint(args.weights),
-              "neural-acc": lambda: NeuralPolicy.from_checkpoint(args.weights, use_critic=False),
+    names = args.policies.split(",")
+    if any(n.startswith("neural") for n in names):  # torch only when a neural policy runs
+        import torch
+
+        from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
+
+        torch.set_num_threads(args.threads)
+        weights = args.weights or str(DEFAULT_WEIGHTS)
+    makers = {"neural": lambda: NeuralPolicy.from_checkpoint(weights),
+              "neural-acc": lambda: NeuralPolicy.from_checkpoint(weights, use_critic=False),
+              "semantic": SemanticPolicy,
               "random": RandomPolicy}
-    policies = {name: makers[name]() for name in args.policies.split(",")}
+    policies = {name: makers[name]() for name in names}
     problems = _problems(args.domain, args.offset, args.problems, args.seed)
     rows: dict[str, list[dict]] = {name: [] for name in policies}
     for i, (X, y, truth_size) in enumerate(problems):
@@ -89,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"problem": args.offset + i, "policy": name, "truth_size": truth_size, **r}), file=sys.stderr)
     budget = f"{args.evals:.0f} evaluations" if args.evals else f"{args.time:g} s"
     print(f"domain {args.domain}, {len(problems)} problems, {budget} per run, seed {args.seed}, "
-          f"{args.threads} thread(s), weights {args.weights}")
+          f"{args.threads} thread(s)" + (f", weights {weights}" if any(n.startswith("neural") for n in names) else ""))
     print("| policy | solved (test R² >= 0.99) | train R² >= 0.99 | median train R² | median test R² | "
           "wins vs random (train R²) | mean evaluations | mean seconds |")
     print("|---|---|---|---|---|---|---|---|")

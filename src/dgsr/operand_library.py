@@ -63,12 +63,15 @@ class OperandLibrary:
         ``values`` minus each row's mean.
     norms2:
         Squared norm of each centred row (all > 0).
+    squares:
+        ``values ** 2`` (the matching needs it at every expansion).
     """
 
     expressions: tuple[Expression, ...]
     values: np.ndarray
     centered: np.ndarray
     norms2: np.ndarray
+    squares: np.ndarray
 
     def __len__(self) -> int:
         return len(self.expressions)
@@ -213,10 +216,13 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         exprs.append(expr)
         rows.append(v)
     values = np.array(rows, dtype=np.float64).reshape(len(rows), n_rows)
-    centered = values - values.mean(axis=1, keepdims=True)
-    norms2 = np.einsum("ij,ij->i", centered, centered)
-    keep = norms2 > 0
+    with np.errstate(all="ignore"):
+        centered = values - values.mean(axis=1, keepdims=True)
+        norms2 = np.einsum("ij,ij->i", centered, centered)
+        squares = values * values
+        # An operand whose squares overflow cannot be matched (its sums are inf): leave it out.
+        keep = (norms2 > 0) & np.isfinite(norms2) & np.isfinite(squares.sum(axis=1))
     if not keep.all():
         exprs = [e for e, k in zip(exprs, keep) if k]
-        values, centered, norms2 = values[keep], centered[keep], norms2[keep]
-    return OperandLibrary(tuple(exprs), values, centered, norms2)
+        values, centered, norms2, squares = values[keep], centered[keep], norms2[keep], squares[keep]
+    return OperandLibrary(tuple(exprs), values, centered, norms2, squares)

@@ -141,11 +141,13 @@ def invert(op: str, child: int, desired: np.ndarray, values: list[np.ndarray], e
 
 
 def desired_values(expr: Expression, values: list[np.ndarray], y: np.ndarray, position: int,
-                   parent: list[int] | None = None, *, intercept: bool = True) -> np.ndarray:
+                   parent: list[int] | None = None, *, intercept: bool = True,
+                   root: np.ndarray | None = None) -> np.ndarray:
     """Desired values of the node at ``position`` (NaN where no value would do better than another).
 
     ``values`` are :func:`node_values` of ``expr``; ``parent`` its :func:`parents` (computed if
-    not given); ``intercept``: whether the root's scaling has an offset (:func:`root_target`).
+    not given); ``intercept``: whether the root's scaling has an offset (:func:`root_target`);
+    ``root``: the root's desired values when the caller has them already (``y`` is then unused).
     """
     parent = parents(expr) if parent is None else parent
     chain = []
@@ -153,7 +155,7 @@ def desired_values(expr: Expression, values: list[np.ndarray], y: np.ndarray, po
     while parent[p] != -1:
         chain.append((parent[p], p))
         p = parent[p]
-    desired = root_target(y, values[0], intercept=intercept)
+    desired = root_target(y, values[0], intercept=intercept) if root is None else root
     for anc, node in reversed(chain):
         op = expr.symbols[anc]
         child = expr.children(anc).index(node)

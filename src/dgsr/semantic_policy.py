@@ -21,6 +21,7 @@ CONTRACTS §5: ``prepare`` (library and scoring rows, once per trial), ``propose
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,7 +35,7 @@ from .operand_library import OperandLibrary, build_library
 from .operators import BINARY, OPERATORS, UNARY
 from .policy import Proposal
 from .random_policy import RandomPolicy
-from .semantic_backprop import desired_values, node_values, parents
+from .semantic_backprop import desired_values, node_values, parents, root_target
 
 # Operators through which a constant factor on a subtree becomes a constant factor on the whole.
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
@@ -78,7 +79,7 @@ class SemanticPolicy:
 
     has_critic = False
 
-    def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 8,
+    def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
@@ -157,13 +158,14 @@ class SemanticPolicy:
         lib = context.library
         if expression.is_empty:
             targets = context.y[None, :]
-            match, _, _ = _match(targets, np.ones_like(targets, dtype=bool), lib)
+            match = _match(targets, np.ones_like(targets, dtype=bool), lib).match
             order = np.argsort(-match[0], kind="stable")
             return [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
                     for j in order[: 4 * self.max_nodes]][::-1]
 
         values = node_values(expression, context.columns)
         parent = parents(expression)
+        roots = {flag: root_target(context.y, values[0], intercept=flag) for flag in (True, False)}
         positions = self._positions(expression, rng)
         target_rows: list[np.ndarray] = []
         meta: list[tuple[int, str, bool, bool]] = []  # position, kind, scale absorbed, offset absorbed
@@ -172,7 +174,7 @@ class SemanticPolicy:
             scale_path, additive_path = _absorbs(expression, parent, pos)
             # Through a chain of products up to the root, y's offset cannot be produced below:
             # aim at y ~ a*f there (an offset would leak into every quotient of the chain).
-            desired = desired_values(expression, values, context.y, pos, parent, intercept=not scale_path)
+            desired = desired_values(expression, values, context.y, pos, parent, root=roots[not scale_path])
             current = values[pos]
             ok = np.isfinite(desired) & np.isfinite(current)
             if ok.sum() < max(5, len(desired) // 3):
@@ -199,7 +201,8 @@ class SemanticPolicy:
         if target_rows:
             targets = np.array(target_rows)
             mask = np.isfinite(targets) & _not_extreme(targets)
-            match, _, _ = _match(targets, mask, lib)
+            fit = _match(targets, mask, lib)
+            match = fit.match
             n_top = min(match.size, 6 * self.max_nodes)
             flat = np.argpartition(-match.ravel(), n_top - 1)[:n_top] if match.size > n_top else np.arange(match.size)
             seen: set[tuple[int, float]] = set()
@@ -213,8 +216,7 @@ class SemanticPolicy:
                 if twin in seen:
                     continue
                 seen.add(twin)
-                ranked.append((float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], lib.values[j],
-                                                           targets[t], mask[t])))
+                ranked.append((float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], fit.at(t, j))))
         ranked.sort(key=lambda r: r[0])
         return ranked
 
@@ -223,17 +225,21 @@ class SemanticPolicy:
         """Unary mutations of the node at ``pos``, matched on their own values; one that explains
         no more than the node already does ranks below every library match."""
         ops = [op for op in UNARY if op in self.operators]
+        cur = current[ok]
         with np.errstate(all="ignore"):
-            outs = np.array([OPERATOR_FNS[op](current) for op in ops] + [current])
-        # A unary operator undefined where the node has values would make the child invalid.
-        defined = np.all(np.isfinite(outs[:, ok]), axis=1)
-        d = desired[ok]
-        match, _, _ = _match(d[None, :], np.ones((1, len(d)), dtype=bool), _as_library(outs[:, ok]))
-        base = match[0, -1]
+            outs = np.array([OPERATOR_FNS[op](cur) for op in ops] + [cur])
+            # An operator undefined where the node has values would make the child invalid.
+            defined = np.isfinite(outs).all(axis=1)
+            outs[~defined] = 0.0
+            d = desired[ok] - desired[ok].mean()
+            oc = outs - outs.mean(axis=1, keepdims=True)
+            r2 = (oc @ d) ** 2 / (np.einsum("ij,ij->i", oc, oc) * float(d @ d))
+            match = -np.log10(np.clip(1.0 - r2, 1e-12, 1.0))
+        base = match[-1]
         out = []
         for i, op in enumerate(ops):
-            if defined[i] and np.isfinite(match[0, i]):
-                m = float(match[0, i]) if match[0, i] > base else float(match[0, i]) - 1.0
+            if defined[i] and np.isfinite(match[i]):
+                m = float(match[i]) if match[i] > base else float(match[i]) - 1.0
                 out.append((m, partial(Mutation, pos, op)))
         return out
 
@@ -246,17 +252,10 @@ class SemanticPolicy:
 
 
 
-def _as_library(values: np.ndarray) -> OperandLibrary:
-    """Rows of values as a (nameless) library, to reuse :func:`_match` on them."""
-    finite = np.where(np.isfinite(values), values, 0.0)
-    centered = finite - finite.mean(axis=1, keepdims=True)
-    return OperandLibrary((), finite, centered, np.einsum("ij,ij->i", centered, centered))
-
-
-def _mutation(meta: tuple[int, str, bool, bool], expr: Expression, values: np.ndarray, target: np.ndarray,
-              mask: np.ndarray) -> Mutation | None:
+def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
+              fit: tuple[float, float, float, float, float, float]) -> Mutation | None:
     pos, kind, scale_ok, offset_ok = meta
-    proposal = _operand(expr, kind, values, target, mask, scale_ok, offset_ok)
+    proposal = _operand(expr, kind, fit, scale_ok, offset_ok)
     return None if proposal is None else Mutation(pos, proposal[0], proposal[1])
 
 
@@ -302,10 +301,10 @@ def _as_library(values: np.ndarray) -> OperandLibrary:
     return OperandLibrary((), finite, centered, np.einsum("ij,ij->i", centered, centered))
 
 
-def _mutation(meta: tuple[int, str, bool, bool], expr: Expression, values: np.ndarray, target: np.ndarray,
-              mask: np.ndarray) -> Mutation | None:
+def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
+              fit: tuple[float, float, float, float, float, float]) -> Mutation | None:
     pos, kind, scale_ok, offset_ok = meta
-    proposal = _operand(expr, kind, values, target, mask, scale_ok, offset_ok)
+    proposal = _operand(expr, kind, fit, scale_ok, offset_ok)
     return None if proposal is None else Mutation(pos, proposal[0], proposal[1])
 
 
@@ -326,12 +325,42 @@ def _absorbs(expr: Expression, parent: list[int], position: int) -> tuple[bool, 
     return scale, offset
 
 
-def _match(targets: np.ndarray, mask: np.ndarray, lib: OperandLibrary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For every target row and library operand: the match ``-log10`` of the unexplained share of
-    the target's variance by ``c*B + d`` on the target's finite rows, with ``c`` and ``d``.
+@dataclass(frozen=True)
+class _Fit:
+    """Least-squares fits of every target row by every library operand (``[n_targets, n_operands]``).
 
-    Returns three ``[n_targets, n_operands]`` arrays; the match is -inf where undefined.
+    ``match`` is ``-log10`` of the share of the target's variance that ``c*B + d`` leaves
+    unexplained (-inf where undefined). The sums it came from are kept so that the constants of
+    the few candidates actually proposed are computed on demand (:meth:`at`).
     """
+
+    match: np.ndarray
+    n: np.ndarray
+    sy: np.ndarray
+    syy: np.ndarray
+    sx: np.ndarray
+    sxx: np.ndarray
+    sxy: np.ndarray
+
+    def at(self, t: int, j: int) -> tuple[float, float, float, float, float, float]:
+        """``c, d`` of ``c*B + d``, the slope ``c0`` through the origin, the residual sums of
+        squares with and without ``d``, and the target's sum of squares, for one pair."""
+        n, sy, syy = float(self.n[t, 0]), float(self.sy[t, 0]), float(self.syy[t, 0])
+        sx, sxx, sxy = float(self.sx[t, j]), float(self.sxx[t, j]), float(self.sxy[t, j])
+        with np.errstate(all="ignore"):
+            var_x = sxx - sx * sx / n
+            cov = sxy - sx * sy / n
+            coef = cov / var_x if var_x > 0 else math.nan
+            icpt = (sy - coef * sx) / n
+            sse = max(syy - sy * sy / n - cov * coef, 0.0)
+            coef0 = sxy / sxx if sxx > 0 else math.nan
+            sse0 = max(syy - sxy * coef0, 0.0)
+        return coef, icpt, coef0, sse, sse0, syy
+
+
+def _match(targets: np.ndarray, mask: np.ndarray, lib: OperandLibrary) -> _Fit:
+    """Fit every target row (on its ``mask``ed rows) by every library operand, from three matrix
+    products (the library's sums restricted to each target's rows, and the cross products)."""
     with np.errstate(all="ignore"):
         m = mask.astype(np.float64)
         t = np.where(mask, targets, 0.0)
@@ -339,19 +368,16 @@ def _match(targets: np.ndarray, mask: np.ndarray, lib: OperandLibrary) -> tuple[
         sy = t.sum(axis=1, keepdims=True)
         syy = (t * t).sum(axis=1, keepdims=True)
         sx = m @ lib.values.T
-        sxx = m @ (lib.values * lib.values).T
+        sxx = m @ lib.squares.T
         sxy = t @ lib.values.T
         var_y = syy - sy * sy / n
         var_x = sxx - sx * sx / n
         cov = sxy - sx * sy / n
-        unexplained = 1.0 - cov * cov / (var_x * var_y)
-        unexplained = np.clip(unexplained, 1e-12, 1.0)
-        coef = cov / var_x
-        icpt = (sy - coef * sx) / n
-        match = -np.log10(unexplained)
-        bad = ~(np.isfinite(match) & (var_x > 1e-12 * np.maximum(sxx, 1e-300)) & (var_y > 0) & (n >= 5))
+        r2 = cov * cov / (var_x * var_y)
+        match = -np.log10(np.clip(1.0 - r2, 1e-12, 1.0))
+        bad = ~(np.isfinite(match) & (var_x > 1e-12 * sxx) & (var_y > 0) & (n >= 5))
         match[bad] = -np.inf
-    return match, coef, icpt
+    return _Fit(match, n, sy, syy, sx, sxx, sxy)
 
 
 def _residual(target: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -365,31 +391,22 @@ def _residual(target: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.nd
     return out
 
 
-def _operand(expr: Expression, kind: str, values: np.ndarray, target: np.ndarray, mask: np.ndarray,
+def _operand(expr: Expression, kind: str, fit: tuple[float, float, float, float, float, float],
              scale_ok: bool, offset_ok: bool) -> tuple[str, Expression] | None:
     """The mutation operator and operand ``B`` to propose for library entry ``expr`` and a target.
 
     ``B`` should take the values ``c*L + d`` (``L`` the entry's values, least squares on the
-    target's rows). Where the position absorbs the scale the entry goes in as ``L`` (or
-    ``L + d/c``), otherwise as ``c*L`` (or ``c*L + d``); the offset is kept only where it is not
-    absorbed and explains clearly more than a line through the origin. For ``add`` a negative
-    ``c`` turns the mutation into ``sub``.
+    target's rows; ``fit`` = ``c, d``, the slope through the origin ``c0``, the residual sums of
+    squares with and without ``d``, and the target's sum of squares). Where the position absorbs
+    the scale the entry goes in as ``L`` (or ``L + d/c``), otherwise as ``c*L`` (or ``c*L + d``);
+    the offset is kept only where it is not absorbed and explains clearly more than a line through
+    the origin. For ``add`` a negative ``c`` turns the mutation into ``sub``.
     """
-    with np.errstate(all="ignore"):
-        t, v = target[mask], values[mask]
-        if len(t) < 5:
-            return None
-        vm, tm = float(v.mean()), float(t.mean())
-        vc = v - vm
-        c = float(vc @ (t - tm)) / float(vc @ vc)
-        d = tm - c * vm
-        sse_with = float(np.sum((t - c * v - d) ** 2))
-        c0 = float(v @ t) / float(v @ v)
-        sse_without = float(np.sum((t - c0 * v) ** 2))
+    c, d, c0, sse_with, sse_without, tt = fit
     if not all(np.isfinite(x) for x in (c, d, c0, sse_with, sse_without)) or c == 0:
         return None
     # The offset goes in only where nothing absorbs it and it explains clearly more.
-    use_offset = not offset_ok and sse_with < 0.9 * sse_without and sse_without > 1e-12 * float(t @ t)
+    use_offset = not offset_ok and sse_with < 0.9 * sse_without and sse_without > 1e-12 * tt
     coef = c if (offset_ok or use_offset) else c0
     if coef == 0 or not np.isfinite(coef):
         return None
