@@ -241,7 +241,7 @@ def test_value_is_nan_so_the_search_uses_accuracy():
 def test_recovers_a_law_the_random_policy_misses_at_a_small_budget():
     X = _data(n=300, d=4, seed=2)
     y = X[:, 0] * X[:, 1] / (X[:, 2] * X[:, 3])
-    budget = dict(max_evaluations=600, target_r2=1 - 1e-12)
+    budget = {"max_evaluations": 600, "target_r2": 1 - 1e-12}
     sem = run_search(X, y, SemanticPolicy(), config=SearchConfig(), rng=0, budget=Budget(**budget))
     rnd = run_search(X, y, RandomPolicy(), config=SearchConfig(), rng=0, budget=Budget(**budget))
     assert rnd.best.r2 < 0.99
@@ -251,3 +251,19 @@ def test_recovers_a_law_the_random_policy_misses_at_a_small_budget():
     x0, x1, x2, x3 = sympy.symbols(NAMES[:4])
     ratio = sympy.simplify(found / (x0 * x1 / (x2 * x3)))
     assert ratio.free_symbols == set()  # the law itself, up to a constant factor (SRBench's check)
+
+
+def test_estimator_default_is_the_semantic_policy_and_recovers_a_law():
+    import pandas as pd
+
+    from dgsr import SymbolicRegressor
+
+    X = pd.DataFrame(_data(n=300, d=3, seed=4), columns=["m", "v", "r"])
+    y = X["m"] * X["v"] ** 2 / X["r"]
+    est = SymbolicRegressor(max_time=None, max_evaluations=3000, random_state=0, verbose=False)
+    assert est.get_params()["policy"] == "semantic"
+    est.fit(X, y)
+    m, v, r = sympy.symbols("m v r")
+    ratio = sympy.simplify(sympy.nsimplify(est.sympy(), rational=True, tolerance=1e-6) / (m * v**2 / r))
+    assert ratio.free_symbols == set()
+    assert np.all(np.isfinite(est.predict(X)))

@@ -121,8 +121,9 @@ def _add_fit(sub: Any) -> None:
     p.add_argument("--time", type=float, default=60.0, help="seconds of search (default: 60)")
     p.add_argument("--evals", type=int, default=500_000, help="maximum evaluations (default: 500000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--policy", default="random",
-                   help="random (default: wins at equal time today), neural (shipped weights), or a .safetensors checkpoint")
+    p.add_argument("--policy", default="semantic",
+                   help="semantic (default: data-aware, wins at equal time), random, neural (shipped weights), "
+                        "or a .safetensors checkpoint")
     p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
     p.add_argument("--constants", choices=("never", "best", "all"), default=None,
                    help="when to fit constants during search (default: the benchmark-chosen one)")

@@ -122,8 +122,8 @@ def _start_model(spec: str, device: str) -> Any:
             return NeuralPolicy.from_pretrained(device=device).model
         except FileNotFoundError as err:
             raise CLIError(f"{err}; pass --policy PATH.safetensors") from None
-    if spec == "random":
-        raise CLIError("the random policy cannot learn; pass --policy neural or a .safetensors checkpoint")
+    if spec in ("random", "semantic"):
+        raise CLIError(f"the {spec} policy cannot learn; pass --policy neural or a .safetensors checkpoint")
     return NeuralPolicy.from_checkpoint(spec, device=device).model
 
 
