@@ -267,3 +267,15 @@ def test_estimator_default_is_the_semantic_policy_and_recovers_a_law():
     ratio = sympy.simplify(sympy.nsimplify(est.sympy(), rational=True, tolerance=1e-6) / (m * v**2 / r))
     assert ratio.free_symbols == set()
     assert np.all(np.isfinite(est.predict(X)))
+
+
+def test_proposals_use_only_allowed_operators():
+    X = _data(d=3)
+    y = X[:, 0] * X[:, 1] + np.sin(X[:, 2])
+    policy = SemanticPolicy(operators=["add", "mul", "sq"])
+    rng = np.random.default_rng(0)
+    ctx = policy.prepare(X, y, rng)
+    for expr in (Expression.empty(), Expression.variable(0), parse("x0*x1", NAMES[:3])):
+        for p in policy.propose(ctx, expr, 16, rng):
+            child = apply_mutation(expr, p.mutation)
+            assert set(child.symbols) - {"c", "x0", "x1", "x2"} <= {"add", "mul", "sq"}, str(child)

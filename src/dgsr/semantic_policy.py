@@ -32,7 +32,7 @@ from .evaluate import as_columns
 from .expression import Expression
 from .mutations import InvalidMutation, Mutation, apply_mutation
 from .operand_library import OperandLibrary, build_library
-from .operators import BINARY, OPERATORS, UNARY
+from .operators import BINARY, OPERATORS, UNARY, resolve_operators
 from .policy import Proposal
 from .random_policy import RandomPolicy
 from .semantic_backprop import desired_values, node_values, parents, root_target
@@ -74,7 +74,8 @@ class SemanticPolicy:
     max_size:
         Node limit proposals respect.
     operators:
-        Operators the proposals may use (default: all of Table 1).
+        Table 1 operators the proposals may use, in mutations and operands (default: all); the
+        estimator passes its ``operators`` / ``unary_operators`` / ``binary_operators`` here.
     """
 
     has_critic = False
@@ -88,8 +89,9 @@ class SemanticPolicy:
         self.max_nodes = max_nodes
         self.temperature = temperature
         self.max_size = max_size
-        self.operators = frozenset(operators) if operators is not None else frozenset(UNARY + BINARY)
-        self._random = RandomPolicy(max_size=max_size)
+        allowed = resolve_operators(list(operators)) if operators is not None else None
+        self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
+        self._random = RandomPolicy(max_size=max_size, operators=allowed)
 
     # ------------------------------------------------------------------ seam
     def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> SemanticContext:
@@ -139,7 +141,7 @@ class SemanticPolicy:
     # ------------------------------------------------------------------ internals
     def _add(self, found: dict, expression: Expression, mutation: Mutation, match: float,
              proposed: set) -> None:
-        if mutation.op in UNARY and mutation.op not in self.operators:
+        if not self._allowed(mutation):
             return
         try:
             child = apply_mutation(expression, mutation, max_size=self.max_size)
@@ -149,6 +151,13 @@ class SemanticPolicy:
         if key not in found and key not in proposed:
             found[key] = (mutation, match)
             proposed.add(key)
+
+    def _allowed(self, mutation: Mutation) -> bool:
+        """Whether the mutation uses only allowed operators (its own and its operand's)."""
+        if mutation.op != "root" and mutation.op.removeprefix("r") not in self.operators:
+            return False
+        operand = mutation.operand
+        return operand is None or all(s in self.operators for s in operand.symbols if s in OPERATORS)
 
     def _ranked(self, context: SemanticContext, expression: Expression,
                 rng: np.random.Generator) -> list[tuple[float, Callable[[], Mutation | None]]]:
