@@ -56,7 +56,8 @@ def fits(data, tmp_path_factory) -> dict[str, SymbolicRegressor]:
         out = {"one": _fit(X, y, n_jobs=1), "two": _fit(X, y, n_jobs=2)}
         folder = tmp_path_factory.mktemp("cli")
         X.assign(y=y).to_csv(folder / "d.csv", index=False)
-        argv = ["fit", str(folder / "d.csv"), "--evals", "4000", "--seed", "7", "--time", "600", "--jobs", "2",
+        argv = ["fit", str(folder / "d.csv"), "--policy", "random", "--evals", "4000", "--seed", "7", "--time", "600",
+                "--jobs", "2",
                 "--quiet", "--out", str(folder / "run")]
         assert cli.main(argv) == 0
         out["cli"] = pickle.loads((folder / "run" / "model.pkl").read_bytes())
