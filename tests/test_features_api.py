@@ -251,3 +251,19 @@ def test_cli_target_r2_stops_early(tmp_path, capsys):
     est = pd.read_pickle(tmp_path / "run" / "model.pkl")
     assert est.n_evaluations_ < 200000 and est.equations_["r2"].max() >= 0.999
     assert cli.main([*args, "--target-r2", "1.5"]) == 2  # one-line error, no traceback
+
+
+def test_cli_operators_flag(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.uniform(1, 3, 100), "b": rng.uniform(1, 3, 100)})
+    df["y"] = df["a"] * df["b"] + df["a"]
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    args = ["fit", str(path), "--policy", "random", "--evals", "1500", "--quiet", "--out", str(tmp_path / "run")]
+    assert cli.main([*args, "--operators", "+,*"]) == 0
+    est = pd.read_pickle(tmp_path / "run" / "model.pkl")
+    assert est.operators == ["+", "*"]
+    assert all(_operators_in(e) <= {"add", "mul"} for e in est.expressions_)
+    capsys.readouterr()
+    assert cli.main([*args, "--operators", "add,pow"]) == 2
+    assert "'pow' is not an operator" in capsys.readouterr().err

@@ -134,6 +134,9 @@ def _add_fit(sub: Any) -> None:
                         "does not depend on N for a fixed --seed and --evals)")
     p.add_argument("--backend", choices=("local", "ray"), default="local",
                    help="where --jobs run: local processes, or Ray (RAY_ADDRESS's cluster, else a local Ray)")
+    p.add_argument("--operators", default=None, metavar="LIST",
+                   help="comma-separated operators to use, from Table 1: add,sub,mul,div (or +,-,*,/), "
+                        "sin,cos,tan,exp,log,sqrt,inv,sq (default: all)")
     p.add_argument("--target-r2", type=float, default=None, metavar="R2",
                    help="stop early once the best training R² reaches R2, e.g. 0.9999 (default: use the whole budget)")
     p.add_argument("--out", default="run", help="folder for front.csv and model.pkl (default: run/)")
@@ -159,7 +162,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
-                            n_jobs=args.jobs, parallel_backend=args.backend)
+                            n_jobs=args.jobs, parallel_backend=args.backend,
+                            operators=[o.strip() for o in args.operators.split(",") if o.strip()]
+                            if args.operators else None)
     validate_params(est)  # wrong options fail before any folder is made
     out = Path(args.out)
     check_writable_folder(out, "--out")  # before the search, not after it
