@@ -65,7 +65,7 @@ class ProgressLine:
             self._live.__exit__(None, None, None)
             self._live = None
         else:
-            self.console.print(self._plain_line(), markup=False, highlight=False)
+            self.console.print(self._plain_line(), markup=False, highlight=False, soft_wrap=True)
 
     def _renderable(self) -> Table:
         row = Table.grid(padding=(0, 1))
@@ -90,7 +90,7 @@ class ProgressLine:
             self._live.update(self._renderable(), refresh=True)
         elif now - self._last_logged >= self.log_interval:
             self._last_logged = now
-            self.console.print(self._plain_line(), markup=False, highlight=False)
+            self.console.print(self._plain_line(), markup=False, highlight=False, soft_wrap=True)
 
 
 def budget_fraction(p: Any, max_time: float | None, max_evaluations: int | None) -> float:
