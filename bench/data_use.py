@@ -79,20 +79,27 @@ def main() -> None:
     torch.set_num_threads(1)
     model, info = load_model(args.weights)
     examples = _heldout_examples(TrainConfig(data="corpus", val_examples=args.examples))[: args.examples]
-    print(f"{args.weights} (step {info.get('steps', '?')}), {len(examples)} held-out in-domain steps")
-    print("| data | action loss | token accuracy |")
-    print("|---|---|---|")
-    for name, exs in variants(examples, args.seed).items():
+    print(f"{args.weights} (step {info.get('steps', '?')}, encoder {model.config.encoder}), "
+          f"{len(examples)} held-out in-domain steps")
+    print("| data | action loss | minus the loss with the true y | token accuracy |")
+    print("|---|---|---|---|")
+    sets = variants(examples, args.seed)
+    base = None
+    for name, exs in sets.items():
         batches = [collate(exs[i:i + 64], np.random.default_rng([args.seed, 99])) for i in range(0, len(exs), 64)]
         m = evaluate_batches(model, batches, torch.device("cpu"))
-        print(f"| {name} | {m['val_action_loss']:.4f} | {m['val_token_acc']:.4f} |")
+        base = m["val_action_loss"] if base is None else base
+        print(f"| {name} | {m['val_action_loss']:.6f} | {m['val_action_loss'] - base:+.6f} | "
+              f"{m['val_token_acc']:.4f} |")
     print()
-    print("| action token | tokens | share of the loss | mean loss (nats) | accuracy |")
-    print("|---|---|---|---|---|")
+    print("| action token | tokens | share of the loss | mean loss (nats) | y shuffled | gap | accuracy |")
+    print("|---|---|---|---|---|---|---|")
     rows = per_kind(model, examples)
+    shuffled = per_kind(model, sets["y shuffled over the points"])
     loss_sum = sum(n * loss for _, n, loss, _ in rows)
-    for kind, n, loss, acc in rows:
-        print(f"| {kind} | {n} | {n * loss / loss_sum:.2f} | {loss:.3f} | {acc:.3f} |")
+    for (kind, n, loss, acc), (_, _, loss_s, _) in zip(rows, shuffled):
+        print(f"| {kind} | {n} | {n * loss / loss_sum:.2f} | {loss:.6f} | {loss_s:.6f} | {loss_s - loss:+.6f} | "
+              f"{acc:.3f} |")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from dgsr.model import N_POINT_FEATURES, ModelConfig, PolicyModel, point_features
+from dgsr.model import N_POINT_FEATURES, ModelConfig, PolicyModel, column_features, point_features
 from dgsr.mutations import Mutation
 from dgsr.parser import parse
 from dgsr.pretrain import grouped_action_loss
@@ -189,10 +191,39 @@ def test_point_features_ignore_padded_points_and_stay_finite():
 
 def test_point_features_make_the_encoding_depend_on_y():
     torch.manual_seed(0)
-    model = PolicyModel(ModelConfig.preset("tiny")).eval()
-    torch.nn.init.normal_(model.point_num[2].weight, std=0.1)  # as after some training
+    model = PolicyModel(replace(ModelConfig.preset("tiny"), encoder="points")).eval()
     X = np.random.default_rng(0).normal(size=(20, 2))
     a = model.encode_points(points_ids(X, X[:, 0] * 3.0))
     b = model.encode_points(points_ids(X, X[:, 0] * 3.0 + 1e-3 * X[:, 1]))
     c = model.encode_points(points_ids(X, np.sin(X[:, 1])))
     assert (a - c).abs().max() > 10 * (a - b).abs().max()
+
+
+def test_column_features_rank_each_column_with_shared_ranks_for_ties():
+    X = np.array([[3.0, 5.0], [1.0, 5.0], [2.0, 5.0], [2.0, 5.0]])
+    y = np.array([10.0, -1.0, 0.5, 7.0])
+    per_point, stats, present = column_features(points_ids(X, y))
+    uniform = per_point[0, :, :, 0].double().numpy()  # [P, C]
+    scale = np.sqrt(12.0)
+    np.testing.assert_allclose(uniform[:, 0], ((np.array([3, 0, 1.5, 1.5]) + 0.5) / 4 - 0.5) * scale, atol=1e-6)
+    np.testing.assert_allclose(uniform[:, 1], 0.0, atol=1e-6)  # a constant column: one shared mid rank
+    np.testing.assert_allclose(uniform[:, -1], ((np.array([3, 0, 1, 2]) + 0.5) / 4 - 0.5) * scale, atol=1e-6)
+    assert stats[0, 1, 4] == 1.0 and stats[0, 0, 4] == 0.0  # the constant-column flag
+    assert (per_point[0, :, 2:-1] == 0).all() and (stats[0, 2:-1] == 0).all()  # absent variables carry nothing
+    assert present[0, :, :2].all() and not present[0, :, 2:-1].any()
+
+
+def test_column_features_ignore_masked_points_and_stay_finite():
+    X = np.array([[1.0], [2.0], [3.0], [1e200], [-np.inf], [np.nan]])
+    y = np.array([1.0, 4.0, 9.0, np.inf, 0.0, 1e-300])
+    points = points_ids(X, y)
+    per_point, stats, _ = column_features(points)
+    assert torch.isfinite(per_point).all() and torch.isfinite(stats).all()
+    mask = torch.tensor([[True, True, True, False, False, False]])
+    masked, _, _ = column_features(points, mask)
+    np.testing.assert_allclose(masked[0, :3, 0, 0].numpy(), (np.arange(3) + 0.5 - 1.5) / 3 * np.sqrt(12.0), atol=1e-6)
+    assert (masked[0, 3:] == 0).all()
+    model = PolicyModel(ModelConfig.preset("tiny")).eval()
+    with torch.no_grad():
+        memory = model.encode_points(points, mask)
+    assert memory.shape == (1, 11, model.config.d_model) and torch.isfinite(memory).all()

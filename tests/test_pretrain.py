@@ -92,7 +92,7 @@ def test_losses_are_finite_and_backpropagate():
     parts = losses(model, batch)
     assert all(torch.isfinite(v) for v in parts.values())
     parts["loss"].backward()
-    assert model.critic[0].weight.grad is not None and model.point_tok.weight.grad is not None
+    assert model.critic[0].weight.grad is not None and model.pair_mlp[0].weight.grad is not None
     assert F.softplus(torch.tensor(0.0)) > 0  # sanity of the import
 
 
@@ -155,18 +155,39 @@ def test_init_extends_weights_trained_without_point_features(tmp_path):
     from dgsr.pretrain import init_model
 
     torch.manual_seed(0)
-    old = PolicyModel(replace(ModelConfig.preset("tiny"), point_features=False)).eval()
+    points = replace(ModelConfig.preset("tiny"), encoder="points")
+    old = PolicyModel(replace(points, point_features=False)).eval()
     save_model(old, tmp_path / "old.safetensors", info={"steps": 5})
-    new, info = init_model(tmp_path / "old.safetensors", ModelConfig.preset("tiny"), torch.device("cpu"))
+    new, info = init_model(tmp_path / "old.safetensors", points, torch.device("cpu"))
     assert new.config.point_features and info["steps"] == 5
     batch = collate(batch_examples(TINY, 0), np.random.default_rng(0))
     with torch.no_grad():
         assert float(losses(new.eval(), batch)["loss"]) == pytest.approx(float(losses(old, batch)["loss"]), abs=1e-6)
-    record = train(TINY, tmp_path / "b", 7, device="cpu", progress=False, init=tmp_path / "old.safetensors")
+    record = train(replace(TINY, encoder="points"), tmp_path / "b", 7, device="cpu", progress=False,
+                   init=tmp_path / "old.safetensors")
     trained, _ = load_model(tmp_path / "b" / "model.safetensors")
     assert trained.config.point_features and record["step"] == 7
     assert trained.point_num[2].weight.abs().sum() > 0  # the new layer learns
     assert "val_data_gap" in record
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_init_switches_the_point_encoder_and_keeps_every_other_weight(tmp_path):
+    from dgsr.checkpoint import save_model
+    from dgsr.pretrain import init_model
+
+    torch.manual_seed(0)
+    old = PolicyModel(replace(ModelConfig.preset("tiny"), encoder="points", point_features=False)).eval()
+    save_model(old, tmp_path / "old.safetensors", info={"steps": 5})
+    new, info = init_model(tmp_path / "old.safetensors", ModelConfig.preset("tiny"), torch.device("cpu"))
+    assert new.config.encoder == "variables" and info["steps"] == 5
+    kept = {k: v for k, v in old.state_dict().items() if not k.startswith(("point_tok.", "point_proj."))}
+    state = new.state_dict()
+    assert kept and all(torch.equal(state[k], v) for k, v in kept.items())
+    assert not any(k.startswith(("point_tok.", "point_proj.")) for k in state)
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    memory = new.encode_points(torch.from_numpy(vocabulary().encode_points(X, X[:, 1] ** 2))[None])
+    assert memory.shape == (1, 11, new.config.d_model) and torch.isfinite(memory).all()
 
 
 def test_symbol_targets_mark_the_ground_truths_operators_variables_and_constants():

@@ -2,11 +2,20 @@
 
 An encoder-decoder transformer in three parts (pre-LayerNorm blocks, as nanoGPT):
 
-* **point encoder**: each data point ``(x, y)`` is ONE token (the E2E point embedder: the
-  ``POINT_WIDTH`` float tokens of a point are embedded, concatenated and projected), followed by
-  self-attention over the points. Its output ``memory`` [B, P, d] depends only on the dataset,
-  so :mod:`dgsr.neural_policy` computes it once per trial and reuses it for every expansion (a
-  documented departure: the paper re-encodes a fresh point subset at each expansion).
+* **point encoder** (``ModelConfig.encoder``), whose output ``memory`` [B, M, d] depends only on
+  the dataset, so :mod:`dgsr.neural_policy` computes it once per trial and reuses it for every
+  expansion (a documented departure: the paper re-encodes a fresh point subset at each expansion):
+
+  - ``"variables"`` (the default for new models; a departure, see docs/DESIGN.md): ONE memory
+    token per variable plus one for y. The values are decoded from the point tokens; a shared MLP
+    reads each point's ``(x_i, y)`` pair (rank-normalised, standardised and log-magnitude
+    features, all of order 1), its outputs are averaged over the points, and per-column
+    statistics (scale, centre, sign) are added; y's token does the same with y alone. Then
+    self-attention over the 11 tokens. It learns the x-y pairing in a few hundred CPU steps, and
+    11 memory tokens instead of 100 make every expansion cheaper.
+  - ``"points"`` (the paper, for GPU runs): each data point ``(x, y)`` is ONE token (the E2E point
+    embedder: the ``POINT_WIDTH`` float tokens of a point are embedded, concatenated and
+    projected), followed by self-attention over the points.
 * **expression encoder**: the current expression's prefix tokens, self-attention plus
   cross-attention to the point memory -> ``h`` [B, T, d].
 * **decoder**: the action ``I<node> <op> [B] <eos>`` token by token, causal self-attention plus
@@ -14,9 +23,13 @@ An encoder-decoder transformer in three parts (pre-LayerNorm blocks, as nanoGPT)
 * **critic**: a value in [0, 1] from the masked mean of ``h`` (weights shared with the policy,
   Section 3.1).
 
-Mantissa and exponent embeddings start from a smooth sinusoidal code of the number they stand
-for, so that neighbouring values start close (10,000 mantissa rows are too many to learn from
-scratch in a CPU-sized training run).
+Numeric inputs enter through layers with PyTorch's default initialisation: with the transformer's
+std-0.02 initialisation the first GELU is nearly linear, each point's embedding is nearly a sum
+of one term per column, and its mean over the points depends only on each column's marginal, so
+the gradient that would make the encoder read how y depends on x starts near zero (a saddle;
+docs/DESIGN.md). Mantissa and exponent embeddings start from a smooth sinusoidal code of the
+number they stand for, so that neighbouring values start close (10,000 mantissa rows are too
+many to learn from scratch in a CPU-sized training run).
 """
 
 from __future__ import annotations
@@ -42,8 +55,9 @@ MAX_ACTION_TOKENS = FLOAT_WIDTH * MAX_SIZE + 3
 class ModelConfig:
     """Shape of the model; stored as JSON in checkpoint metadata.
 
-    The presets: ``small`` is sized for a 2-core CPU (an expansion with K=16 under 50 ms),
-    ``large`` for GPU training.
+    The presets: ``small`` is sized for a 2-core CPU, ``large`` for GPU training, ``tiny`` for
+    tests. Files written before an option existed load with the value that reproduces them (see
+    :meth:`from_dict`).
     """
 
     d_model: int = 128
@@ -54,6 +68,12 @@ class ModelConfig:
     ff_mult: int = 4
     #: width of each float token's embedding inside the point embedder (concatenated: 33 x this)
     point_token_dim: int = 24
+    #: point encoder: "variables" (one memory token per variable plus one for y, from a shared MLP
+    #: over each point's (x_i, y) pair; the default for new models) or "points" (the paper's one
+    #: token per data point)
+    encoder: str = "variables"
+    #: hidden width of the "variables" encoder's per-point MLP
+    pair_width: int = 64
     #: add numeric features of each point (per-column standardised value, magnitude, scale) to its
     #: token embedding; False in checkpoints written before this option existed
     point_features: bool = False
@@ -71,6 +91,8 @@ class ModelConfig:
             object.__setattr__(self, "vocab_size", len(vocabulary()))
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"unknown point encoder {self.encoder!r}; choose from {ENCODERS}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -81,7 +103,8 @@ class ModelConfig:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown ModelConfig fields: {sorted(unknown)}")
-        return cls(**data)
+        # files written before the encoder option existed used one token per point
+        return cls(**{"encoder": "points", **data})
 
     @classmethod
     def preset(cls, name: str) -> ModelConfig:
@@ -92,13 +115,15 @@ class ModelConfig:
             raise ValueError(f"unknown model preset {name!r}; choose from {sorted(PRESETS)}") from None
 
 
+ENCODERS = ("variables", "points")
+
 PRESETS: dict[str, dict] = {
     "tiny": {"d_model": 32, "n_heads": 2, "point_layers": 1, "expr_layers": 1, "dec_layers": 1, "ff_mult": 2,
-                 "point_token_dim": 8, "point_features": True},
+             "point_token_dim": 8, "point_features": True, "encoder": "variables", "pair_width": 32},
     "small": {"d_model": 128, "n_heads": 4, "point_layers": 2, "expr_layers": 2, "dec_layers": 2, "ff_mult": 4,
-                  "point_token_dim": 24, "point_features": True},
+              "point_token_dim": 24, "point_features": True, "encoder": "variables", "pair_width": 64},
     "large": {"d_model": 512, "n_heads": 8, "point_layers": 4, "expr_layers": 4, "dec_layers": 8, "ff_mult": 4,
-                  "point_token_dim": 64, "point_features": True},
+              "point_token_dim": 64, "point_features": True, "encoder": "variables", "pair_width": 128},
 }
 
 
@@ -198,16 +223,11 @@ def symbol_targets(expression) -> list[float]:
     return [1.0 if s in present else 0.0 for s in SYMBOLS]
 
 
-def point_features(points: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Numeric features [B, P, 5 x (MAX_VARIABLES + 1)] of point tokens [B, P, POINT_WIDTH].
-
-    The float tokens are decoded back to values (float64: they reach 1e104), and each column gets
-    five features per point: present, value standardised over the dataset's points (clipped),
-    signed log-magnitude, and the column's log-scale and mean/scale (the same for every point).
-    Token embeddings alone leave the model to learn what 10,000 mantissa rows mean; with a short
-    CPU pre-training run it learned to ignore y entirely (validation loss unchanged when y is
-    replaced by noise), so the values also enter as numbers.
-    """
+def decode_point_values(points: torch.Tensor, point_mask: torch.Tensor | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The numbers behind point tokens [B, P, POINT_WIDTH]: (values float64 [B, P, C], present [B, P, C])
+    with C = MAX_VARIABLES + 1 columns (the last is y); padded variables and masked points are absent
+    (value 0). Float64 because the tokens reach 1e104."""
     v = vocabulary()
     b, p, _ = points.shape
     ids = points.view(b, p, MAX_VARIABLES + 1, FLOAT_WIDTH)
@@ -217,18 +237,91 @@ def point_features(points: torch.Tensor, point_mask: torch.Tensor | None = None)
     sign = torch.where(ids[..., 0] == v.minus, -1.0, 1.0).double()
     mantissa = (ids[..., 1] - v.mantissa0).clamp(0, MAX_MANTISSA).double()
     exponent = (ids[..., 2] - v.exponent0 - MAX_EXPONENT).clamp(-MAX_EXPONENT, MAX_EXPONENT).double()
-    value = torch.where(present, sign * mantissa * torch.pow(10.0, exponent), 0.0)
+    return torch.where(present, sign * mantissa * torch.pow(10.0, exponent), 0.0), present
+
+
+def _column_moments(value: torch.Tensor, present: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(weight, count [B, 1, C], mean, standard deviation) of each column over its present points."""
     weight = present.double()
-    count = weight.sum(1, keepdim=True).clamp_min(1.0)  # [B, 1, C]
+    count = weight.sum(1, keepdim=True).clamp_min(1.0)
     mean = (value * weight).sum(1, keepdim=True) / count
     spread = (((value - mean) ** 2 * weight).sum(1, keepdim=True) / count).sqrt()
-    tiny = 1e-300
-    z = torch.where(spread > tiny, (value - mean) / spread.clamp_min(tiny), 0.0).clamp(-6.0, 6.0) / 3.0
+    return weight, count, mean, spread
+
+
+_TINY = 1e-300
+
+
+def point_features(points: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Numeric features [B, P, 5 x (MAX_VARIABLES + 1)] of point tokens [B, P, POINT_WIDTH] (the
+    ``"points"`` encoder's ``point_features`` option).
+
+    Each column gets five features per point: present, value standardised over the dataset's
+    points (clipped), signed log-magnitude, and the column's log-scale and mean/scale (the same
+    for every point).
+    """
+    value, present = decode_point_values(points, point_mask)
+    b, p, _ = value.shape
+    weight, _, mean, spread = _column_moments(value, present)
+    z = torch.where(spread > _TINY, (value - mean) / spread.clamp_min(_TINY), 0.0).clamp(-6.0, 6.0) / 3.0
     magnitude = (torch.asinh(value) / 10.0).clamp(-3.0, 3.0)
     log_scale = torch.log10(spread.clamp_min(1e-30)).clamp(-30.0, 30.0).expand_as(value) / 10.0
-    centre = torch.where(spread > tiny, mean / spread.clamp_min(tiny), 0.0).clamp(-10.0, 10.0).expand_as(value) / 5.0
+    centre = torch.where(spread > _TINY, mean / spread.clamp_min(_TINY), 0.0).clamp(-10.0, 10.0).expand_as(value) / 5.0
     feats = torch.stack([weight, z, magnitude, log_scale, centre], dim=-1) * weight[..., None]
     return feats.reshape(b, p, -1).float()
+
+
+#: per point and column, for the "variables" encoder: rank, standardised value, log-magnitude
+N_PAIR_FEATURES = 3
+#: per column, for the "variables" encoder: log-scale, centre, share of negative values, log of the
+#: largest magnitude, a constant column
+N_COLUMN_STATS = 5
+
+
+#: Legendre polynomials of degree 1..N_LEGENDRE in the "variables" encoder's rank co-moments
+N_LEGENDRE = 3
+
+
+def _legendre(uniform: torch.Tensor) -> torch.Tensor:
+    """Orthonormal Legendre polynomials of degree 1..3 [..., 3] of ranks scaled to unit variance
+    (``u = uniform / sqrt(3)`` in [-1, 1]): mean 0 and variance 1 each over uniform ranks."""
+    u = uniform / math.sqrt(3.0)
+    return torch.stack([math.sqrt(3.0) * u, math.sqrt(5.0) * (3.0 * u * u - 1.0) / 2.0,
+                        math.sqrt(7.0) * (5.0 * u ** 3 - 3.0 * u) / 2.0], dim=-1)
+
+
+def column_features(points: torch.Tensor, point_mask: torch.Tensor | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Inputs of the ``"variables"`` encoder, all of order 1: (per-point features [B, P, C, 3],
+    column statistics [B, C, 5], present [B, P, C]) of point tokens [B, P, POINT_WIDTH].
+
+    Per point: the value's rank among the column's present points (ties share their mean rank),
+    scaled to a uniform of unit variance, which makes any monotone relation between x_i and y
+    visible whatever the scales; the value standardised over the column (clipped at 5); and its
+    signed log10-magnitude (clipped at 8), which keeps the absolute scale that a rank drops.
+    Absent entries are 0.
+    """
+    value, present = decode_point_values(points, point_mask)
+    weight, count, mean, spread = _column_moments(value, present)
+    # ranks: sort each column with absent entries last (+inf), count the entries below each value
+    cols = torch.where(present, value, math.inf).transpose(1, 2).contiguous()  # [B, C, P]
+    ordered = cols.sort(dim=-1).values
+    below = torch.searchsorted(ordered, cols, right=False)
+    upto = torch.searchsorted(ordered, cols, right=True)
+    rank = ((below + upto - 1).double() / 2.0).transpose(1, 2)  # mean 0-based rank [B, P, C]
+    uniform = ((rank + 0.5) / count - 0.5) * math.sqrt(12.0)
+    z = torch.where(spread > _TINY, (value - mean) / spread.clamp_min(_TINY), 0.0).clamp(-5.0, 5.0)
+    magnitude = (torch.sign(value) * torch.log10(1.0 + value.abs())).clamp(-8.0, 8.0)
+    per_point = torch.stack([uniform, z, magnitude], dim=-1) * weight[..., None]
+    log_scale = torch.log10(spread.clamp_min(1e-30)).clamp(-8.0, 8.0)
+    centre = torch.where(spread > _TINY, mean / spread.clamp_min(_TINY), 0.0).clamp(-5.0, 5.0)
+    negative = ((value < 0).double() * weight).sum(1, keepdim=True) / count * 2.0 - 1.0
+    largest = torch.log10(1.0 + value.abs().amax(1, keepdim=True)).clamp(0.0, 8.0)
+    constant = (spread <= _TINY).double()
+    stats = torch.cat([log_scale, centre, negative, largest, constant], dim=1).transpose(1, 2)  # [B, C, 5]
+    column_present = present.any(1)[..., None]  # [B, C, 1]
+    return per_point.float(), (stats * column_present).float(), present
 
 
 def _masked_mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -245,13 +338,29 @@ class PolicyModel(nn.Module):
         c = self.config = config
         d = c.d_model
         self.pad = vocabulary().pad
-        # point embedder: 33 float tokens -> ONE token of width d
-        self.point_tok = nn.Embedding(c.vocab_size, c.point_token_dim)
-        self.point_proj = nn.Sequential(nn.Linear(POINT_WIDTH * c.point_token_dim, d), nn.GELU(),
-                                        nn.Linear(d, d))
-        if c.point_features:
-            self.point_num = nn.Sequential(nn.Linear(N_POINT_FEATURES * (MAX_VARIABLES + 1), d), nn.GELU(),
-                                           nn.Linear(d, d))
+        numeric: list[nn.Module] = []  # layers that read numbers: PyTorch's default initialisation
+        if c.encoder == "variables":
+            # a shared MLP over each point's (x_i, y) features, averaged over the points, then a
+            # projection (applied after the mean: the same function, P times cheaper)
+            w = c.pair_width
+            self.pair_mlp = nn.Sequential(nn.Linear(2 * N_PAIR_FEATURES, w), nn.GELU(), nn.Linear(w, w), nn.GELU())
+            self.pair_out = nn.Linear(w, d)
+            self.y_mlp = nn.Sequential(nn.Linear(N_PAIR_FEATURES, w), nn.GELU(), nn.Linear(w, w), nn.GELU())
+            self.y_out = nn.Linear(w, d)
+            self.pair_moments = nn.Linear(N_LEGENDRE ** 2, d)
+            self.column_stats = nn.Linear(N_COLUMN_STATS, d)
+            self.slot = nn.Embedding(MAX_VARIABLES + 1, d)  # which variable (last: y) a token stands for
+            self.absent = nn.Parameter(torch.zeros(d))  # the token of a variable the dataset lacks
+            numeric += [self.pair_mlp, self.pair_out, self.pair_moments, self.y_mlp, self.y_out, self.column_stats]
+        else:
+            # point embedder: 33 float tokens -> ONE token of width d
+            self.point_tok = nn.Embedding(c.vocab_size, c.point_token_dim)
+            self.point_proj = nn.Sequential(nn.Linear(POINT_WIDTH * c.point_token_dim, d), nn.GELU(),
+                                            nn.Linear(d, d))
+            if c.point_features:
+                self.point_num = nn.Sequential(nn.Linear(N_POINT_FEATURES * (MAX_VARIABLES + 1), d), nn.GELU(),
+                                               nn.Linear(d, d))
+                numeric.append(self.point_num)
         self.point_blocks = nn.ModuleList(_Block(d, c.n_heads, c.ff_mult, False, c.dropout)
                                           for _ in range(c.point_layers))
         self.point_ln = nn.LayerNorm(d)
@@ -269,11 +378,17 @@ class PolicyModel(nn.Module):
         if c.target_symbols:
             self.symbol_head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, len(SYMBOLS)))
         self.apply(self._init)
-        _init_number_rows(self.point_tok)
         _init_number_rows(self.tok)
-        if c.point_features:
-            # starts as a no-op, so weights trained without it can be extended (pretrain --init)
-            nn.init.zeros_(self.point_num[2].weight)
+        for part in numeric:
+            for module in part.modules():
+                if isinstance(module, nn.Linear):
+                    module.reset_parameters()
+        if c.encoder == "variables":
+            # of the order of the numeric contributions, so identity and data both show at the start
+            nn.init.normal_(self.slot.weight, std=0.2)
+            nn.init.normal_(self.absent, std=0.2)
+        else:
+            _init_number_rows(self.point_tok)
 
     @staticmethod
     def _init(module: nn.Module) -> None:
@@ -285,15 +400,51 @@ class PolicyModel(nn.Module):
 
     # ------------------------------------------------------------------ encoders
     def encode_points(self, points: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``points`` [B, P, POINT_WIDTH] token ids -> memory [B, P, d]; ``point_mask`` [B, P] True = real."""
-        b, p, w = points.shape
-        x = self.point_proj(self.point_tok(points).reshape(b, p, w * self.config.point_token_dim))
-        if self.config.point_features:
-            x = x + self.point_num(point_features(points, point_mask).to(x.dtype))
-        mask = None if point_mask is None else point_mask[:, None, None, :]
+        """``points`` [B, P, POINT_WIDTH] token ids -> memory [B, M, d]; ``point_mask`` [B, P] True = real.
+
+        M = MAX_VARIABLES + 1 (one token per variable, then y) for the ``"variables"`` encoder, P
+        for ``"points"``; :meth:`memory_mask` turns ``point_mask`` into the memory's key mask.
+        """
+        if self.config.encoder == "variables":
+            x, mask = self._variable_tokens(points, point_mask), None
+        else:
+            b, p, w = points.shape
+            x = self.point_proj(self.point_tok(points).reshape(b, p, w * self.config.point_token_dim))
+            if self.config.point_features:
+                x = x + self.point_num(point_features(points, point_mask).to(x.dtype))
+            mask = None if point_mask is None else point_mask[:, None, None, :]
         for block in self.point_blocks:
             x = block(x, self_mask=mask)
         return self.point_ln(x)
+
+    def _variable_tokens(self, points: torch.Tensor, point_mask: torch.Tensor | None) -> torch.Tensor:
+        """The ``"variables"`` encoder's tokens [B, MAX_VARIABLES + 1, d] before self-attention."""
+        per_point, stats, present = column_features(points, point_mask)  # [B, P, C, 3], [B, C, 5], [B, P, C]
+        dtype = self.slot.weight.dtype
+        per_point, stats = per_point.to(dtype), stats.to(dtype)
+        x_feats, y_feats = per_point[:, :, :MAX_VARIABLES], per_point[:, :, MAX_VARIABLES:]
+        pairs = torch.cat([x_feats, y_feats.expand_as(x_feats)], dim=-1)  # [B, P, D, 6]
+        keep = present[:, :, :MAX_VARIABLES].to(dtype)  # a pair counts where x_i and the point exist
+        count = keep.sum(1).clamp_min(1.0)[..., None]  # [B, D, 1]
+        pooled = (self.pair_mlp(pairs) * keep[..., None]).sum(1) / count
+        # rank co-moments: zero in expectation when y does not depend on x_i, of order 1 when it does,
+        # so the pairing is visible from the first step (the MLP's own view of it starts second-order)
+        basis_x, basis_y = _legendre(x_feats[..., 0]), _legendre(y_feats.expand_as(x_feats)[..., 0])  # [B, P, D, 3]
+        moments = torch.einsum("bpda,bpde->bdae", basis_x * keep[..., None], basis_y) / count[..., None]
+        y_keep = present[:, :, MAX_VARIABLES:].to(dtype)  # [B, P, 1]
+        y_pooled = (self.y_mlp(y_feats) * y_keep[..., None]).sum(1) / y_keep.sum(1).clamp_min(1.0)[..., None]
+        x_tokens = (self.pair_out(pooled) + self.pair_moments(moments.flatten(2))
+                    + self.column_stats(stats[:, :MAX_VARIABLES]))
+        x_tokens = torch.where(present[:, :, :MAX_VARIABLES].any(1)[..., None], x_tokens, self.absent)
+        y_token = self.y_out(y_pooled) + self.column_stats(stats[:, MAX_VARIABLES:])
+        return torch.cat([x_tokens, y_token], dim=1) + self.slot.weight
+
+    def memory_mask(self, point_mask: torch.Tensor | None) -> torch.Tensor | None:
+        """Key mask [B, M] of the memory for the point mask [B, P] it was encoded with (None: all real).
+
+        The ``"variables"`` memory has no padding: a variable the dataset lacks has its own token.
+        """
+        return point_mask if self.config.encoder == "points" else None
 
     def encode_expression(self, tokens: torch.Tensor, memory: torch.Tensor,
                           point_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -301,6 +452,7 @@ class PolicyModel(nn.Module):
         t = tokens.shape[1]
         x = self.tok(tokens) + self.expr_pos(torch.arange(t, device=tokens.device))
         self_mask = (tokens != self.pad)[:, None, None, :]
+        point_mask = self.memory_mask(point_mask)
         mem_mask = None if point_mask is None else point_mask[:, None, None, :]
         for block in self.expr_blocks:
             x = block(x, self_mask=self_mask, mem_kv=block.cross_attn.keys_values(memory), mem_mask=mem_mask)
@@ -310,11 +462,11 @@ class PolicyModel(nn.Module):
         """Critic logits [B] from the masked mean of the expression encoding (sigmoid -> [0, 1])."""
         return self.critic(_masked_mean(h, tokens != self.pad)).squeeze(-1)
 
-    @staticmethod
-    def decoder_memory(memory: torch.Tensor, h: torch.Tensor, tokens: torch.Tensor, pad: int,
+    def decoder_memory(self, memory: torch.Tensor, h: torch.Tensor, tokens: torch.Tensor, pad: int,
                        point_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``[memory; h]`` [B, P+T, d] and its key mask [B, 1, 1, P+T] for the decoder."""
+        """``[memory; h]`` [B, M+T, d] and its key mask [B, 1, 1, M+T] for the decoder."""
         b, p, _ = memory.shape
+        point_mask = self.memory_mask(point_mask)
         pm = torch.ones(b, p, dtype=torch.bool, device=memory.device) if point_mask is None else point_mask
         mask = torch.cat([pm, tokens != pad], dim=1)[:, None, None, :]
         return torch.cat([memory, h], dim=1), mask
@@ -360,6 +512,7 @@ class PolicyModel(nn.Module):
 
     def symbol_logits(self, memory: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, len(SYMBOLS)]: does the ground truth contain each operator / variable / a constant?"""
+        point_mask = self.memory_mask(point_mask)
         return self.symbol_head(memory.mean(1) if point_mask is None else _masked_mean(memory, point_mask))
 
     def n_parameters(self) -> int:

@@ -68,6 +68,8 @@ class TrainConfig:
     #: "corpus" (dgsr.corpus.example_stream) or "generator" (dgsr.generator + dgsr.dismantle
     #: directly); "auto" resolves to the first available when training starts and is recorded.
     data: str = "auto"
+    #: point encoder of a new model ("variables" or "points"; "" = the preset's)
+    encoder: str = ""
 
 
 @dataclass(frozen=True)
@@ -435,10 +437,10 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
         record = {"step": step, "time": round(time.time() - start, 2), "lr": scheduler.get_last_lr()[0],
                   "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
         if step % config.eval_every == 0 or step == steps:
-            record.update({k: round(v, 5) for k, v in
-                           evaluate_batches(model, val, dev, config.critic_weight, config.aux_weight).items()})
+            held_out = evaluate_batches(model, val, dev, config.critic_weight, config.aux_weight)
+            record.update({k: round(v, 6) for k, v in held_out.items()})
             permuted = evaluate_batches(model, val_permuted, dev, config.critic_weight)
-            record["val_data_gap"] = round(permuted["val_action_loss"] - record["val_action_loss"], 5)
+            record["val_data_gap"] = round(permuted["val_action_loss"] - held_out["val_action_loss"], 6)
         with open(log_path, "a") as fh:
             fh.write(json.dumps(record) + "\n")
         if progress:
@@ -471,22 +473,45 @@ def _truncate_log(path: Path, step: int) -> None:
 
 def _wanted_model(config: TrainConfig, model_config: ModelConfig | None) -> ModelConfig:
     wanted = model_config or ModelConfig.preset(config.model)
+    if config.encoder:
+        wanted = replace(wanted, encoder=config.encoder)
     return replace(wanted, target_symbols=True) if config.aux_weight > 0 else wanted
 
 
+#: parameters of each point encoder (what changes when a file is continued with another encoder)
+_ENCODER_PARTS = {"variables": ("pair_mlp.", "pair_out.", "pair_moments.", "y_mlp.", "y_out.", "column_stats.", "slot.", "absent"),
+                  "points": ("point_tok.", "point_proj.", "point_num.")}
+
+
 def init_model(path: str | Path, target: ModelConfig, device: torch.device) -> tuple[PolicyModel, dict]:
-    """The model file at ``path``, extended with the optional parts of ``target`` (point features,
-    symbol head) that the file was trained without (the point-feature layer starts as a no-op;
-    every other weight is kept)."""
+    """The model file at ``path``, adapted to ``target``'s point encoder and optional parts.
+
+    * A symbol head or a point-feature layer the file lacks is added; the point-feature layer
+      starts as a no-op (last layer at zero), so the trained weights' outputs are unchanged.
+    * A different point encoder (e.g. the shipped one-token-per-point file continued with the
+      ``"variables"`` encoder) replaces the file's: the new encoder starts from its own
+      initialisation and every other weight (self-attention over the memory, expression encoder,
+      decoder, critic, embeddings) is kept.
+    """
     model, info = load_model(path, device=device)
-    point_features = model.config.point_features or target.point_features
-    target_symbols = model.config.target_symbols or target.target_symbols
-    if (point_features, target_symbols) == (model.config.point_features, model.config.target_symbols):
+    old = model.config
+    new = replace(old, point_features=old.point_features or target.point_features,
+                  target_symbols=old.target_symbols or target.target_symbols, encoder=target.encoder,
+                  pair_width=target.pair_width if target.encoder != old.encoder else old.pair_width)
+    if new == old:
         return model, info
-    extended = PolicyModel(replace(model.config, point_features=point_features,
-                                   target_symbols=target_symbols)).to(device)
+    extended = PolicyModel(new).to(device)
+    allowed_missing = ("symbol_head.", "point_num.")
+    allowed_unexpected: tuple[str, ...] = ()
+    if new.encoder != old.encoder:
+        allowed_missing += _ENCODER_PARTS[new.encoder]
+        allowed_unexpected = _ENCODER_PARTS[old.encoder]
+    elif new.encoder == "points" and new.point_features and not old.point_features:
+        torch.nn.init.zeros_(extended.point_num[2].weight)  # a no-op until trained
+        torch.nn.init.zeros_(extended.point_num[2].bias)
     missing, unexpected = extended.load_state_dict(model.state_dict(), strict=False)
-    if unexpected or any(not k.startswith(("point_num.", "symbol_head.")) for k in missing):
+    if any(not k.startswith(allowed_missing) for k in missing) or \
+            any(not k.startswith(allowed_unexpected) for k in unexpected):
         raise ValueError(f"cannot extend {path}: missing {missing}, unexpected {unexpected}")
     return extended, info
 
@@ -512,7 +537,7 @@ def _checkpoint(out: Path, model: PolicyModel, optimizer: torch.optim.Optimizer,
 def _progress(record: dict, steps: int) -> None:
     width = 30
     done = int(width * record["step"] / max(steps, 1))
-    val = (f" val {record['val_action_loss']:.3f} gap {record['val_data_gap']:+.3f}"
+    val = (f" val {record['val_action_loss']:.3f} gap {record['val_data_gap']:+.6f}"
            if "val_data_gap" in record else "")
     line = (f"\r[{'#' * done}{'.' * (width - done)}] {record['step']}/{steps} loss {record['loss']:.3f} "
             f"tok {record['token_acc']:.3f} act {record['action_acc']:.3f} crit {record['critic_acc']:.2f}"
@@ -547,6 +572,9 @@ def add_subparser(subparsers: Any) -> None:
                    help="weight of constant mantissa tokens in the action loss")
     p.add_argument("--aux-weight", type=float, default=TrainConfig.aux_weight,
                    help="weight of the auxiliary 'symbols of the ground truth' loss (adds its head; 0 = off)")
+    p.add_argument("--encoder", choices=("variables", "points"), default="",
+                   help="point encoder (default: the preset's, 'variables'; 'points' = the paper's one token "
+                        "per data point); with --init, a file with another encoder keeps all its other weights")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     p.set_defaults(func=run)
 
@@ -566,7 +594,7 @@ def run(args: argparse.Namespace) -> int:
                          eval_every=args.eval_every, checkpoint_every=args.eval_every,
                          val_examples=args.val_examples, n_points=args.points,
                          mutation_size=args.mutation_size, mantissa_weight=args.mantissa_weight,
-                         aux_weight=args.aux_weight)
+                         aux_weight=args.aux_weight, encoder=args.encoder)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
                    max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))
