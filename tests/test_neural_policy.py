@@ -230,3 +230,34 @@ def test_accuracy_values_never_call_the_critic(tiny_model, tmp_path):
     assert load_policy(str(path)).has_critic is True
     if DEFAULT_WEIGHTS.is_file():
         assert load_policy("neural").has_critic is False
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_rerank_keeps_the_networks_favourite_candidates(tiny_model):
+    """RerankPolicy: k of the source's candidates, the best-scored ones at temperature 0, with
+    priors that follow the scores; values from the source (NaN: the search uses accuracy)."""
+    from dgsr.budget import Budget
+    from dgsr.neural_policy import RerankPolicy
+    from dgsr.random_policy import RandomPolicy
+    from dgsr.sampling import score_mutations
+    from dgsr.search import SearchConfig, run_search
+
+    class Fixed(RandomPolicy):  # the same candidate list whatever the rng
+        def propose(self, context, expression, k, rng):
+            return super().propose(context, expression, k, np.random.default_rng(7))
+
+    X, y = _data()
+    expr = parse("x0*x1 + 1.5", NAMES)
+    policy = RerankPolicy(NeuralPolicy(tiny_model, temperature=0.0, length_penalty=0.0), Fixed(), n_candidates=24)
+    ctx = policy.prepare(X, y, np.random.default_rng(1))
+    chosen = policy.propose(ctx, expr, 6, np.random.default_rng(2))
+    candidates = [p.mutation for p in Fixed().propose(2, expr, 24, None)]
+    scores, _ = score_mutations(tiny_model, ctx.neural.memory, expr, candidates)
+    best = [candidates[i] for i in np.argsort(-scores, kind="stable")[:6]]
+    assert [p.mutation for p in chosen] == best
+    priors = np.array([p.prior for p in chosen])
+    assert np.isclose(priors.sum(), 1.0) and np.all(np.diff(priors) <= 1e-12)  # best first, highest prior
+    assert np.isnan(policy.value(ctx, [expr])).all() and policy.has_critic is False
+    sampled = RerankPolicy(NeuralPolicy(tiny_model, temperature=1.0), RandomPolicy(), n_candidates=24)
+    result = run_search(X, y, sampled, config=SearchConfig(n_samples=4), rng=0, budget=Budget(max_evaluations=40))
+    assert result.n_evaluations > 0 and result.best is not None

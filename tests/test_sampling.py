@@ -202,3 +202,43 @@ def test_coarse_mantissas(setup):
                 assert mantissa % 100 == 0
                 seen += 1
     assert seen > 0
+
+
+@pytest.mark.timeout(60, method="thread")
+def test_batched_scores_equal_one_by_one_grouped_log_probabilities(setup):
+    """score_mutations: each candidate's log-probability, every token normalised within its token
+    group (mantissa / exponent / other), mantissas left out unless asked; a prefix scores exactly
+    that prefix."""
+    from dgsr.sampling import expression_ids, score_mutations, token_groups
+
+    model, memory = setup
+    v = vocabulary()
+    expr = parse("x0*x1 + 2.5", NAMES)
+    mutations = [Mutation(0, "sin"), Mutation(1, "add", parse("x2", NAMES)),
+                 Mutation(4, "mul", parse("x0 * -0.75", NAMES)), Mutation(0, "radd", parse("1.25", NAMES))]
+    groups = token_groups()
+    tokens = expression_ids([expr])
+    with torch.no_grad():
+        h = model.encode_expression(tokens, memory)
+        mem, mask = model.decoder_memory(memory, h, tokens, v.pad)
+        expected = {False: [], True: [], 3: []}
+        for m in mutations:
+            seq = v.encode_action(m)
+            logits = model.decode(torch.tensor([[v.bos] + seq[:-1]]), mem, mask)[0]
+            parts = []
+            for t, tok in enumerate(seq):
+                same = groups == groups[tok]
+                parts.append((int(groups[tok]), torch.log_softmax(logits[t][same], -1)[int(same[:tok].sum())].item()))
+            expected[False].append(sum(lp for g, lp in parts if g != 0))
+            expected[True].append(sum(lp for _, lp in parts))
+            expected[3].append(sum(lp for g, lp in parts[:3] if g != 0))
+    without, n_scored = score_mutations(model, memory, expr, mutations)
+    with_constants, n_all = score_mutations(model, memory, expr, mutations, constants=True)
+    prefix, n_prefix = score_mutations(model, memory, expr, mutations, max_tokens=3)
+    np.testing.assert_allclose(without, expected[False], atol=1e-4)
+    np.testing.assert_allclose(with_constants, expected[True], atol=1e-4)
+    np.testing.assert_allclose(prefix, expected[3], atol=1e-4)
+    assert list(n_all) == [len(v.encode_action(m)) for m in mutations]
+    assert list(n_scored) == [len(v.encode_action(m)) - sum(1 for c in ([] if m.operand is None else
+                                                                           m.operand.constants)) for m in mutations]
+    assert all(n <= 3 for n in n_prefix)

@@ -472,12 +472,18 @@ class PolicyModel(nn.Module):
         return torch.cat([memory, h], dim=1), mask
 
     # ------------------------------------------------------------------ decoder
-    def decode_hidden(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor) -> torch.Tensor:
-        """Teacher-forced final decoder states [B, L, d] for inputs ``actions_in`` [B, L] (from <bos>)."""
+    def decode_hidden(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor,
+                      cross: list[tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
+        """Teacher-forced final decoder states [B, L, d] for inputs ``actions_in`` [B, L] (from <bos>).
+
+        ``cross`` (from :meth:`cross_kv`, e.g. of one memory expanded over B candidate actions)
+        replaces the per-layer keys/values of ``mem``.
+        """
         t = actions_in.shape[1]
         x = self.tok(actions_in) + self.dec_pos(torch.arange(t, device=actions_in.device))
-        for block in self.dec_blocks:
-            x = block(x, causal=True, mem_kv=block.cross_attn.keys_values(mem), mem_mask=mem_mask)
+        for i, block in enumerate(self.dec_blocks):
+            kv = block.cross_attn.keys_values(mem) if cross is None else cross[i]
+            x = block(x, causal=True, mem_kv=kv, mem_mask=mem_mask)
         return self.dec_ln(x)
 
     def decode(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor) -> torch.Tensor:

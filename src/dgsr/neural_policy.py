@@ -9,6 +9,12 @@
   are the distinct valid mutations' normalised (length-penalised) sequence probabilities.
 * ``value`` runs the critic on a batch of expressions.
 
+:class:`RerankPolicy` is the other way to use the network: another policy (the uniform one, or a
+data-aimed one) proposes a longer list of candidates and the network scores them all in ONE
+batched teacher-forced pass (:func:`dgsr.sampling.score_mutations`), keeping the K it prefers:
+a neural prior over cheap candidates, several times faster per expansion than decoding K samples
+token by token.
+
 No global torch state is changed: inference runs under ``torch.inference_mode`` with torch's
 thread count set for the call (``num_threads``, default 1) and restored after it.
 """
@@ -21,6 +27,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,7 +37,7 @@ from .expression import Expression
 from .model import PolicyModel
 from .operators import MAX_VARIABLES, resolve_operators
 from .policy import Proposal
-from .sampling import expression_ids, operator_token_keep, points_ids, sample_mutations
+from .sampling import expression_ids, operator_token_keep, points_ids, sample_mutations, score_mutations
 
 #: The shipped default weights (CONTRACTS §6).
 WEIGHTS_DIR = Path(__file__).parent / "weights"
@@ -201,3 +208,77 @@ class NeuralPolicy:
                 while len(context.encodings) > _ENCODING_CACHE:
                     context.encodings.popitem(last=False)
         return np.nan_to_num(out, nan=0.0, posinf=1.0, neginf=0.0)
+
+
+@dataclass
+class RerankContext:
+    """Per-trial state of :class:`RerankPolicy`: the network's context and the source policy's."""
+
+    neural: NeuralContext
+    source: Any
+
+
+class RerankPolicy:
+    """A neural prior over another policy's candidates (implements :class:`dgsr.policy.Policy`).
+
+    Each expansion asks ``source`` for ``n_candidates`` distinct mutations, scores them with the
+    network in one batched pass (log-probability, length-penalised as in sampling), and keeps
+    ``k`` of them: a Gumbel top-k draw at the trial's temperature (sampling without replacement
+    in proportion to ``p ** (1 / temperature)``; greedy at temperature 0). Priors are the kept
+    candidates' normalised probabilities. Node values come from ``source`` (NaN for the uniform
+    policy: the search then scores nodes by accuracy).
+
+    Parameters
+    ----------
+    neural:
+        The :class:`NeuralPolicy` whose model scores (its temperature, length penalty, point
+        subset and thread settings are used).
+    source:
+        The candidate policy, e.g. :class:`dgsr.random_policy.RandomPolicy` or a data-aimed one.
+    n_candidates:
+        Candidates asked of ``source`` per expansion (at least ``k``).
+    max_tokens:
+        Score only each action's first tokens (None: all; see :func:`dgsr.sampling.score_mutations`).
+    """
+
+    def __init__(self, neural: NeuralPolicy, source: Any, n_candidates: int = 64, max_tokens: int | None = None):
+        self.neural = neural
+        self.source = source
+        self.n_candidates = int(n_candidates)
+        self.max_tokens = max_tokens
+        self.has_critic = bool(getattr(source, "has_critic", False))
+        self.max_variables = MAX_VARIABLES
+
+    def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> RerankContext:
+        return RerankContext(self.neural.prepare(X, y, rng), self.source.prepare(X, y, rng))
+
+    def propose(self, context: RerankContext, expression: Expression, k: int,
+                rng: np.random.Generator) -> list[Proposal]:
+        """Up to ``k`` of the source's candidates, chosen and weighted by the network."""
+        if k <= 0:
+            return []
+        candidates = self.source.propose(context.source, expression, max(self.n_candidates, k), rng)
+        if not candidates:
+            return []
+        ctx = context.neural
+        with self.neural._torch_threads():
+            logp, lengths = score_mutations(self.neural.model, ctx.memory, expression,
+                                            [c.mutation for c in candidates],
+                                            encoded=ctx.encodings.pop(expression.key(), None),
+                                            max_tokens=self.max_tokens)
+        scores = logp / np.maximum(lengths, 1) ** ctx.length_penalty
+        scores = np.where(np.isfinite(scores), scores, -1e30)
+        if ctx.temperature > 0:
+            keys = scores / ctx.temperature + rng.gumbel(size=len(scores))
+        else:
+            keys = scores
+        chosen = np.argsort(-keys, kind="stable")[:k]
+        w = np.exp(scores[chosen] - scores[chosen].max())
+        priors = w / w.sum()
+        ctx.stats["expansions"] += 1
+        ctx.stats["candidates"] += len(candidates)
+        return [Proposal(candidates[i].mutation, float(p)) for i, p in zip(chosen, priors)]
+
+    def value(self, context: RerankContext, expressions: Sequence[Expression]) -> np.ndarray:
+        """The source policy's values (NaN from a policy without a critic)."""
+        return np.asarray(self.source.value(context.source, expressions), dtype=float)

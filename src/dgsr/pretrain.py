@@ -39,8 +39,8 @@ from .model import ModelConfig, PolicyModel, symbol_targets
 from .mutations import Mutation
 from .operators import arity
 from .random_policy import RandomPolicy
-from .sampling import pad_ids
-from .tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
+from .sampling import pad_ids, token_groups
+from .tokens import vocabulary
 
 
 @dataclass(frozen=True)
@@ -203,20 +203,6 @@ def collate(examples: list[Any], rng: np.random.Generator, *, with_negatives: bo
 
 
 # ---------------------------------------------------------------------- loss
-def token_groups() -> torch.Tensor:
-    """Group of each token id: 0 = mantissa, 1 = exponent, 2 = everything else.
-
-    Under constrained decoding a mantissa step can only emit a mantissa and an exponent step an
-    exponent, so the action loss normalises each target over its own group: the same
-    distribution the sampler uses, at a fraction of the cost of a 10k-way softmax everywhere.
-    """
-    v = vocabulary()
-    groups = torch.full((len(v),), 2, dtype=torch.long)
-    groups[v.mantissa0:v.mantissa0 + MAX_MANTISSA + 1] = 0
-    groups[v.exponent0:v.exponent0 + 2 * MAX_EXPONENT + 1] = 1
-    return groups
-
-
 _GROUPS = token_groups()
 
 
