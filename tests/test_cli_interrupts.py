@@ -114,7 +114,8 @@ def _bad_invocations(tmp, table, model):
         ["example", "nope"],
         ["search", "--workers", "0", str(table)], ["search", missing],
         ["pretrain", "--steps", "-3", "--out", str(tmp / "pt")],
-        ["data", "--help-me"], ["bench", "--no-such-flag"], ["fit", str(table), "--seed", "x"],
+        ["data", "--help-me"], ["data", "sample", "--n", "-1"], ["bench", "--no-such-flag"],
+        ["bench", "--data", str(tmp / "no-such-folder")], ["fit", str(table), "--seed", "x"],
     ]
 
 

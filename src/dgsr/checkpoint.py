@@ -218,16 +218,18 @@ def load_training_state(path: str | os.PathLike, *, weights_only: bool = True) -
         if hashlib.sha256(payload).hexdigest().encode() != digest:
             raise CheckpointError(f"{path}: checksum mismatch; the checkpoint is corrupt or was changed "
                                   "(resume from an intact copy, or start again)")
-    else:  # written before checksums existed
-        warnings.warn(f"{path} has no checksum (written by an older dgsr); it is read unverified.",
-                      UserWarning, stacklevel=2)
+    else:  # written before checksums existed (warned below once it reads at all)
         payload = data
     try:
-        return torch.load(io.BytesIO(payload), map_location="cpu", weights_only=weights_only)
+        state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=weights_only)
     except pickle.UnpicklingError as err:
-        if weights_only:
+        if weights_only and "weights only" in str(err).lower():
             raise CheckpointError(f"{path} holds objects other than tensors and plain data; refusing to "
                                   f"unpickle them ({str(err).splitlines()[0]})") from None
         raise CheckpointError(f"{path}: cannot read the training checkpoint ({err})") from err
     except Exception as err:  # torch raises several unrelated types for a broken file
         raise CheckpointError(f"{path}: cannot read the training checkpoint ({err})") from err
+    if payload is data:
+        warnings.warn(f"{path} has no checksum (written by an older dgsr); it was read unverified.",
+                      UserWarning, stacklevel=2)
+    return state
