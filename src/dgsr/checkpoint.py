@@ -29,6 +29,7 @@ import io
 import json
 import os
 import pickle
+import re
 import tempfile
 import warnings
 from pathlib import Path
@@ -223,9 +224,10 @@ def load_training_state(path: str | os.PathLike, *, weights_only: bool = True) -
     try:
         state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=weights_only)
     except pickle.UnpicklingError as err:
-        if weights_only and "weights only" in str(err).lower():
-            raise CheckpointError(f"{path} holds objects other than tensors and plain data; refusing to "
-                                  f"unpickle them ({str(err).splitlines()[0]})") from None
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
+        if weights_only and found:
+            raise CheckpointError(f"{path} holds objects other than tensors and plain data ({found.group(1)}); "
+                                  "refusing to unpickle them") from None
         raise CheckpointError(f"{path}: cannot read the training checkpoint ({err})") from err
     except Exception as err:  # torch raises several unrelated types for a broken file
         raise CheckpointError(f"{path}: cannot read the training checkpoint ({err})") from err
