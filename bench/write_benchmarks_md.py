@@ -95,6 +95,8 @@ def main() -> None:
         "{{ONLINE_SOLVED}}": section(DOCS / "online_bench.md",
                                      "## Solved rate over trials: fine-tuned vs frozen policy (equal evaluations)"),
         "{{ONLINE_THROUGHPUT}}": section(DOCS / "online_bench.md", "## Throughput: 1 vs 2 workers (in-process, process pool, Ray)"),
+        "{{SELECTION}}": section(DOCS / "selection_bench.md", "### Model-selection rules at equal evaluations", "### "),
+        "{{JOBS}}": section(DOCS / "selection_bench.md", "### n_jobs: one fit on 1 and 2 processes", "### "),
     }
     for spec in args.report:
         name, _, folder = spec.partition("=")

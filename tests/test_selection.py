@@ -183,3 +183,29 @@ def test_no_tiny_data_warning_with_enough_rows_or_a_small_max_size():
 
 def test_constant_expression_has_no_pole():
     assert not has_pole(Expression.constant(2.0), probe_points(np.zeros((3, 2))))
+
+
+# ---------------------------------------------------------------------- the default rule
+def test_default_rule_does_not_lose_to_linear_regression_on_diabetes():
+    from sklearn.datasets import load_diabetes
+    from sklearn.linear_model import LinearRegression
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
+    est = SymbolicRegressor(policy="random", max_evaluations=3000, max_time=None, random_state=0)
+    assert est.model_selection == "balanced"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X_train, y_train)
+    linear = LinearRegression().fit(X_train, y_train)
+    assert est.score(X_test, y_test) >= linear.score(X_test, y_test) - 0.01
+
+
+def test_default_rule_keeps_exact_recovery():
+    rng = np.random.default_rng(8)
+    X = pd.DataFrame({"m": rng.uniform(1, 5, 400), "v": rng.uniform(1, 5, 400)})
+    y = 0.5 * X["m"] * X["v"] ** 2
+    est = SymbolicRegressor(policy="random", max_evaluations=4000, max_time=None, random_state=0).fit(X, y)
+    chosen = est.equations_.iloc[est.best_index_]
+    assert chosen["r2"] > 1 - 1e-12 and chosen["complexity"] <= 7

@@ -127,8 +127,8 @@ def _add_fit(sub: Any) -> None:
     p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
     p.add_argument("--constants", choices=("never", "best", "all"), default=None,
                    help="when to fit constants during search (default: the benchmark-chosen one)")
-    p.add_argument("--selection", choices=("best", "accuracy", "score", "balanced", "validation"), default="best",
-                   help="which front expression predictions use (default: best; see SymbolicRegressor)")
+    p.add_argument("--selection", choices=("balanced", "best", "accuracy", "score", "validation"), default="balanced",
+                   help="which front expression predictions use (default: balanced; see SymbolicRegressor)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="processes for independent search units, -1 for every CPU (default: 1; the result "
                         "does not depend on N for a fixed --seed and --evals)")

@@ -310,7 +310,7 @@ def run_parallel_search(
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        runner.close()
+        runner.close(busy=bool(in_flight))
     left = time_left()
     return merger.result(interrupted, left is not None and left <= 0)
 
@@ -347,7 +347,11 @@ class _PoolRunner:
     def result(self, handle: Any) -> UnitResult:
         return handle.result()
 
-    def close(self) -> None:
+    def close(self, busy: bool = False) -> None:
+        """Shut the pool down: wait for idle workers to exit, kill busy ones (their units are not needed)."""
+        if not busy:
+            self.pool.shutdown(wait=True)
+            return
         processes = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:  # units still running (target reached, Ctrl-C): not needed any more
@@ -372,19 +376,27 @@ class _RayRunner:
             self.started = True
         self.remote = ray.remote(num_cpus=1)(_worker_run)
         self.data_ref: Any = None
+        self.in_flight: set[Any] = set()
 
     def submit(self, task: _Task, data: Any, spec: Any, device: str, operators: Any, config: SearchConfig) -> Any:
         if self.data_ref is None:  # the data goes to the object store once
             self.data_ref = self.ray.put(data)
-        return self.remote.remote(task, self.data_ref, spec, device, operators, config)
+        handle = self.remote.remote(task, self.data_ref, spec, device, operators, config)
+        self.in_flight.add(handle)
+        return handle
 
     def wait(self, handles: list[Any]) -> list[Any]:
         ready, _ = self.ray.wait(handles, num_returns=1)
         return ready
 
     def result(self, handle: Any) -> UnitResult:
+        self.in_flight.discard(handle)
         return self.ray.get(handle)
 
-    def close(self) -> None:
+    def close(self, busy: bool = False) -> None:
+        if busy:
+            for handle in self.in_flight:
+                with contextlib.suppress(Exception):
+                    self.ray.cancel(handle, force=True)
         if self.started:
             self.ray.shutdown()

@@ -52,6 +52,9 @@ from .validation import (
 #: (data-aware proposals in closed form) beats the uniform random one at equal time and at equal
 #: evaluations; the shipped neural policy loses to both (docs/BENCHMARKS.md, "Semantic policy").
 DEFAULT_POLICY = "semantic"
+#: The default model-selection rule, chosen by measurement on black-box, Feynman and scikit-learn
+#: data (docs/BENCHMARKS.md, "Model selection"; docs/DESIGN.md).
+DEFAULT_SELECTION = "balanced"
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
@@ -110,12 +113,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         operator of its arity. Not together with ``operators``.
     target_r2 : float or None, default=None
         Stop once the best training R² reaches it (None: use the whole budget).
-    model_selection : {"best", "accuracy", "score", "balanced"}, default="best"
+    model_selection : {"balanced", "best", "accuracy", "score", "validation"}, default="balanced"
         Which front expression ``predict`` uses: highest R² (``"accuracy"``), largest drop of
         log-loss per unit of size (``"score"``), the highest score among expressions within
-        1.5x of the lowest loss (``"best"``, PySR's rule), or the same among those also within
-        0.01 of the highest R² (``"balanced"``: on noisy data 1.5x the loss can be a tenth of
-        the variance).
+        1.5x of the lowest loss (``"best"``, PySR's rule), the same among those also within
+        0.01 of the highest R² (``"balanced"``, the default, chosen by measurement: on noisy
+        data 1.5x the loss can be a tenth of the variance), or the smallest expression within
+        one standard error of the lowest loss on 25% of the rows held out from the search
+        (``"validation"``). The front always holds the least-squares linear model when it fits
+        in ``max_size``, and a formula with a pole inside the data's range gives way to an
+        equally good one without (docs/DESIGN.md).
     verbose : bool, default=False
         Show a live progress line on stderr.
     max_features : int or None, default=None
@@ -178,7 +185,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         unary_operators: list[str] | None = None,
         binary_operators: list[str] | None = None,
         target_r2: float | None = None,
-        model_selection: str = "best",
+        model_selection: str = DEFAULT_SELECTION,
         verbose: bool = False,
         max_features: int | None = None,
         device: str = "cpu",
