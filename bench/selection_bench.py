@@ -1,7 +1,7 @@
 """Model-selection rules at equal evaluations, next to scikit-learn's LinearRegression.
 
 Per dataset (CONTRACTS §3 split: 75/25 seeded, training rows capped at 10,000), two fits of
-``SymbolicRegressor(policy="random")`` under the same pinned ``max_evaluations`` (no time limit,
+``SymbolicRegressor(policy=...)`` (random by default) under the same pinned ``max_evaluations`` (no time limit,
 one thread):
 
 * one on all training rows; its front is selected from by every front-only rule (``best``,
@@ -73,7 +73,7 @@ def run_one(name: str, X: pd.DataFrame, y: np.ndarray, args: argparse.Namespace)
 
     split = make_split(X, y, args.seed)
     row: dict = {"dataset": name, "n_train": len(split.y_train), "n_features": X.shape[1]}
-    kwargs = {"policy": "random", "max_time": None, "max_evaluations": args.evals, "random_state": args.seed}
+    kwargs = {"policy": args.policy, "max_time": None, "max_evaluations": args.evals, "random_state": args.seed}
     start = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -137,6 +137,7 @@ def main() -> None:
     p.add_argument("--evals", type=int, default=10_000)
     p.add_argument("--problems", type=int, default=None, help="first N problems of the suite (file order)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policy", default="random", help="the search policy of every fit (default: random)")
     p.add_argument("--data", default=None, help="benchmark data folder (default: ../shared/data)")
     p.add_argument("--jsonl", type=Path, default=None)
     p.add_argument("--simplify-seconds", type=float, default=0.0,
@@ -161,7 +162,8 @@ def main() -> None:
             row = json.loads(line)
             done[row["dataset"]] = {k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}
     rows = []
-    print(f"{args.suite}: {len(problems)} datasets, {args.evals:,} evaluations per fit, seed {args.seed}", flush=True)
+    print(f"{args.suite}: {len(problems)} datasets, {args.evals:,} evaluations per fit, seed {args.seed}, "
+          f"policy {args.policy}", flush=True)
     for name, load in problems:
         if name in done:
             rows.append(done[name])

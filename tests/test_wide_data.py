@@ -68,3 +68,15 @@ def test_max_features_above_ten_is_accepted_and_none_is_the_default():
         est = SymbolicRegressor(policy="random", max_features=12, max_evaluations=300, max_time=None,
                                 random_state=0).fit(X, y)
     assert len(est.selected_features_) == 12 and "f13" in est.selected_features_
+
+
+@pytest.mark.parametrize("n_columns", [14, 50])
+def test_semantic_policy_searches_every_column(n_columns):
+    X, y = _wide(n_columns, lambda X: 2.5 * X[f"f{n_columns - 1}"] * X[f"f{n_columns - 2}"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = SymbolicRegressor(policy="semantic", max_evaluations=3000, max_time=None, random_state=0).fit(X, y)
+    assert est.selected_features_ == list(X.columns)
+    best = est.equations_.iloc[est.best_index_]
+    assert best["r2"] > 1 - 1e-9
+    assert {s.name for s in best["sympy"].free_symbols} == {f"f{n_columns - 2}", f"f{n_columns - 1}"}
