@@ -17,7 +17,7 @@ from dgsr.operand_library import build_library
 from dgsr.parser import parse
 from dgsr.random_policy import RandomPolicy
 from dgsr.search import SearchConfig, run_search
-from dgsr.semantic_backprop import desired_values, invert, node_values, parents
+from dgsr.semantic_backprop import chain_gradient, desired_values, invert, node_values, parents
 from dgsr.semantic_policy import SemanticPolicy
 
 NAMES = ["x0", "x1", "x2", "x3"]
@@ -118,6 +118,23 @@ def test_desired_values_of_an_exact_fit_are_the_current_values(formula):
         ok = np.isfinite(desired)
         assert ok.mean() > 0.9, (formula, pos)
         np.testing.assert_allclose(desired[ok], values[pos][ok], rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("formula", ["x0*sin(x1) + x2", "sqrt(x0)/(x1 - x2**2)", "exp(x0/x1) * log(x2)",
+                                     "(x0 + x1)**-1 - tan(x2)", "cos(x0*x1)**2"])
+def test_chain_gradient_matches_finite_differences(formula):
+    """d(root)/d(node): perturb the node's values by +-h and re-evaluate its ancestors."""
+    X = _data(d=3, seed=5)
+    expr = parse(formula, NAMES[:3])
+    cols = as_columns(X)
+    values = node_values(expr, cols)
+    parent = parents(expr)
+    h = 1e-6
+    for pos in range(1, expr.size):
+        up, down = (expr.replace_subtree(pos, Expression.combine("add", expr.subtree(pos), Expression.constant(d)))
+                    for d in (h, -h))
+        numeric = (evaluate(up, X) - evaluate(down, X)) / (2 * h)
+        np.testing.assert_allclose(chain_gradient(expr, values, pos, parent), numeric, rtol=1e-3, atol=1e-4)
 
 
 # ---------------------------------------------------------------- the operand library

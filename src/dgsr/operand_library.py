@@ -65,6 +65,8 @@ class OperandLibrary:
         Squared norm of each centred row (all > 0).
     squares:
         ``values ** 2`` (the matching needs it at every expansion).
+    sizes:
+        Node count of each operand.
     """
 
     expressions: tuple[Expression, ...]
@@ -72,6 +74,7 @@ class OperandLibrary:
     centered: np.ndarray
     norms2: np.ndarray
     squares: np.ndarray
+    sizes: np.ndarray
 
     def __len__(self) -> int:
         return len(self.expressions)
@@ -225,4 +228,5 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     if not keep.all():
         exprs = [e for e, k in zip(exprs, keep) if k]
         values, centered, norms2, squares = values[keep], centered[keep], norms2[keep], squares[keep]
-    return OperandLibrary(tuple(exprs), values, centered, norms2, squares)
+    sizes = np.array([e.size for e in exprs], dtype=np.float64)
+    return OperandLibrary(tuple(exprs), values, centered, norms2, squares, sizes)

@@ -177,3 +177,55 @@ def _nearest_branch(principal: np.ndarray, current: np.ndarray, mirror: float | 
     other = mirror - principal
     other = other + np.round((cur - other) / period) * period
     return np.where(np.abs(other - cur) < np.abs(best - cur), other, best)
+
+
+def chain_gradient(expr: Expression, values: list[np.ndarray], position: int,
+                   parent: list[int] | None = None) -> np.ndarray:
+    """Derivative of the root's values with respect to the node at ``position``, at the current
+    values (ones at the root; NaN where an ancestor is not differentiable).
+
+    A change ``delta`` of the node changes the root by about ``gradient * delta``: it turns an error
+    at the node into an error of the whole expression, so candidates at different nodes compare.
+    """
+    parent = parents(expr) if parent is None else parent
+    grad = np.ones_like(values[0])
+    p = position
+    with np.errstate(all="ignore"):
+        while parent[p] != -1:
+            anc = parent[p]
+            kids = expr.children(anc)
+            grad = grad * _local_derivative(expr.symbols[anc], kids.index(p), values, kids)
+            p = anc
+        grad[~np.isfinite(grad)] = np.nan
+    return grad
+
+
+def _local_derivative(op: str, child: int, values: list[np.ndarray], kids: list[int]) -> np.ndarray | float:
+    v = values[kids[0]]
+    if op == "add":
+        return 1.0
+    if op == "sub":
+        return 1.0 if child == 0 else -1.0
+    if op == "mul":
+        return values[kids[1 - child]]
+    if op == "div":
+        b = values[kids[1]]
+        return 1.0 / b if child == 0 else -v / (b * b)
+    if op == "inv":
+        return -1.0 / (v * v)
+    if op == "sq":
+        return 2.0 * v
+    if op == "sqrt":
+        return 0.5 / np.sqrt(v)
+    if op == "exp":
+        return np.exp(v)
+    if op == "log":
+        return 1.0 / v
+    if op == "sin":
+        return np.cos(v)
+    if op == "cos":
+        return -np.sin(v)
+    if op == "tan":
+        t = np.tan(v)
+        return 1.0 + t * t
+    raise ValueError(f"no derivative for {op!r}")  # pragma: no cover - Table 1 is covered above

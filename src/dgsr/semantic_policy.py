@@ -35,7 +35,7 @@ from .operand_library import OperandLibrary, build_library
 from .operators import BINARY, OPERATORS, UNARY, resolve_operators
 from .policy import Proposal
 from .random_policy import RandomPolicy
-from .semantic_backprop import desired_values, node_values, parents, root_target
+from .semantic_backprop import chain_gradient, desired_values, node_values, parents, root_target
 
 # Operators through which a constant factor on a subtree becomes a constant factor on the whole.
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
@@ -69,6 +69,9 @@ class SemanticPolicy:
         Share of each expansion's proposals drawn by the uniform random policy (exploration).
     max_nodes:
         Nodes of the expression considered per expansion (the root always, the rest sampled).
+    size_penalty:
+        Subtracted from a candidate's match per node of its operand (parsimony among near-equal
+        matches; the match is in decades of unexplained variance).
     temperature:
         Priors are ``softmax(match / temperature)`` with ``match = -log10(unexplained share)``.
     max_size:
@@ -81,13 +84,15 @@ class SemanticPolicy:
     has_critic = False
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
-                 temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None):
+                 temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
+                 size_penalty: float = 0.03):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
         self.random_share = random_share
         self.max_nodes = max_nodes
         self.temperature = temperature
+        self.size_penalty = size_penalty
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -163,11 +168,19 @@ class SemanticPolicy:
                 rng: np.random.Generator) -> list[tuple[float, Callable[[], Mutation | None]]]:
         """Candidate mutations, best *last* (popped from the end): ``(match, build)`` where
         ``build()`` makes the mutation (or None); building is deferred because most candidates are
-        never needed."""
+        never needed.
+
+        Every candidate is scored by a first-order estimate of the share of the root target's
+        variance the whole expression would leave unexplained after it: the error at the node,
+        ``D - new value``, is weighted by the squared derivative of the root with respect to the
+        node (and, for a binary mutation, of the node with respect to ``B``), so candidates at
+        different nodes and of different kinds compare on one scale.
+        """
         lib = context.library
         if expression.is_empty:
             targets = context.y[None, :]
-            match = _match(targets, np.ones_like(targets, dtype=bool), lib).match
+            weights = np.ones_like(targets)
+            match = _match(targets, weights, lib, _spread(context.y)).match - self.size_penalty * lib.sizes[None, :]
             order = np.argsort(-match[0], kind="stable")
             return [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
                     for j in order[: 4 * self.max_nodes]][::-1]
@@ -175,43 +188,58 @@ class SemanticPolicy:
         values = node_values(expression, context.columns)
         parent = parents(expression)
         roots = {flag: root_target(context.y, values[0], intercept=flag) for flag in (True, False)}
+        spreads = {flag: _spread(r) for flag, r in roots.items()}
         positions = self._positions(expression, rng)
         target_rows: list[np.ndarray] = []
+        weight_rows: list[np.ndarray] = []
+        denominators: list[float] = []
         meta: list[tuple[int, str, bool, bool]] = []  # position, kind, scale absorbed, offset absorbed
-        unary: list[tuple[float, Callable[[], Mutation | None]]] = []
+        ranked: list[tuple[float, Callable[[], Mutation | None]]] = []
         for pos in positions:
             scale_path, additive_path = _absorbs(expression, parent, pos)
             # Through a chain of products up to the root, y's offset cannot be produced below:
             # aim at y ~ a*f there (an offset would leak into every quotient of the chain).
-            desired = desired_values(expression, values, context.y, pos, parent, root=roots[not scale_path])
+            flag = not scale_path
+            desired = desired_values(expression, values, context.y, pos, parent, root=roots[flag])
             current = values[pos]
-            ok = np.isfinite(desired) & np.isfinite(current)
+            with np.errstate(all="ignore"):
+                g2 = chain_gradient(expression, values, pos, parent) ** 2
+            ok = np.isfinite(desired) & np.isfinite(current) & np.isfinite(g2)
             if ok.sum() < max(5, len(desired) // 3):
                 continue
-            unary.extend(self._unary(pos, desired, current, ok))
+            g2 = np.where(ok, g2, 0.0)
+            ranked.extend(self._unary(pos, desired, current, g2, ok, spreads[flag], scale_path, additive_path))
             with np.errstate(all="ignore"):
                 if additive_path:
                     # A term of a top-level sum gets its own weight from the search, so B should
                     # explain what a line in A leaves of the desired values (B - A is then the same).
-                    kinds = {"add": _residual(desired, current, ok)}
+                    kinds = {"add": (_residual(desired, current, ok), 1.0)}
                 else:
-                    kinds = {"add": desired - current, "rsub": desired + current}
-                kinds.update({"mul": desired / current, "div": current / desired, "rdiv": desired * current})
-            for kind, t in kinds.items():
+                    kinds = {"add": (desired - current, 1.0), "rsub": (desired + current, 1.0)}
+                # (target for B, squared derivative of the new node with respect to B there)
+                a2 = current * current
+                kinds.update({"mul": (desired / current, a2), "div": (current / desired, desired**4 / a2),
+                              "rdiv": (desired * current, 1.0 / a2)})
+            for kind, (t, h) in kinds.items():
                 base_op = kind.removeprefix("r")
                 if base_op not in self.operators:
                     continue
                 target_rows.append(t)
+                with np.errstate(all="ignore"):
+                    weight_rows.append(g2 * h)
+                denominators.append(spreads[flag])
                 if kind in ("add", "rsub"):  # A + c*B is no rescaling of A + B: only separate terms absorb c
                     meta.append((pos, kind, additive_path, additive_path))
                 else:  # A * (c*B) is a rescaling of A * B
                     meta.append((pos, kind, scale_path or additive_path, False))
-        ranked = unary
         if target_rows:
             targets = np.array(target_rows)
-            mask = np.isfinite(targets) & _not_extreme(targets)
-            fit = _match(targets, mask, lib)
-            match = fit.match
+            weights = _clean_weights(np.array(weight_rows), targets)
+            fit = _match(targets, weights, lib, np.array(denominators)[:, None])
+            # Parsimony: between operands that match about as well, the smaller first (a factor
+            # c*B costs 2 nodes more where nothing absorbs it).
+            extra = np.array([0.0 if m[2] else 2.0 for m in meta])[:, None]
+            match = fit.match - self.size_penalty * (lib.sizes[None, :] + extra)
             n_top = min(match.size, 6 * self.max_nodes)
             flat = np.argpartition(-match.ravel(), n_top - 1)[:n_top] if match.size > n_top else np.arange(match.size)
             seen: set[tuple[int, float]] = set()
@@ -226,31 +254,53 @@ class SemanticPolicy:
                     continue
                 seen.add(twin)
                 ranked.append((float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], fit.at(t, j))))
+            ranked.extend(self._constants(fit, meta))
         ranked.sort(key=lambda r: r[0])
         return ranked
 
-    def _unary(self, pos: int, desired: np.ndarray, current: np.ndarray,
-               ok: np.ndarray) -> list[tuple[float, Callable[[], Mutation | None]]]:
-        """Unary mutations of the node at ``pos``, matched on their own values; one that explains
-        no more than the node already does ranks below every library match."""
-        ops = [op for op in UNARY if op in self.operators]
-        cur = current[ok]
+    def _constants(self, fit: _Fit, meta: list[tuple[int, str, bool, bool]]
+                   ) -> list[tuple[float, Callable[[], Mutation | None]]]:
+        """A constant operand ``B = c`` where nothing absorbs it (``A + c`` inside a function,
+        ``A * c`` inside a sum of a function): ``c`` is the weighted mean of the target."""
+        out = []
         with np.errstate(all="ignore"):
-            outs = np.array([OPERATOR_FNS[op](cur) for op in ops] + [cur])
+            match = -np.log10(np.clip(fit.var_y[:, 0] / fit.denominator[:, 0], 1e-12, 1.0))
+            value = fit.sy[:, 0] / fit.n[:, 0]
+        for t, (pos, kind, scale_ok, offset_ok) in enumerate(meta):
+            useless = offset_ok if kind in ("add", "rsub") else scale_ok
+            if useless or not (np.isfinite(match[t]) and np.isfinite(value[t])) or value[t] == 0:
+                continue
+            out.append((float(match[t]), partial(Mutation, pos, kind, Expression.constant(_round4(float(value[t]))))))
+        return out
+
+    def _unary(self, pos: int, desired: np.ndarray, current: np.ndarray, g2: np.ndarray, ok: np.ndarray,
+               spread: float, scale_path: bool, additive_path: bool
+               ) -> list[tuple[float, Callable[[], Mutation | None]]]:
+        """Unary mutations ``op(A)`` of the node at ``pos``, scored like the binary ones: the
+        weighted error of ``op(A)`` against the desired values, with the free factor and offset
+        that the position absorbs."""
+        ops = [op for op in UNARY if op in self.operators]
+        cur, d, w = current[ok], desired[ok], g2[ok]
+        with np.errstate(all="ignore"):
+            outs = np.array([OPERATOR_FNS[op](cur) for op in ops])
             # An operator undefined where the node has values would make the child invalid.
             defined = np.isfinite(outs).all(axis=1)
             outs[~defined] = 0.0
-            d = desired[ok] - desired[ok].mean()
-            oc = outs - outs.mean(axis=1, keepdims=True)
-            r2 = (oc @ d) ** 2 / (np.einsum("ij,ij->i", oc, oc) * float(d @ d))
-            match = -np.log10(np.clip(1.0 - r2, 1e-12, 1.0))
-        base = match[-1]
-        out = []
-        for i, op in enumerate(ops):
-            if defined[i] and np.isfinite(match[i]):
-                m = float(match[i]) if match[i] > base else float(match[i]) - 1.0
-                out.append((m, partial(Mutation, pos, op)))
-        return out
+            sw = float(w.sum())
+            if additive_path:  # free c and d
+                dm, om = float(w @ d) / sw, (outs @ w) / sw
+                dc, oc = d - dm, outs - om[:, None]
+                cov, var = (oc * w) @ dc, np.einsum("ij,ij,j->i", oc, oc, w)
+                sse = float((w * dc) @ dc) - cov * cov / var
+            elif scale_path:  # free c
+                cov, var = (outs * w) @ d, np.einsum("ij,ij,j->i", outs, outs, w)
+                sse = float((w * d) @ d) - cov * cov / var
+            else:
+                r = outs - d
+                sse = np.einsum("ij,ij,j->i", r, r, w)
+            match = -np.log10(np.clip(sse / spread, 1e-12, 1.0))
+        return [(float(match[i]), partial(Mutation, pos, op)) for i, op in enumerate(ops)
+                if defined[i] and np.isfinite(match[i])]
 
     def _positions(self, expression: Expression, rng: np.random.Generator) -> list[int]:
         if expression.size <= self.max_nodes:
@@ -336,17 +386,20 @@ def _absorbs(expr: Expression, parent: list[int], position: int) -> tuple[bool, 
 
 @dataclass(frozen=True)
 class _Fit:
-    """Least-squares fits of every target row by every library operand (``[n_targets, n_operands]``).
+    """Weighted least-squares fits of every target row by every library operand
+    (``[n_targets, n_operands]``).
 
-    ``match`` is ``-log10`` of the share of the target's variance that ``c*B + d`` leaves
-    unexplained (-inf where undefined). The sums it came from are kept so that the constants of
-    the few candidates actually proposed are computed on demand (:meth:`at`).
+    ``match`` is ``-log10`` of the weighted residual of ``c*B + d`` over the target's
+    ``denominator`` (-inf where undefined). The sums it came from are kept so that the constants
+    of the few candidates actually proposed are computed on demand (:meth:`at`).
     """
 
     match: np.ndarray
     n: np.ndarray
     sy: np.ndarray
     syy: np.ndarray
+    var_y: np.ndarray
+    denominator: np.ndarray
     sx: np.ndarray
     sxx: np.ndarray
     sxy: np.ndarray
@@ -367,26 +420,48 @@ class _Fit:
         return coef, icpt, coef0, sse, sse0, syy
 
 
-def _match(targets: np.ndarray, mask: np.ndarray, lib: OperandLibrary) -> _Fit:
-    """Fit every target row (on its ``mask``ed rows) by every library operand, from three matrix
-    products (the library's sums restricted to each target's rows, and the cross products)."""
+def _spread(values: np.ndarray) -> float:
+    """Sum of squared deviations from the mean (the denominator of an unexplained share)."""
     with np.errstate(all="ignore"):
-        m = mask.astype(np.float64)
-        t = np.where(mask, targets, 0.0)
-        n = m.sum(axis=1, keepdims=True)
-        sy = t.sum(axis=1, keepdims=True)
-        syy = (t * t).sum(axis=1, keepdims=True)
-        sx = m @ lib.values.T
-        sxx = m @ lib.squares.T
-        sxy = t @ lib.values.T
+        c = values - values.mean()
+        out = float(c @ c)
+    return out if math.isfinite(out) and out > 0 else math.inf
+
+
+def _clean_weights(weights: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Weights with masked rows (non-finite target or weight, or a target far outside its bulk)
+    at zero, and each row's weights capped at 1,000 times their median so one row near a pole
+    cannot decide a match."""
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(targets) & np.isfinite(weights) & (weights > 0) & _not_extreme(targets)
+        w = np.where(ok, weights, np.nan)
+        cap = 1e3 * _row_medians(w)
+        w = np.where(ok, np.minimum(np.nan_to_num(w), np.nan_to_num(cap, nan=np.inf)), 0.0)
+    return w
+
+
+def _match(targets: np.ndarray, weights: np.ndarray, lib: OperandLibrary, denominator: np.ndarray | float) -> _Fit:
+    """Weighted least-squares fit of every target row by ``c*B + d`` for every library operand
+    ``B``, from three matrix products; rows with weight 0 are left out."""
+    with np.errstate(all="ignore"):
+        t = np.where(weights > 0, targets, 0.0)
+        wt = weights * t
+        n = weights.sum(axis=1, keepdims=True)
+        sy = wt.sum(axis=1, keepdims=True)
+        syy = (wt * t).sum(axis=1, keepdims=True)
+        sx = weights @ lib.values.T
+        sxx = weights @ lib.squares.T
+        sxy = wt @ lib.values.T
         var_y = syy - sy * sy / n
         var_x = sxx - sx * sx / n
         cov = sxy - sx * sy / n
-        r2 = cov * cov / (var_x * var_y)
-        match = -np.log10(np.clip(1.0 - r2, 1e-12, 1.0))
-        bad = ~(np.isfinite(match) & (var_x > 1e-12 * sxx) & (var_y > 0) & (n >= 5))
+        sse = var_y - cov * cov / var_x
+        denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), (len(targets), 1))
+        match = -np.log10(np.clip(sse / denominator, 1e-12, 1.0))
+        counts = (weights > 0).sum(axis=1, keepdims=True)
+        bad = ~(np.isfinite(match) & (var_x > 1e-12 * sxx) & (var_y > 0) & (counts >= 5))
         match[bad] = -np.inf
-    return _Fit(match, n, sy, syy, sx, sxx, sxy)
+    return _Fit(match, n, sy, syy, var_y, denominator, sx, sxx, sxy)
 
 
 def _residual(target: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
