@@ -68,23 +68,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--policies", default="neural,random",
-                        help="comma list of: neural (critic values), neural-acc (accuracy values), semantic, random")
+                        help="comma list of: neural (critic values), neural-acc (accuracy values), semantic, random, "
+                             "rerank-semantic / rerank-random (the network re-ranks 64 candidates of that policy)")
     parser.add_argument("--offset", type=int, default=0, help="skip this many held-out problems")
     args = parser.parse_args(argv)
     if (args.evals is None) == (args.time is None):
         parser.error("give exactly one of --evals and --time")
     names = args.policies.split(",")
-    if any(n.startswith("neural") for n in names):  # torch only when a neural policy runs
+    neural_arms = [n for n in names if n.startswith(("neural", "rerank"))]
+    if neural_arms:  # torch only when a neural policy runs
         import torch
 
-        from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
+        from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy, RerankPolicy
 
         torch.set_num_threads(args.threads)
         weights = args.weights or str(DEFAULT_WEIGHTS)
     makers = {"neural": lambda: NeuralPolicy.from_checkpoint(weights),
               "neural-acc": lambda: NeuralPolicy.from_checkpoint(weights, use_critic=False),
               "semantic": SemanticPolicy,
-              "random": RandomPolicy}
+              "random": RandomPolicy,
+              "rerank-semantic": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights), SemanticPolicy(), 64),
+              "rerank-random": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights), RandomPolicy(), 64)}
     policies = {name: makers[name]() for name in names}
     problems = _problems(args.domain, args.offset, args.problems, args.seed)
     rows: dict[str, list[dict]] = {name: [] for name in policies}
@@ -96,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"problem": args.offset + i, "policy": name, "truth_size": truth_size, **r}), file=sys.stderr)
     budget = f"{args.evals:.0f} evaluations" if args.evals else f"{args.time:g} s"
     print(f"domain {args.domain}, {len(problems)} problems, {budget} per run, seed {args.seed}, "
-          f"{args.threads} thread(s)" + (f", weights {weights}" if any(n.startswith("neural") for n in names) else ""))
+          f"{args.threads} thread(s)" + (f", weights {weights}" if neural_arms else ""))
     print("| policy | solved (test R² >= 0.99) | train R² >= 0.99 | median train R² | median test R² | "
           "wins vs random (train R²) | mean evaluations | mean seconds |")
     print("|---|---|---|---|---|---|---|---|")

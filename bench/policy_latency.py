@@ -12,6 +12,9 @@
   mutation's result is among the samples);
 * points once per trial vs. per expansion: hit rate when the 100 points are encoded once (our
   default) vs. a fresh random 100 of the problem's 200 rows encoded at every expansion (the paper).
+* re-ranking (``--rerank 32,64``): the network scores N uniform candidates in one batched pass and
+  keeps K (:class:`dgsr.neural_policy.RerankPolicy`): latency, FLOP floor, and hit rates against the
+  uniform policy's own K, with the true y and with y shuffled over the points.
 
 Prints a Markdown table (paste into docs/policy_bench.md) and a JSON line.
 """
@@ -34,7 +37,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from dgsr.corpus import load_heldout
 from dgsr.dismantle import mutation_path
 from dgsr.mutations import apply_mutation
-from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
+from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy, RerankPolicy
+from dgsr.random_policy import RandomPolicy
 from dgsr.sampling import points_ids, sample_mutations
 
 
@@ -142,6 +146,63 @@ def validity(policy: NeuralPolicy, k: int, n: int, rng: np.random.Generator, *, 
     return out
 
 
+def rerank_latency(policy: RerankPolicy, k: int, n: int, rng: np.random.Generator) -> dict:
+    """Median wall and CPU ms of one re-ranking ``propose`` and its FLOPs (same states as :func:`latency`)."""
+    wall, cpu, flops = [], [], []
+    for item, state, _ in states_near(20, n, np.random.default_rng(3)):
+        ctx = policy.prepare(item.X[:100], item.y[:100], rng)
+        t, c = time.perf_counter(), time.process_time()
+        policy.propose(ctx, state, k, rng)
+        wall.append(1e3 * (time.perf_counter() - t))
+        cpu.append(1e3 * (time.process_time() - c))
+        if len(flops) < 20:
+            with FlopCounterMode(display=False) as counter:
+                policy.propose(ctx, state, k, rng)
+            flops.append(counter.get_total_flops())
+    return {"propose_ms": statistics.median(wall), "propose_cpu_ms": statistics.median(cpu),
+            "flops": statistics.median(flops)}
+
+
+def proposal_hits(policy, k: int, n: int, *, shuffle_y: bool = False) -> dict:
+    """Hit rates of any policy's K proposals on ``n`` held-out path states: the true next mutation's
+    result among them, and its node and operator among them (y shuffled over the points if asked)."""
+    hits = head_hits = 0
+    rng = np.random.default_rng(2)
+    cases = random_states(n, np.random.default_rng(1))
+    for i, (item, state, mutation) in enumerate(cases):
+        rows = rng.choice(item.X.shape[0], 100, replace=False)
+        # its own generator: the runs with and without shuffling draw the same candidates
+        y = np.random.default_rng([i, 5]).permutation(item.y[rows]) if shuffle_y else item.y[rows]
+        ctx = policy.prepare(item.X[rows], y, rng)
+        proposals = policy.propose(ctx, state, k, rng)
+        target = apply_mutation(state, mutation).key(3)
+        hits += any(apply_mutation(state, p.mutation).key(3) == target for p in proposals)
+        head_hits += any((p.mutation.node, p.mutation.op) == (mutation.node, mutation.op) for p in proposals)
+    return {"hit_rate_pct": 100.0 * hits / len(cases), "head_hit_rate_pct": 100.0 * head_hits / len(cases),
+            "n": len(cases)}
+
+
+def rerank_report(policy: NeuralPolicy, k: int, sizes: list[int], n_latency: int, n_hits: int, rate: float) -> dict:
+    """Print the re-ranking tables; returns their figures."""
+    out: dict = {"uniform": proposal_hits(RandomPolicy(), k, n_hits)}
+    print(f"\n| policy (K={k}) | propose median ms (wall; CPU) | FLOPs | floor ms | CPU / floor "
+          "| true next mutation among K | its node and operator among K | same, y shuffled |")
+    print("|---|---|---|---|---|---|---|---|")
+    u = out["uniform"]
+    print(f"| uniform | - | - | - | - | {u['hit_rate_pct']:.1f}% | {u['head_hit_rate_pct']:.1f}% | - |")
+    for size in sizes:
+        rerank = RerankPolicy(policy, RandomPolicy(), n_candidates=size)
+        lat = rerank_latency(rerank, k, n_latency, np.random.default_rng(0))
+        hits, shuffled = proposal_hits(rerank, k, n_hits), proposal_hits(rerank, k, n_hits, shuffle_y=True)
+        floor_ms = 1e3 * lat["flops"] / (rate * 1e9)
+        out[f"rerank{size}"] = {**lat, "floor_ms": floor_ms, "hits": hits, "hits_shuffled_y": shuffled}
+        print(f"| network re-ranks {size} uniform candidates | {lat['propose_ms']:.1f}; {lat['propose_cpu_ms']:.1f} "
+              f"| {lat['flops'] / 1e6:.0f} M | {floor_ms:.2f} | {lat['propose_cpu_ms'] / floor_ms:.1f}x "
+              f"| {hits['hit_rate_pct']:.1f}% | {hits['head_hit_rate_pct']:.1f}% "
+              f"| {shuffled['head_hit_rate_pct']:.1f}% |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--weights", default=str(DEFAULT_WEIGHTS))
@@ -150,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-cases", type=int, default=60)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--temperature", type=float, default=None, help="fixed (default: paper's range per trial)")
+    parser.add_argument("--rerank", default="32,64", help="candidate counts for the re-ranking rows ('' = none)")
+    parser.add_argument("--only-rerank", action="store_true", help="skip the sampling measurements")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     kwargs = {} if args.temperature is None else {"temperature": args.temperature}
@@ -157,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     load = os.getloadavg()
     rate = matmul_rate()
+    sizes = [int(x) for x in args.rerank.split(",") if x.strip()]
+    if args.only_rerank:
+        print(f"load average before: {load[0]:.2f}; matmul rate {rate:.1f} GFLOP/s; weights {Path(args.weights).name}")
+        reranked = rerank_report(policy, args.k, sizes, args.latency_cases, args.expansions, rate)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        print(json.dumps({"weights": args.weights, "k": args.k, "matmul_gflops": rate, "rerank": reranked}),
+              file=sys.stderr)
+        return 0
     lat = latency(policy, args.k, args.latency_cases, rng)
     floor_ms = 1e3 * lat["flops"] / (rate * 1e9)
     once = validity(policy, args.k, args.expansions, np.random.default_rng(2), per_expansion=False)
@@ -186,9 +257,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['distinct_per_expansion']:.1f} |")
         print(f"| {name}: hit rate: true next mutation among K; its node and operator among K | "
               f"{r['hit_rate_pct']:.1f}%; {r['head_hit_rate_pct']:.1f}% |")
+    reranked = rerank_report(policy, args.k, sizes, args.latency_cases, args.expansions, rate) if sizes else {}
     print(json.dumps({"weights": args.weights, "steps": info.get("steps"), "k": args.k, "threads": args.threads,
                       "latency": lat, "matmul_gflops": rate, "floor_ms": floor_ms, "once": once, "fresh": fresh,
-                      "grammar_only": grammar_only}),
+                      "grammar_only": grammar_only, "rerank": reranked}),
           file=sys.stderr)
     return 0
 

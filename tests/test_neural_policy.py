@@ -16,7 +16,7 @@ from dgsr.model import ModelConfig, PolicyModel
 from dgsr.mutations import apply_mutation
 from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
 from dgsr.parser import parse
-from dgsr.policy import Policy
+from dgsr.policy import Policy, Proposal
 
 NAMES = ["x0", "x1"]
 
@@ -258,6 +258,16 @@ def test_rerank_keeps_the_networks_favourite_candidates(tiny_model):
     priors = np.array([p.prior for p in chosen])
     assert np.isclose(priors.sum(), 1.0) and np.all(np.diff(priors) <= 1e-12)  # best first, highest prior
     assert np.isnan(policy.value(ctx, [expr])).all() and policy.has_critic is False
+
+    class Confident(Fixed):  # a source sure of its last candidate: the product follows it
+        def propose(self, context, expression, k, rng):
+            found = super().propose(context, expression, k, rng)
+            rest = 1e-6 / (len(found) - 1)
+            return [Proposal(p.mutation, rest) for p in found[:-1]] + [Proposal(found[-1].mutation, 1 - 1e-6)]
+
+    product = RerankPolicy(policy.neural, Confident(), n_candidates=24)
+    assert product.propose(product.prepare(X, y, np.random.default_rng(1)), expr, 6,
+                           np.random.default_rng(2))[0].mutation == candidates[-1]
     sampled = RerankPolicy(NeuralPolicy(tiny_model, temperature=1.0), RandomPolicy(), n_candidates=24)
     result = run_search(X, y, sampled, config=SearchConfig(n_samples=4), rng=0, budget=Budget(max_evaluations=40))
     assert result.n_evaluations > 0 and result.best is not None

@@ -377,6 +377,10 @@ class PolicyModel(nn.Module):
         self.critic = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
         if c.target_symbols:
             self.symbol_head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, len(SYMBOLS)))
+            if c.encoder == "variables":
+                # "is x_i in the ground truth?" read off x_i's own memory token, so that token (which
+                # the decoder attends to when it names a variable) learns to say it
+                self.symbol_head_variables = nn.Linear(d, 1)
         self.apply(self._init)
         _init_number_rows(self.tok)
         for part in numeric:
@@ -519,7 +523,12 @@ class PolicyModel(nn.Module):
     def symbol_logits(self, memory: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, len(SYMBOLS)]: does the ground truth contain each operator / variable / a constant?"""
         point_mask = self.memory_mask(point_mask)
-        return self.symbol_head(memory.mean(1) if point_mask is None else _masked_mean(memory, point_mask))
+        logits = self.symbol_head(memory.mean(1) if point_mask is None else _masked_mean(memory, point_mask))
+        if self.config.encoder == "variables":
+            first = len(OPERATORS)  # SYMBOLS: operators, variables, constant
+            per_variable = self.symbol_head_variables(memory[:, :MAX_VARIABLES]).squeeze(-1)
+            logits = torch.cat([logits[:, :first], per_variable, logits[:, first + MAX_VARIABLES:]], dim=1)
+        return logits
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

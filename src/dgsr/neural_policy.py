@@ -224,8 +224,9 @@ class RerankPolicy:
     Each expansion asks ``source`` for ``n_candidates`` distinct mutations, scores them with the
     network in one batched pass (log-probability, length-penalised as in sampling), and keeps
     ``k`` of them: a Gumbel top-k draw at the trial's temperature (sampling without replacement
-    in proportion to ``p ** (1 / temperature)``; greedy at temperature 0). Priors are the kept
-    candidates' normalised probabilities. Node values come from ``source`` (NaN for the uniform
+    in proportion to ``p ** (1 / temperature)``; greedy at temperature 0), with ``p`` the network's
+    probability times the source's prior (``source_weight``). Priors are the kept candidates'
+    normalised scores. Node values come from ``source`` (NaN for the uniform
     policy: the search then scores nodes by accuracy).
 
     Parameters
@@ -239,13 +240,18 @@ class RerankPolicy:
         Candidates asked of ``source`` per expansion (at least ``k``).
     max_tokens:
         Score only each action's first tokens (None: all; see :func:`dgsr.sampling.score_mutations`).
+    source_weight:
+        Weight of the source's own log-prior added to the network's score (1: the product of the
+        two distributions; 0: the network alone). A uniform source's prior changes nothing.
     """
 
-    def __init__(self, neural: NeuralPolicy, source: Any, n_candidates: int = 64, max_tokens: int | None = None):
+    def __init__(self, neural: NeuralPolicy, source: Any, n_candidates: int = 64, max_tokens: int | None = None,
+                 source_weight: float = 1.0):
         self.neural = neural
         self.source = source
         self.n_candidates = int(n_candidates)
         self.max_tokens = max_tokens
+        self.source_weight = float(source_weight)
         self.has_critic = bool(getattr(source, "has_critic", False))
         self.max_variables = MAX_VARIABLES
 
@@ -267,6 +273,10 @@ class RerankPolicy:
                                             encoded=ctx.encodings.pop(expression.key(), None),
                                             max_tokens=self.max_tokens)
         scores = logp / np.maximum(lengths, 1) ** ctx.length_penalty
+        if self.source_weight:  # a product of the two policies' opinions (uniform priors change nothing)
+            source = np.array([c.prior for c in candidates], dtype=float)
+            with np.errstate(divide="ignore"):
+                scores = scores + self.source_weight * np.log(np.clip(source, 0.0, None))
         scores = np.where(np.isfinite(scores), scores, -1e30)
         if ctx.temperature > 0:
             keys = scores / ctx.temperature + rng.gumbel(size=len(scores))

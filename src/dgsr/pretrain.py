@@ -70,6 +70,9 @@ class TrainConfig:
     data: str = "auto"
     #: point encoder of a new model ("variables" or "points"; "" = the preset's)
     encoder: str = ""
+    #: dismantling steps taken from each generated problem (0 = its whole path): fewer steps per
+    #: problem put more distinct datasets in each batch, which is what the point encoder learns from
+    steps_per_problem: int = 0
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,8 @@ def _example_stream(seed: int, config: TrainConfig) -> Iterator[Any]:
         return _fallback_stream(seed, config)
     from .corpus import example_stream
 
-    return example_stream(seed, mutation_size=config.mutation_size, n_points=config.n_points)
+    return example_stream(seed, mutation_size=config.mutation_size, n_points=config.n_points,
+                          steps_per_problem=config.steps_per_problem or None)
 
 
 def _fallback_stream(seed: int, config: TrainConfig) -> Iterator[Example]:
@@ -487,7 +491,7 @@ def init_model(path: str | Path, target: ModelConfig, device: torch.device) -> t
     if new == old:
         return model, info
     extended = PolicyModel(new).to(device)
-    allowed_missing = ("symbol_head.", "point_num.")
+    allowed_missing = ("symbol_head", "point_num.")
     allowed_unexpected: tuple[str, ...] = ()
     if new.encoder != old.encoder:
         allowed_missing += _ENCODER_PARTS[new.encoder]
@@ -558,6 +562,8 @@ def add_subparser(subparsers: Any) -> None:
                    help="weight of constant mantissa tokens in the action loss")
     p.add_argument("--aux-weight", type=float, default=TrainConfig.aux_weight,
                    help="weight of the auxiliary 'symbols of the ground truth' loss (adds its head; 0 = off)")
+    p.add_argument("--steps-per-problem", type=int, default=TrainConfig.steps_per_problem,
+                   help="dismantling steps per generated problem (0 = its whole path; fewer = more datasets per batch)")
     p.add_argument("--encoder", choices=("variables", "points"), default="",
                    help="point encoder (default: the preset's, 'variables'; 'points' = the paper's one token "
                         "per data point); with --init, a file with another encoder keeps all its other weights")
@@ -580,7 +586,8 @@ def run(args: argparse.Namespace) -> int:
                          eval_every=args.eval_every, checkpoint_every=args.eval_every,
                          val_examples=args.val_examples, n_points=args.points,
                          mutation_size=args.mutation_size, mantissa_weight=args.mantissa_weight,
-                         aux_weight=args.aux_weight, encoder=args.encoder)
+                         aux_weight=args.aux_weight, encoder=args.encoder,
+                         steps_per_problem=args.steps_per_problem)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
                    max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))
