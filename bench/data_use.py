@@ -48,14 +48,16 @@ def variants(examples: list, seed: int) -> dict[str, list]:
 
 
 @torch.no_grad()
-def per_kind(model, examples: list) -> list[tuple[str, int, float, float]]:
-    """(kind, tokens, mean loss, accuracy) of teacher-forced action tokens, by kind of token."""
+def per_kind(model, examples: list, per_example: list | None = None) -> list[tuple[str, int, float, float]]:
+    """(kind, tokens, mean loss, accuracy) of teacher-forced action tokens, by kind of token; appends
+    each example's summed loss and token count to ``per_example`` when given."""
     v = vocabulary()
     total, count, right = np.zeros(6), np.zeros(6), np.zeros(6)
     for i in range(0, len(examples), 64):
         b = collate(examples[i:i + 64], np.random.default_rng(0), with_negatives=False)
         hidden = teacher_forced(model, b)[-1]
         target = b.actions[:, 1:]
+        sums = np.zeros((len(target), 2))
         for r, j in (target != v.pad).nonzero().tolist():
             t = int(target[r, j])
             group = int(_GROUPS[t])
@@ -64,9 +66,13 @@ def per_kind(model, examples: list) -> list[tuple[str, int, float, float]]:
             cols = torch.nonzero(_GROUPS == group).squeeze(1)
             logits = hidden[r, j] @ model.tok.weight[cols].T
             local = int(torch.searchsorted(cols, torch.tensor(t)))
-            total[kind] += float(-F.log_softmax(logits, -1)[local])
+            loss = float(-F.log_softmax(logits, -1)[local])
+            total[kind] += loss
             count[kind] += 1
             right[kind] += int(logits.argmax()) == local
+            sums[r] += (loss, 1)
+        if per_example is not None:
+            per_example.extend(map(tuple, sums))
     return [(KINDS[k], int(count[k]), total[k] / max(count[k], 1), right[k] / max(count[k], 1)) for k in range(6)]
 
 
@@ -94,12 +100,24 @@ def main() -> None:
     print()
     print("| action token | tokens | share of the loss | mean loss (nats) | y shuffled | gap | accuracy |")
     print("|---|---|---|---|---|---|---|")
-    rows = per_kind(model, examples)
-    shuffled = per_kind(model, sets["y shuffled over the points"])
+    true_sums: list = []
+    shuffled_sums: list = []
+    rows = per_kind(model, examples, true_sums)
+    shuffled = per_kind(model, sets["y shuffled over the points"], shuffled_sums)
     loss_sum = sum(n * loss for _, n, loss, _ in rows)
     for (kind, n, loss, acc), (_, _, loss_s, _) in zip(rows, shuffled):
         print(f"| {kind} | {n} | {n * loss / loss_sum:.2f} | {loss:.6f} | {loss_s:.6f} | {loss_s - loss:+.6f} | "
               f"{acc:.3f} |")
+    # paired: each dataset's summed loss with y shuffled minus with the true y (a dataset's steps
+    # share its data, so datasets are the independent units), per token
+    t, u = np.array(true_sums), np.array(shuffled_sums)
+    cluster: dict[int, int] = {}
+    ids = np.array([cluster.setdefault(id(e.X), len(cluster)) for e in examples])
+    diff = np.bincount(ids, weights=u[:, 0] - t[:, 0])
+    tokens = t[:, 1].sum()
+    gap, se = diff.sum() / tokens, np.sqrt(len(diff) * diff.var(ddof=1)) / tokens
+    print(f"\nshuffled-y gap of the action loss: {gap:+.6f} nats per token, 95% interval "
+          f"[{gap - 1.96 * se:+.6f}, {gap + 1.96 * se:+.6f}] (paired over {len(diff)} datasets)")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """Can the point encoder learn to read y on a CPU? Train it alone on an easier task and look.
 
-Only the point encoder and the auxiliary symbol head of a fresh ``small`` model (with numeric
-point features) are trained, from scratch, to predict which operators and variables a random
+Only the point encoder and the auxiliary symbol head of a fresh ``small`` model (``--encoder
+variables``, the default, or ``points`` with numeric point features) are trained, from scratch, to predict which operators and variables a random
 ground truth contains from its 100 points (``dgsr.generator.random_problem``, 32 per step). Every
 200 steps the held-out loss is printed with the true y and with y shuffled over the points: a
 gap means the encoder uses how y relates to x; none means it reads only what shuffling keeps
 (the columns present, the marginal of y).
 
-    python bench/point_encoder_probe.py --minutes 10
+    python bench/point_encoder_probe.py --minutes 10 [--encoder points]
 """
 
 from __future__ import annotations
@@ -38,12 +38,15 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--encoder", choices=("variables", "points"), default="variables")
+    p.add_argument("--every", type=int, default=200, help="steps between held-out evaluations")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    model = PolicyModel(replace(ModelConfig.preset("small"), point_features=True, target_symbols=True))
-    parts = [model.point_tok, model.point_proj, model.point_num, model.point_blocks, model.point_ln, model.symbol_head]
-    optimizer = torch.optim.AdamW([q for part in parts for q in part.parameters()], lr=args.lr)
+    model = PolicyModel(replace(ModelConfig.preset("small"), point_features=True, target_symbols=True,
+                                encoder=args.encoder))
+    encoder = ("point_", "pair_", "y_mlp.", "y_out.", "column_stats.", "slot.", "absent", "symbol_head")
+    optimizer = torch.optim.AdamW([q for name, q in model.named_parameters() if name.startswith(encoder)], lr=args.lr)
     val_rng = np.random.default_rng([args.seed, 999])
     held = [random_problem(val_rng) for _ in range(256)]
     true_y, shuffled_y = tensors(held, None), tensors(held, np.random.default_rng([args.seed, 5]))
@@ -65,11 +68,11 @@ def main() -> None:
         loss.backward()
         optimizer.step()
         step += 1
-        if step % 200 == 0:
+        if step % args.every == 0:
             model.eval()
             a, b = loss_on(true_y), loss_on(shuffled_y)
             model.train()
-            print(f"| {step} | {(time.time() - start) / 60:.1f} | {a:.4f} | {b:.4f} | {b - a:+.4f} |", flush=True)
+            print(f"| {step} | {(time.time() - start) / 60:.1f} | {a:.6f} | {b:.6f} | {b - a:+.6f} |", flush=True)
 
 
 if __name__ == "__main__":
