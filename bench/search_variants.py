@@ -44,15 +44,24 @@ VARIANTS: dict[str, dict] = {
     "k8": {"n_samples": 8},
     "semantic": {"policy": "semantic"},
     "random": {"policy": "random"},
+    "explore0": {"policy": "semantic", "policy_kwargs": {"random_share": 0.0}},
+    "explore50": {"policy": "semantic", "policy_kwargs": {"random_share": 0.5}},
+    "nodes12": {"policy": "semantic", "policy_kwargs": {"max_nodes": 12}},
+    "flat": {"policy": "semantic", "policy_kwargs": {"size_penalty": 0.0}},
 }
 
 
-def _variant(name: str) -> tuple[dict, str]:
-    """Search settings and policy name of a variant; ``a+b`` combines variants (e.g. ``semantic+all``)."""
+def _variant(name: str) -> tuple[dict, object]:
+    """Search settings and policy of a variant; ``a+b`` combines variants (e.g. ``semantic+all``)."""
     settings: dict = {}
     for part in name.split("+"):
         settings.update(VARIANTS[part])
     policy = settings.pop("policy", "random")
+    kwargs = settings.pop("policy_kwargs", None)
+    if kwargs:
+        from dgsr.semantic_policy import SemanticPolicy
+
+        return settings, SemanticPolicy(**kwargs)
     return settings, policy
 
 
@@ -90,7 +99,7 @@ def main() -> None:
           + "".join(f"test R² ({r}) | size ({r}) | " for r in rules) + "seconds |")
     print("|---|---|---|---|---|---|" + "---|---|" * len(rules) + "---|")
     for name in args.variants.split(","):
-        settings, policy_name = _variant(name)
+        settings, policy_spec = _variant(name)
         config = dataclasses.replace(SearchConfig(), **settings)
         solved = exact = 0
         sizes, train_r2, test_r2 = [], [], []
@@ -102,7 +111,7 @@ def main() -> None:
                      else np.arange(len(y_all)))  # PMLB files may be sorted; Feynman rows are i.i.d.
             n = int(0.75 * len(y_all))  # the training share of the protocol's split
             X, y = X_all[order[:n]], y_all[order[:n]]
-            result = run_search(X, y, load_policy(policy_name), config=config, rng=args.seed,
+            result = run_search(X, y, load_policy(policy_spec), config=config, rng=args.seed,
                                 budget=Budget(max_evaluations=args.evals, max_time=args.time, target_r2=1 - 1e-9))
             best = result.best
             if best is not None:
