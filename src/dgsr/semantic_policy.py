@@ -309,8 +309,6 @@ class SemanticPolicy:
         return [0, *sorted(int(p) for p in rest)]
 
 
-
-
 def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
               fit: tuple[float, float, float, float, float, float]) -> Mutation | None:
     pos, kind, scale_ok, offset_ok = meta
@@ -351,37 +349,6 @@ def _not_extreme(targets: np.ndarray) -> np.ndarray:
         dev = np.abs(targets - _row_medians(targets))
         mad = _row_medians(dev)
         return ~(dev > 50.0 * np.where(mad > 0, mad, np.inf))
-
-
-def _as_library(values: np.ndarray) -> OperandLibrary:
-    """Rows of values as a (nameless) library, to reuse :func:`_match` on them."""
-    finite = np.where(np.isfinite(values), values, 0.0)
-    centered = finite - finite.mean(axis=1, keepdims=True)
-    return OperandLibrary((), finite, centered, np.einsum("ij,ij->i", centered, centered))
-
-
-def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
-              fit: tuple[float, float, float, float, float, float]) -> Mutation | None:
-    pos, kind, scale_ok, offset_ok = meta
-    proposal = _operand(expr, kind, fit, scale_ok, offset_ok)
-    return None if proposal is None else Mutation(pos, proposal[0], proposal[1])
-
-
-def _absorbs(expr: Expression, parent: list[int], position: int) -> tuple[bool, bool]:
-    """Whether every ancestor of ``position`` passes a constant factor up to the root (first:
-    the root's free linear scaling then absorbs it), and whether every ancestor is ``add`` or
-    ``sub`` (second: the subtree is a term of a top-level sum, whose weight and offset the search
-    fits for free)."""
-    scale, offset = True, True
-    p = parent[position]
-    while p != -1:
-        op = expr.symbols[p]
-        if op not in _SCALE_PASSING:
-            scale = False
-        if op not in _ADDITIVE:
-            offset = False
-        p = parent[p]
-    return scale, offset
 
 
 @dataclass(frozen=True)
