@@ -37,3 +37,14 @@ def random_tree(rng: np.random.Generator, n_features: int, n_ops: int) -> Expres
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def torch_one_thread():
+    """Torch on one thread for the test (the machine is shared), restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

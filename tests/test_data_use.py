@@ -24,12 +24,7 @@ from dgsr.tokens import vocabulary
 SHAPES = (np.sin, np.square, np.abs, lambda x: np.exp(np.clip(x, -3, 3)), lambda x: x, np.tanh)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # the machine is shared; restored after each test
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _which_variable_task(rng: np.random.Generator, n: int, n_points: int = 30):

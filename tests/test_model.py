@@ -44,12 +44,7 @@ def _loss(model, points, states, actions):
     return loss
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # the machine is shared; restored after each test
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def test_presets_and_dict_round_trip():

@@ -20,12 +20,7 @@ from dgsr.policy import Policy, Proposal
 
 NAMES = ["x0", "x1"]
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # the machine is shared; restored after each test
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 

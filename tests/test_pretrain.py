@@ -18,12 +18,7 @@ from dgsr.tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
 TINY = TrainConfig(model="tiny", batch_size=6, warmup=2, eval_every=2, checkpoint_every=2, val_examples=4,
                    n_points=20, data="generator")
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # the machine is shared; restored after each test
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 

@@ -19,18 +19,10 @@ from dgsr.checkpoint import (
 from dgsr.model import ModelConfig, PolicyModel
 from dgsr.pretrain import TrainConfig, train
 
-pytestmark = pytest.mark.timeout(90, method="thread")
+pytestmark = [pytest.mark.timeout(90, method="thread"), pytest.mark.usefixtures("torch_one_thread")]
 
 TINY = TrainConfig(model="tiny", batch_size=6, warmup=2, eval_every=2, checkpoint_every=2, val_examples=4,
                    n_points=20, data="generator")
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _steps(path) -> list[int]:

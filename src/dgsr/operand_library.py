@@ -59,10 +59,6 @@ class OperandLibrary:
         The operands, smallest first within each family.
     values:
         ``[n_operands, n_rows]`` float64, finite.
-    centered:
-        ``values`` minus each row's mean.
-    norms2:
-        Squared norm of each centred row (all > 0).
     squares:
         ``values ** 2`` (the matching needs it at every expansion).
     sizes:
@@ -71,8 +67,6 @@ class OperandLibrary:
 
     expressions: tuple[Expression, ...]
     values: np.ndarray
-    centered: np.ndarray
-    norms2: np.ndarray
     squares: np.ndarray
     sizes: np.ndarray
 
@@ -227,6 +221,6 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         keep = (norms2 > 0) & np.isfinite(norms2) & np.isfinite(squares.sum(axis=1))
     if not keep.all():
         exprs = [e for e, k in zip(exprs, keep) if k]
-        values, centered, norms2, squares = values[keep], centered[keep], norms2[keep], squares[keep]
+        values, squares = values[keep], squares[keep]
     sizes = np.array([e.size for e in exprs], dtype=np.float64)
-    return OperandLibrary(tuple(exprs), values, centered, norms2, squares, sizes)
+    return OperandLibrary(tuple(exprs), values, squares, sizes)
