@@ -73,6 +73,9 @@ class TrainConfig:
     #: dismantling steps taken from each generated problem (0 = its whole path): fewer steps per
     #: problem put more distinct datasets in each batch, which is what the point encoder learns from
     steps_per_problem: int = 0
+    #: share of each batch labelled by the semantic-policy teacher (:mod:`dgsr.teacher`) instead of
+    #: the dismantling corpus: targets that depend on the x-y pairing (issue 13, item 3)
+    teacher_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -138,9 +141,19 @@ def _fallback_stream(seed: int, config: TrainConfig) -> Iterator[Example]:
 
 
 def batch_examples(config: TrainConfig, step: int) -> list[Any]:
-    """The training examples of ``step``: a pure function of ``(config.seed, step)``."""
+    """The training examples of ``step``: a pure function of ``(config.seed, step)``; a share
+    ``config.teacher_share`` of them comes from the semantic-policy teacher (:mod:`dgsr.teacher`)."""
+    n_teacher = round(config.batch_size * config.teacher_share)
     stream = _example_stream(int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0]), config)
-    return [next(stream) for _ in range(config.batch_size)]
+    examples = [next(stream) for _ in range(config.batch_size - n_teacher)]
+    if n_teacher:
+        from .teacher import teacher_stream
+
+        taught = teacher_stream(int(np.random.SeedSequence([config.seed, step, 2]).generate_state(1)[0]),
+                                mutation_size=config.mutation_size, n_points=config.n_points,
+                                steps_per_problem=config.steps_per_problem or 4)
+        examples += [next(taught) for _ in range(n_teacher)]
+    return examples
 
 
 def _random_expression_like(expr: Expression, n_features: int, rng: np.random.Generator) -> Expression:
@@ -306,6 +319,35 @@ def validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool =
     return [collate(examples[i:i + size], rng) for i in range(0, len(examples), size)]
 
 
+def teacher_validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool = False,
+                               n_examples: int = 256) -> list[Batch]:
+    """Held-out in-domain problems labelled by the semantic-policy teacher (:mod:`dgsr.teacher`).
+
+    The labels are computed on the true y; ``permute_y`` then shuffles y over the points, so the
+    loss gap says how much the model's imitation of the teacher rests on the x-y pairing.
+    """
+    examples = _teacher_heldout_examples(config.n_points, config.mutation_size, n_examples)
+    if permute_y:
+        examples = with_new_y(examples, np.random.default_rng([config.seed, 98]).permutation)
+    rng = np.random.default_rng([config.seed, 99])
+    return [collate(examples[i:i + size], rng) for i in range(0, len(examples), size)]
+
+
+def _teacher_heldout_examples(n_points: int, mutation_size: float, n_examples: int) -> list[Any]:
+    from .corpus import load_heldout
+    from .teacher import teacher_examples, teacher_policy
+
+    teacher, rng, out = teacher_policy(), np.random.default_rng(8), []
+    for problem in load_heldout("in"):
+        X, y = problem.X[:n_points], problem.y[:n_points]
+        out += [Example(e.X, e.y, e.state, e.mutation)
+                for e in teacher_examples(X, y, problem.expression, rng, teacher=teacher,
+                                          mutation_size=mutation_size)]
+        if len(out) >= n_examples:
+            break
+    return out[:n_examples]
+
+
 def _heldout_examples(config: TrainConfig) -> list[Any]:
     try:
         from .corpus import load_heldout
@@ -408,6 +450,8 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, config), last_epoch=step - 1)
     val = validation_batches(config)
     val_permuted = validation_batches(config, permute_y=True)
+    val_teacher = teacher_validation_batches(config)
+    val_teacher_permuted = teacher_validation_batches(config, permute_y=True)
     start, record = time.time(), {}
     model.train()
     while step < steps:
@@ -431,6 +475,10 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
             record.update({k: round(v, 6) for k, v in held_out.items()})
             permuted = evaluate_batches(model, val_permuted, dev, config.critic_weight)
             record["val_data_gap"] = round(permuted["val_action_loss"] - held_out["val_action_loss"], 6)
+            taught = evaluate_batches(model, val_teacher, dev, config.critic_weight)["val_action_loss"]
+            taught_permuted = evaluate_batches(model, val_teacher_permuted, dev, config.critic_weight)["val_action_loss"]
+            record["val_teacher_loss"] = round(taught, 6)
+            record["val_teacher_gap"] = round(taught_permuted - taught, 6)
         with open(log_path, "a") as fh:
             fh.write(json.dumps(record) + "\n")
         if progress:
@@ -567,6 +615,8 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--encoder", choices=("variables", "points"), default="",
                    help="point encoder (default: the preset's, 'variables'; 'points' = the paper's one token "
                         "per data point); with --init, a file with another encoder keeps all its other weights")
+    p.add_argument("--teacher-share", type=float, default=TrainConfig.teacher_share,
+                   help="share of each batch labelled by the semantic-policy teacher (0-1; dgsr.teacher)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     p.set_defaults(func=run)
 
@@ -582,12 +632,14 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{flag} must be a positive integer, got {value}")
     if not args.lr > 0:
         raise ValueError(f"--lr must be positive, got {args.lr}")
+    if not 0.0 <= args.teacher_share <= 1.0:
+        raise ValueError(f"--teacher-share must be in [0, 1], got {args.teacher_share}")
     config = TrainConfig(model=args.config, batch_size=args.batch_size, lr=args.lr, seed=args.seed, data=args.data,
                          eval_every=args.eval_every, checkpoint_every=args.eval_every,
                          val_examples=args.val_examples, n_points=args.points,
                          mutation_size=args.mutation_size, mantissa_weight=args.mantissa_weight,
                          aux_weight=args.aux_weight, encoder=args.encoder,
-                         steps_per_problem=args.steps_per_problem)
+                         steps_per_problem=args.steps_per_problem, teacher_share=args.teacher_share)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
                    max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))

@@ -1,0 +1,91 @@
+"""Distillation examples whose target mutation depends on the data: the semantic policy as teacher.
+
+The dismantling corpus (:mod:`dgsr.corpus`) labels a state with the next step of a *random*
+dismantling order of the ground truth; many orders are equally right, so the label is mostly
+predictable from the expression alone and a network can lower its loss without reading y.
+:class:`dgsr.semantic_policy.SemanticPolicy` instead picks the mutation whose operand best matches
+what the data asks of a node (semantic backpropagation + least squares): its choice is a function
+of the x-y pairing. Training on ``(X, y, state, teacher's best mutation)`` therefore rewards a
+policy for reading the data (issue 13, item 3).
+
+States come from two places, half each on average:
+
+* the ground truth's dismantling path (the states pre-training already shows), and
+* the teacher's own greedy rollout from the empty expression (the states a search driven by
+  such a policy visits; training on them is what DAgger-style imitation asks for).
+
+Pure functions of their seed; numpy only (torch is not imported here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from .corpus import TrainingExample, expression_key, heldout_keys
+from .dismantle import mutation_path
+from .expression import Expression
+from .generator import DEFAULT_CONFIG, GeneratorConfig, random_problem
+from .mutations import InvalidMutation, apply_mutation
+from .semantic_policy import SemanticPolicy
+
+#: greedy teacher steps taken from the empty expression per problem
+ROLLOUT_STEPS = 4
+
+
+def teacher_policy() -> SemanticPolicy:
+    """The teacher: the semantic policy with no random share (its ranking only)."""
+    return SemanticPolicy(random_share=0.0)
+
+
+def teacher_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: np.random.Generator, *,
+                     teacher: SemanticPolicy | None = None, mutation_size: float = 10,
+                     rollout_steps: int = ROLLOUT_STEPS) -> list[TrainingExample]:
+    """Every labelled state of one problem: dismantling-path states and greedy-rollout states, each
+    with the teacher's best mutation (states where the teacher has nothing valid are skipped)."""
+    teacher = teacher or teacher_policy()
+    context = teacher.prepare(X, y, rng)
+    # One label per state: asking the teacher twice about a state would return its second choice
+    # (a policy widening a node moves down its ranking).
+    labels: dict[tuple, tuple[Expression, object]] = {}
+
+    def label(state: Expression):
+        key = state.key()
+        if key not in labels:
+            best = teacher.propose(context, state, 1, rng)
+            labels[key] = (state, best[0].mutation if best else None)
+        return labels[key][1]
+
+    for state, _ in mutation_path(target, rng, mutation_size):
+        label(state)
+    current = Expression.empty()
+    for _ in range(rollout_steps):
+        mutation = label(current)
+        if mutation is None:
+            break
+        try:
+            current = apply_mutation(current, mutation, max_size=teacher.max_size)
+        except InvalidMutation:
+            break
+    return [TrainingExample(X, y, state, mutation, target)
+            for state, mutation in labels.values() if mutation is not None]
+
+
+def teacher_stream(seed: int | Sequence[int], *, config: GeneratorConfig = DEFAULT_CONFIG,
+                   mutation_size: float = 10, n_points: int = 100, steps_per_problem: int = 4,
+                   exclude: frozenset | None = None) -> Iterator[TrainingExample]:
+    """Endless, seeded stream of teacher-labelled examples, ``steps_per_problem`` per drawn problem
+    (in random order); held-out expressions are excluded as in :func:`dgsr.corpus.example_stream`."""
+    rng = np.random.default_rng(seed)
+    teacher = teacher_policy()
+    if exclude is None:
+        exclude = heldout_keys()
+    while True:
+        problem = random_problem(rng, config, n_points)
+        if exclude and expression_key(problem.expression) in exclude:
+            continue
+        examples = teacher_examples(problem.X, problem.y, problem.expression, rng, teacher=teacher,
+                                    mutation_size=mutation_size)
+        for i in rng.permutation(len(examples))[:steps_per_problem]:
+            yield examples[i]
