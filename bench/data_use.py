@@ -55,7 +55,8 @@ def per_kind(model, examples: list, per_example: list | None = None) -> list[tup
     total, count, right = np.zeros(6), np.zeros(6), np.zeros(6)
     for i in range(0, len(examples), 64):
         b = collate(examples[i:i + 64], np.random.default_rng(0), with_negatives=False)
-        hidden = teacher_forced(model, b)[-1]
+        _, memory, _, _, hidden = teacher_forced(model, b)
+        keys = model.variable_keys(memory)  # [B, K, d] or None
         target = b.actions[:, 1:]
         sums = np.zeros((len(target), 2))
         for r, j in (target != v.pad).nonzero().tolist():
@@ -65,6 +66,8 @@ def per_kind(model, examples: list, per_example: list | None = None) -> list[tup
                 3 if t in (v.plus, v.minus) else 2
             cols = torch.nonzero(_GROUPS == group).squeeze(1)
             logits = hidden[r, j] @ model.tok.weight[cols].T
+            if keys is not None:
+                logits = model.add_variable_scores(logits[None], hidden[r, j][None], keys[r:r + 1], cols)[0]
             local = int(torch.searchsorted(cols, torch.tensor(t)))
             loss = float(-F.log_softmax(logits, -1)[local])
             total[kind] += loss

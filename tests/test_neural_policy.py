@@ -176,7 +176,7 @@ def test_shipped_weights_load_and_checksum_matches():
     # the shipped file has the preset's shape; its encoder options may predate the preset's
     shipped = policy.model.config
     assert replace(shipped, point_features=True, encoder="variables", pair_width=64,
-                   target_symbols=False) == ModelConfig.preset("small")
+                   target_symbols=False, variable_pointer=True) == ModelConfig.preset("small")
     assert policy.info.get("steps", 0) > 0
     X, y = _data()
     ctx = policy.prepare(X, y, np.random.default_rng(0))

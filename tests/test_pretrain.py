@@ -214,3 +214,42 @@ def test_auxiliary_symbol_loss_trains_the_point_encoder():
     assert len(set(batch.dataset.tolist())) > 1 and float(blind) > 0.1
     assert float(parts["aux_loss"]) < 0.5 * float(blind)
     assert "aux_loss" not in losses(model, batch)  # off unless asked for
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_variable_pointer_extends_a_file_as_a_no_op_and_its_scores_reach_every_loss(tmp_path):
+    """A file without the pointer gains it at zero (same loss); once non-zero, the grouped loss
+    equals a softmax over the full logits of ``decode`` with the pointer's keys, and changes when
+    the variables' memory tokens are swapped (the pointer reads them)."""
+    from dgsr.checkpoint import save_model
+    from dgsr.pretrain import init_model, teacher_forced
+
+    torch.manual_seed(0)
+    old = PolicyModel(replace(ModelConfig.preset("tiny"), variable_pointer=False)).eval()
+    path = tmp_path / "old.safetensors"
+    save_model(old, path, info={"steps": 3})
+    new, _ = init_model(path, ModelConfig.preset("tiny"), torch.device("cpu"))
+    assert new.config.variable_pointer and float(new.pointer.weight.abs().sum()) == 0.0
+    batch = collate(batch_examples(TINY, 0), np.random.default_rng(0))
+    with torch.no_grad():
+        assert float(losses(new.eval(), batch)["loss"]) == pytest.approx(float(losses(old, batch)["loss"]), abs=1e-6)
+        torch.nn.init.normal_(new.pointer.weight, std=0.5)
+        _, memory, point_mask, h, hidden = teacher_forced(new, batch)
+        target = batch.actions[:, 1:]
+        keys = new.variable_keys(memory)
+        loss, _, keep = grouped_action_loss(new, hidden, target, keys=keys)
+        from dgsr.sampling import token_groups
+
+        groups = token_groups()
+        mem, mask = new.decoder_memory(memory, h, batch.states, vocabulary().pad, point_mask)
+        full = new.decode(batch.actions[:, :-1], mem, mask, keys)
+        manual = []
+        for b, t in keep.nonzero().tolist():
+            tok = int(target[b, t])
+            same = groups == groups[tok]
+            manual.append(-torch.log_softmax(full[b, t][same], -1)[int(same[:tok].sum())])
+        assert float(loss) == pytest.approx(float(torch.stack(manual).mean()), abs=1e-4)
+        swapped = memory.clone()
+        swapped[:, [0, 1]] = memory[:, [1, 0]]
+        loss_swapped, _, _ = grouped_action_loss(new, hidden, target, keys=new.variable_keys(swapped))
+        assert abs(float(loss_swapped) - float(loss)) > 1e-4

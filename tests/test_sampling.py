@@ -122,7 +122,7 @@ def test_logprob_matches_teacher_forced_score(setup):
         mem, mask = model.decoder_memory(memory, h, tokens, v.pad)
         for s in r.samples:
             seq = v.encode_action(s.mutation)
-            logits = model.decode(torch.tensor([[v.bos] + seq[:-1]]), mem, mask)[0]
+            logits = model.decode(torch.tensor([[v.bos] + seq[:-1]]), mem, mask, model.variable_keys(memory))[0]
             g = ActionGrammar(v, expr.size, 3, max_operand=MAX_SIZE - expr.size - 1)
             total = 0.0
             for t, tok in enumerate(seq):
@@ -219,7 +219,7 @@ def test_batched_scores_equal_one_by_one_grouped_log_probabilities(setup):
         expected = {False: [], True: [], 3: []}
         for m in mutations:
             seq = v.encode_action(m)
-            logits = model.decode(torch.tensor([[v.bos] + seq[:-1]]), mem, mask)[0]
+            logits = model.decode(torch.tensor([[v.bos] + seq[:-1]]), mem, mask, model.variable_keys(memory))[0]
             parts = []
             for t, tok in enumerate(seq):
                 same = groups == groups[tok]

@@ -80,6 +80,12 @@ class ModelConfig:
     #: a training-only head on the pooled point encoding that predicts which operators and
     #: variables the ground truth contains (an auxiliary task that makes the point encoder read y)
     target_symbols: bool = False
+    #: a bilinear pointer from the decoder's state to each variable's memory token, added to the
+    #: logits of x0..x9 ("variables" encoder only): naming a variable then reads that variable's
+    #: encoding of its pairing with y directly, instead of through cross-attention the decoder must
+    #: first learn to route (issue 13); False in files written before this option existed, and
+    #: always False with the "points" encoder
+    variable_pointer: bool = False
     vocab_size: int = 0  # 0 = the dgsr.tokens vocabulary
     max_points: int = 100
     max_expression_tokens: int = MAX_EXPRESSION_TOKENS
@@ -93,6 +99,8 @@ class ModelConfig:
             raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
         if self.encoder not in ENCODERS:
             raise ValueError(f"unknown point encoder {self.encoder!r}; choose from {ENCODERS}")
+        if self.encoder != "variables":  # the pointer needs one memory token per variable
+            object.__setattr__(self, "variable_pointer", False)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -119,11 +127,14 @@ ENCODERS = ("variables", "points")
 
 PRESETS: dict[str, dict] = {
     "tiny": {"d_model": 32, "n_heads": 2, "point_layers": 1, "expr_layers": 1, "dec_layers": 1, "ff_mult": 2,
-             "point_token_dim": 8, "point_features": True, "encoder": "variables", "pair_width": 32},
+             "point_token_dim": 8, "point_features": True, "encoder": "variables", "pair_width": 32,
+             "variable_pointer": True},
     "small": {"d_model": 128, "n_heads": 4, "point_layers": 2, "expr_layers": 2, "dec_layers": 2, "ff_mult": 4,
-              "point_token_dim": 24, "point_features": True, "encoder": "variables", "pair_width": 64},
+              "point_token_dim": 24, "point_features": True, "encoder": "variables", "pair_width": 64,
+              "variable_pointer": True},
     "large": {"d_model": 512, "n_heads": 8, "point_layers": 4, "expr_layers": 4, "dec_layers": 8, "ff_mult": 4,
-              "point_token_dim": 64, "point_features": True, "encoder": "variables", "pair_width": 128},
+              "point_token_dim": 64, "point_features": True, "encoder": "variables", "pair_width": 128,
+              "variable_pointer": True},
 }
 
 
@@ -324,6 +335,23 @@ def column_features(points: torch.Tensor, point_mask: torch.Tensor | None = None
     return per_point.float(), (stats * column_present).float(), present
 
 
+_VARIABLE_IDS = [vocabulary().ids[f"x{i}"] for i in range(MAX_VARIABLES)]  # contiguous ids
+
+
+def _variable_columns(columns: torch.Tensor | slice | None, width: int, device: torch.device
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(positions within ``columns`` that hold x0..x9, which variable each is)."""
+    first, last = _VARIABLE_IDS[0], _VARIABLE_IDS[-1]
+    if columns is None or isinstance(columns, slice):
+        start = 0 if columns is None else columns.start
+        lo, hi = max(first, start), min(last, start + width - 1)
+        ids = torch.arange(lo, max(lo, hi + 1), device=device)
+        return ids - start, ids - first
+    sel = (columns >= first) & (columns <= last)
+    positions = torch.nonzero(sel).squeeze(1)
+    return positions, columns[positions] - first
+
+
 def _masked_mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Mean of ``x`` [B, T, d] over the positions where ``keep`` [B, T] is True -> [B, d]."""
     weight = keep.unsqueeze(-1).to(x.dtype)
@@ -375,6 +403,8 @@ class PolicyModel(nn.Module):
                                         for _ in range(c.dec_layers))
         self.dec_ln = nn.LayerNorm(d)
         self.critic = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, 1))
+        if c.variable_pointer:
+            self.pointer = nn.Linear(d, d, bias=False)
         if c.target_symbols:
             self.symbol_head = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, len(SYMBOLS)))
             if c.encoder == "variables":
@@ -398,7 +428,8 @@ class PolicyModel(nn.Module):
     def _init(module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, std=0.02)
-            nn.init.zeros_(module.bias)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=0.02)
 
@@ -490,9 +521,39 @@ class PolicyModel(nn.Module):
             x = block(x, causal=True, mem_kv=kv, mem_mask=mem_mask)
         return self.dec_ln(x)
 
-    def decode(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor) -> torch.Tensor:
-        """Teacher-forced logits [B, L, V] (the output layer is tied to the token embedding)."""
-        return self.decode_hidden(actions_in, mem, mem_mask) @ self.tok.weight.T
+    def decode(self, actions_in: torch.Tensor, mem: torch.Tensor, mem_mask: torch.Tensor,
+               keys: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher-forced logits [B, L, V] (the output layer is tied to the token embedding; ``keys``
+        from :meth:`variable_keys` add the variable pointer's scores)."""
+        hidden = self.decode_hidden(actions_in, mem, mem_mask)
+        logits = hidden @ self.tok.weight.T
+        if keys is not None:
+            logits[..., _VARIABLE_IDS] += torch.einsum("bld,bkd->blk", hidden, keys)
+        return logits
+
+    # ------------------------------------------------------------------ variable pointer
+    def variable_keys(self, memory: torch.Tensor) -> torch.Tensor | None:
+        """Pointer keys [B, MAX_VARIABLES, d] of the per-variable memory [B, M, d] (None without a pointer)."""
+        if not self.config.variable_pointer:
+            return None
+        return self.pointer(memory[:, :MAX_VARIABLES])
+
+    @staticmethod
+    def add_variable_scores(logits: torch.Tensor, hidden: torch.Tensor, keys: torch.Tensor | None,
+                            columns: torch.Tensor | slice | None = None) -> torch.Tensor:
+        """``logits`` [N, C] over the token ids ``columns`` (None: the whole vocabulary) plus the
+        pointer's score ``hidden . key_k`` on the columns of x0..x9. ``keys`` is [N, K, d], or
+        [1, K, d] shared by every row; None leaves ``logits`` unchanged."""
+        if keys is None:
+            return logits
+        positions, variables = _variable_columns(columns, logits.shape[-1], logits.device)
+        if len(positions) == 0:
+            return logits
+        k = keys[:, variables]  # [N or 1, n, d]
+        scores = hidden @ k[0].T if k.shape[0] == 1 else torch.einsum("nd,nkd->nk", hidden, k)
+        logits = logits.clone()
+        logits[:, positions] += scores.to(logits.dtype)
+        return logits
 
     def cross_kv(self, mem: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per-layer cross-attention keys/values of the decoder memory (computed once per expansion)."""
@@ -500,7 +561,7 @@ class PolicyModel(nn.Module):
 
     def decode_step(self, token: torch.Tensor, position: int, caches: list[dict],
                     cross: list[tuple[torch.Tensor, torch.Tensor]], mem_mask: torch.Tensor,
-                    columns: torch.Tensor | slice | None = None) -> torch.Tensor:
+                    columns: torch.Tensor | slice | None = None, keys: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, V] of the next token after ``token`` [B] at ``position``; updates ``caches``.
 
         ``columns`` (ids, or a slice: a view, no copy) restricts the output to those tokens: the grammar
@@ -510,7 +571,8 @@ class PolicyModel(nn.Module):
         for block, cache, kv in zip(self.dec_blocks, caches, cross):
             x = block.step(x, cache, kv, mem_mask)
         weight = self.tok.weight if columns is None else self.tok.weight[columns]
-        return self.dec_ln(x)[:, 0] @ weight.T
+        hidden = self.dec_ln(x)[:, 0]
+        return self.add_variable_scores(hidden @ weight.T, hidden, keys, columns)
 
     def forward(self, points: torch.Tensor, expr: torch.Tensor, actions_in: torch.Tensor,
                 point_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -518,7 +580,7 @@ class PolicyModel(nn.Module):
         memory = self.encode_points(points, point_mask)
         h = self.encode_expression(expr, memory, point_mask)
         mem, mem_mask = self.decoder_memory(memory, h, expr, self.pad, point_mask)
-        return self.decode(actions_in, mem, mem_mask), self.value(h, expr)
+        return self.decode(actions_in, mem, mem_mask, self.variable_keys(memory)), self.value(h, expr)
 
     def symbol_logits(self, memory: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, len(SYMBOLS)]: does the ground truth contain each operator / variable / a constant?"""

@@ -224,9 +224,11 @@ _GROUPS = token_groups()
 
 
 def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.Tensor,
-                        mantissa_weight: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                        mantissa_weight: float = 1.0, keys: torch.Tensor | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Cross-entropy of ``target`` [B, L] within its token group from decoder states ``hidden`` [B, L, d]
-    (mantissa tokens weighted by ``mantissa_weight``).
+    (mantissa tokens weighted by ``mantissa_weight``; ``keys`` [B, K, d], the examples' variable-pointer
+    keys from :meth:`PolicyModel.variable_keys`, add the pointer's scores to x0..x9).
 
     Returns (mean loss, per-position correctness [B, L] (pads count as right), valid mask [B, L]).
     """
@@ -234,6 +236,7 @@ def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.
     keep = target != pad
     groups = _GROUPS.to(target.device)
     flat_h, flat_t = hidden[keep], target[keep]  # [N, d], [N]
+    flat_keys = None if keys is None else keys[:, None].expand(-1, target.shape[1], -1, -1)[keep]  # [N, K, d]
     tgroup = groups[flat_t]
     total = hidden.new_zeros(())
     right_flat = torch.zeros_like(flat_t, dtype=torch.bool)
@@ -243,6 +246,8 @@ def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.
             continue
         cols = torch.nonzero(groups == g).squeeze(1)  # token ids of the group, ascending
         logits = flat_h[sel] @ model.tok.weight[cols].T  # [n_g, |group|]
+        if g == 2 and flat_keys is not None:
+            logits = model.add_variable_scores(logits, flat_h[sel], flat_keys[sel], cols)
         local = torch.searchsorted(cols, flat_t[sel])
         total = total + F.cross_entropy(logits, local, reduction="sum") * (mantissa_weight if g == 0 else 1.0)
         right_flat[sel] = logits.argmax(-1) == local
@@ -270,7 +275,7 @@ def losses(model: PolicyModel, batch: Batch, critic_weight: float = 0.5, *, mant
     auxiliary symbol loss when ``aux_weight`` > 0 and the model has the head)."""
     per_dataset, memory, point_mask, h, hidden = teacher_forced(model, batch)
     target = batch.actions[:, 1:]
-    action, right, keep = grouped_action_loss(model, hidden, target, mantissa_weight)
+    action, right, keep = grouped_action_loss(model, hidden, target, mantissa_weight, model.variable_keys(memory))
     h_neg = model.encode_expression(batch.negatives, memory, point_mask)
     values = torch.cat([model.value(h, batch.states), model.value(h_neg, batch.negatives)])
     labels = torch.cat([torch.ones(len(target)), torch.zeros(len(target))]).to(values.device)
@@ -535,11 +540,12 @@ def init_model(path: str | Path, target: ModelConfig, device: torch.device) -> t
     old = model.config
     new = replace(old, point_features=old.point_features or target.point_features,
                   target_symbols=old.target_symbols or target.target_symbols, encoder=target.encoder,
-                  pair_width=target.pair_width if target.encoder != old.encoder else old.pair_width)
+                  pair_width=target.pair_width if target.encoder != old.encoder else old.pair_width,
+                  variable_pointer=target.encoder == "variables" and (old.variable_pointer or target.variable_pointer))
     if new == old:
         return model, info
     extended = PolicyModel(new).to(device)
-    allowed_missing = ("symbol_head", "point_num.")
+    allowed_missing = ("symbol_head", "point_num.", "pointer.")
     allowed_unexpected: tuple[str, ...] = ()
     if new.encoder != old.encoder:
         allowed_missing += _ENCODER_PARTS[new.encoder]
@@ -547,6 +553,8 @@ def init_model(path: str | Path, target: ModelConfig, device: torch.device) -> t
     elif new.encoder == "points" and new.point_features and not old.point_features:
         torch.nn.init.zeros_(extended.point_num[2].weight)  # a no-op until trained
         torch.nn.init.zeros_(extended.point_num[2].bias)
+    if new.variable_pointer and not old.variable_pointer:
+        torch.nn.init.zeros_(extended.pointer.weight)  # a no-op until trained: outputs unchanged
     missing, unexpected = extended.load_state_dict(model.state_dict(), strict=False)
     if any(not k.startswith(allowed_missing) for k in missing) or \
             any(not k.startswith(allowed_unexpected) for k in unexpected):

@@ -104,6 +104,7 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
     tokens = expression_ids([expression], device)
     h = model.encode_expression(tokens, memory) if encoded is None else encoded
     mem, mem_mask = model.decoder_memory(memory, h, tokens, v.pad)
+    keys = model.variable_keys(memory)  # [1, K, d] shared by the rows, or None
     base = model.cross_kv(mem)  # per layer [1, H, S, d/H]: the K rows share it (expand = no copy)
     cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in base]
     # one unpadded expression and (per-variable encoder) unpadded memory: no mask, the fast kernel
@@ -132,7 +133,7 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
         cols = torch.from_numpy(cols_np).to(device)
         contiguous = cols_np[-1] - cols_np[0] + 1 == len(cols_np)  # mantissa/exponent blocks: a view
         which = slice(int(cols_np[0]), int(cols_np[-1]) + 1) if contiguous else cols
-        logits = model.decode_step(token, position, caches, cross, mem_mask, which).float()  # [A, C]
+        logits = model.decode_step(token, position, caches, cross, mem_mask, which, keys).float()  # [A, C]
         sub = allowed_np[:, cols_np]
         if not sub.all():
             logits = logits.masked_fill(~torch.from_numpy(sub).to(device), float("-inf"))
@@ -218,6 +219,7 @@ def score_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expres
     # attention without a mask takes the fast kernel
     mask = None if bool(mem_mask.all()) else mem_mask.expand(n, -1, -1, -1)
     hidden = model.decode_hidden(actions[:, :-1], mem, mask, cross)  # [N, L, d]
+    keys = model.variable_keys(memory)
     target = actions[:, 1:]
     groups = _token_groups().to(device)[target]  # 0 mantissa, 1 exponent, 2 other
     logp = torch.zeros(target.shape, dtype=hidden.dtype, device=device)
@@ -229,6 +231,8 @@ def score_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expres
         if not bool(where.any()):
             continue
         logits = hidden[where] @ model.tok.weight[cols].T  # [n_g, |group|]
+        if g == 2:
+            logits = model.add_variable_scores(logits, hidden[where], keys, cols)
         local = torch.searchsorted(cols, target[where])
         logp[where] = torch.log_softmax(logits.float(), dim=-1).gather(1, local[:, None]).squeeze(1)
     scored = (target != v.pad) & ((groups != 0) | constants)

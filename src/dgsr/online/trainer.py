@@ -90,8 +90,8 @@ def action_loss(model: PolicyModel, examples: list[Any], rng: np.random.Generato
                 device: torch.device) -> torch.Tensor:
     """Pre-training's grouped action cross-entropy on ``examples`` (objects with X, y, state, mutation)."""
     batch = collate(examples, rng, with_negatives=False).to(device)
-    hidden = teacher_forced(model, batch)[-1]  # [B, L, d]
-    loss, _, _ = grouped_action_loss(model, hidden, batch.actions[:, 1:])
+    _, memory, _, _, hidden = teacher_forced(model, batch)  # hidden [B, L, d]
+    loss, _, _ = grouped_action_loss(model, hidden, batch.actions[:, 1:], keys=model.variable_keys(memory))
     return loss
 
 
