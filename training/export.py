@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dst", type=Path, default=ROOT / "src/dgsr/weights/dgsr-small.safetensors")
     parser.add_argument("--command", default="")
     parser.add_argument("--hardware", default="2-core shared CPU, 1 torch thread, no GPU")
+    parser.add_argument("--history", default="", help="Markdown: how the run's starting weights were trained")
+    parser.add_argument("--limits", default="", help="Markdown: what the weights do and do not do (measured)")
     args = parser.parse_args(argv)
     model, info = load_model(args.run / "model.safetensors")
     records = [json.loads(line) for line in (args.run / "log.jsonl").read_text().splitlines() if line.strip()]
@@ -42,9 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     n_params = sum(p.numel() for p in model.parameters())
     last = evals[-1] if evals else {}
     train_cfg = info.get("train_config", {})
-    curve = "\n".join(f"| {r['step']} | {r['step'] * train_cfg.get('batch_size', 0):,} | {r['time'] / 60:.0f} | "
-                      f"{r['val_action_loss']:.3f} | {r['val_token_acc']:.3f} | {r['val_action_acc']:.3f} | "
-                      f"{r['val_critic_acc']:.3f} |" for r in _thin(evals, 12))
+    curve = "\n".join(f"| {r['step']} | {r['time'] / 60:.0f} | "
+                      f"{r['val_action_loss']:.3f} | {r['val_token_acc']:.3f} | {r['val_critic_acc']:.3f} | "
+                      f"{r.get('val_data_gap', float('nan')):+.6f} | {r.get('val_teacher_loss', float('nan')):.3f} | "
+                      f"{r.get('val_teacher_gap', float('nan')):+.6f} |" for r in _thin(evals, 12))
+    encoder = ("one memory token per variable plus one for y" if model.config.encoder == "variables"
+               else "one token per data point")
+    pointer = ", a variable pointer from decoder states to the variables' tokens" if model.config.variable_pointer else ""
     card = f"""# dgsr-small: pretrained mutation policy and critic
 
 The default policy of `dgsr.SymbolicRegressor(policy="neural")`, loaded with no network from
@@ -54,13 +60,14 @@ where that file is present).
 
 - **Exported**: {info['exported']}
 - **Architecture**: `dgsr.model.PolicyModel`, preset `small`: {json.dumps(model.config.to_dict())}
-  ({n_params / 1e6:.2f}M parameters; point encoder with one token per data point, expression
-  encoder cross-attending to the points, action decoder cross-attending to both, critic head on
+  ({n_params / 1e6:.2f}M parameters; point encoder with {encoder}, expression
+  encoder cross-attending to it, action decoder cross-attending to both{pointer}, critic head on
   the expression encoding)
 - **Training command**: `{args.command or '(not recorded)'}`
 - **Hardware**: {args.hardware}
-- **Steps**: {info.get('steps')} optimiser steps of {train_cfg.get('batch_size')} examples
-  ({info.get('examples', 0):,} examples), {records[-1]['time'] / 60 if records else 0:.0f} minutes of training
+- **Steps**: {info.get('steps')} optimiser steps in all; this run: {records[-1]['step'] - records[0]['step'] + 1 if records else 0}
+  steps of {train_cfg.get('batch_size')} examples, {records[-1]['time'] / 60 if records else 0:.0f} minutes
+- **History**: {args.history or '(this run only)'}
 - **Optimiser**: AdamW (betas 0.9/0.98, weight decay {train_cfg.get('weight_decay')}), peak learning rate
   {train_cfg.get('lr')}, {train_cfg.get('warmup')} warm-up steps then inverse square root, gradient clipping
   at {train_cfg.get('grad_clip')}; loss = action cross-entropy (each target normalised within its token group:
@@ -68,7 +75,9 @@ where that file is present).
 - **Data**: `{train_cfg.get('data')}` source: `dgsr.corpus.example_stream` (random ground truths from
   `dgsr.generator`, 5-25 operators, 1-10 variables, Gaussian-mixture inputs, {train_cfg.get('n_points')}
   points; dismantled by `dgsr.dismantle.mutation_path` with mutation size ~{train_cfg.get('mutation_size')};
-  held-out expressions excluded). Critic targets: states on the dismantling path = 1; the same
+  held-out expressions excluded); a share {train_cfg.get('teacher_share', 0.0)} of each batch labelled instead by the
+  semantic-policy teacher (`dgsr.teacher`: the semantic policy's first choice on dismantling-path and
+  greedy-rollout states, a target that depends on the x-y pairing). Critic targets: states on the dismantling path = 1; the same
   states after a random mutation off the path, or random expressions of similar size = 0.
 - **Validation** (held-out in-domain problems of `dgsr.corpus.load_heldout("in")`, their dismantling
   steps, {train_cfg.get('val_examples')} examples) at step {last.get('step')}: action loss
@@ -76,13 +85,18 @@ where that file is present).
   (teacher forced, every token right) {last.get('val_action_acc')}, critic accuracy {last.get('val_critic_acc')}.
 - **Tensor SHA-256**: `{digest}`; **file SHA-256**: `{file_sha256(args.dst)}`
 
-| step | examples | minutes | val action loss | val token acc | val action acc | val critic acc |
-|---|---|---|---|---|---|---|
+Validation over this run (`val_data_gap`: action loss with y shuffled over the points minus with
+the true y, nats per token; the teacher columns: held-out problems labelled by the teacher):
+
+| step | minutes | val action loss | val token acc | val critic acc | shuffled-y gap | teacher loss | teacher gap |
+|---|---|---|---|---|---|---|---|
 {curve}
 
 ## Limits
-Trained for about an hour on a shared 2-core CPU: a small fraction of the paper's budget (E2E-scale
-models see hundreds of millions of examples). Continue training with
+{args.limits}
+
+Trained on a 2-core CPU: a small fraction of the paper's budget (E2E-scale models see hundreds of
+millions of examples). Continue training with
 `dgsr pretrain --config small --steps N --out DIR --resume` from a run's `ckpt.pt`, or on a GPU
 with `--config large`. Latency and mutation-validity figures: `docs/policy_bench.md`.
 """
