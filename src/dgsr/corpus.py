@@ -88,12 +88,7 @@ def example_stream(
     default the held-out keys (pass ``frozenset()`` to exclude nothing).
     """
     rng = np.random.default_rng(seed)
-    if exclude is None:
-        exclude = heldout_keys()
-    while True:
-        problem = random_problem(rng, config, n_points)
-        if exclude and expression_key(problem.expression) in exclude:
-            continue
+    for problem in training_problems(rng, config, n_points, exclude):
         path = mutation_path(problem.expression, rng, mutation_size)
         order = rng.permutation(len(path))
         if steps_per_problem is not None:
@@ -101,6 +96,18 @@ def example_stream(
         for i in order:
             state, mutation = path[i]
             yield TrainingExample(problem.X, problem.y, state, mutation, problem.expression)
+
+
+def training_problems(rng: np.random.Generator, config: GeneratorConfig = DEFAULT_CONFIG, n_points: int = 100,
+                      exclude: frozenset | None = None) -> Iterator[Problem]:
+    """Endless random problems drawn with ``rng``, skipping those whose :func:`expression_key` is in
+    ``exclude`` (default: the held-out set's keys; ``frozenset()`` excludes nothing)."""
+    if exclude is None:
+        exclude = heldout_keys()
+    while True:
+        problem = random_problem(rng, config, n_points)
+        if not (exclude and expression_key(problem.expression) in exclude):
+            yield problem
 
 
 _last_points: list = [None, None, None, None]  # X, y, vocabulary, encoded points of the latest example

@@ -23,10 +23,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from .corpus import TrainingExample, expression_key, heldout_keys
+from .corpus import TrainingExample, training_problems
 from .dismantle import mutation_path
 from .expression import Expression
-from .generator import DEFAULT_CONFIG, GeneratorConfig, random_problem
+from .generator import DEFAULT_CONFIG, GeneratorConfig
 from .mutations import InvalidMutation, apply_mutation
 from .semantic_policy import SemanticPolicy
 
@@ -79,12 +79,7 @@ def teacher_stream(seed: int | Sequence[int], *, config: GeneratorConfig = DEFAU
     (in random order); held-out expressions are excluded as in :func:`dgsr.corpus.example_stream`."""
     rng = np.random.default_rng(seed)
     teacher = teacher_policy()
-    if exclude is None:
-        exclude = heldout_keys()
-    while True:
-        problem = random_problem(rng, config, n_points)
-        if exclude and expression_key(problem.expression) in exclude:
-            continue
+    for problem in training_problems(rng, config, n_points, exclude):
         examples = teacher_examples(problem.X, problem.y, problem.expression, rng, teacher=teacher,
                                     mutation_size=mutation_size)
         for i in rng.permutation(len(examples))[:steps_per_problem]:
