@@ -65,9 +65,7 @@ def per_kind(model, examples: list, per_example: list | None = None) -> list[tup
             kind = 0 if j == 0 else 1 if j == 1 else 4 if group == 0 else 5 if group == 1 else \
                 3 if t in (v.plus, v.minus) else 2
             cols = torch.nonzero(_GROUPS == group).squeeze(1)
-            logits = hidden[r, j] @ model.tok.weight[cols].T
-            if keys is not None:
-                logits = model.add_variable_scores(logits[None], hidden[r, j][None], keys[r:r + 1], cols)[0]
+            logits = model.output_logits(hidden[r, j][None], cols, None if keys is None else keys[r:r + 1])[0]
             local = int(torch.searchsorted(cols, torch.tensor(t)))
             loss = float(-F.log_softmax(logits, -1)[local])
             total[kind] += loss

@@ -531,6 +531,14 @@ class PolicyModel(nn.Module):
             logits[..., _VARIABLE_IDS] += torch.einsum("bld,bkd->blk", hidden, keys)
         return logits
 
+    def output_logits(self, hidden: torch.Tensor, columns: torch.Tensor | slice | None = None,
+                      keys: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [N, C] of decoder states ``hidden`` [N, d] over the token ids ``columns`` (ids, a
+        slice, or None for the whole vocabulary), with the variable pointer's scores when ``keys``
+        ([N, K, d] or [1, K, d]) are given: the one output layer every caller shares."""
+        weight = self.tok.weight if columns is None else self.tok.weight[columns]
+        return self.add_variable_scores(hidden @ weight.T, hidden, keys, columns)
+
     # ------------------------------------------------------------------ variable pointer
     def variable_keys(self, memory: torch.Tensor) -> torch.Tensor | None:
         """Pointer keys [B, MAX_VARIABLES, d] of the per-variable memory [B, M, d] (None without a pointer)."""
@@ -570,9 +578,7 @@ class PolicyModel(nn.Module):
         x = self.tok(token)[:, None, :] + self.dec_pos.weight[position]
         for block, cache, kv in zip(self.dec_blocks, caches, cross):
             x = block.step(x, cache, kv, mem_mask)
-        weight = self.tok.weight if columns is None else self.tok.weight[columns]
-        hidden = self.dec_ln(x)[:, 0]
-        return self.add_variable_scores(hidden @ weight.T, hidden, keys, columns)
+        return self.output_logits(self.dec_ln(x)[:, 0], columns, keys)
 
     def forward(self, points: torch.Tensor, expr: torch.Tensor, actions_in: torch.Tensor,
                 point_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:

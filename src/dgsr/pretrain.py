@@ -245,9 +245,8 @@ def grouped_action_loss(model: PolicyModel, hidden: torch.Tensor, target: torch.
         if not sel.any():
             continue
         cols = torch.nonzero(groups == g).squeeze(1)  # token ids of the group, ascending
-        logits = flat_h[sel] @ model.tok.weight[cols].T  # [n_g, |group|]
-        if g == 2 and flat_keys is not None:
-            logits = model.add_variable_scores(logits, flat_h[sel], flat_keys[sel], cols)
+        keys_g = flat_keys[sel] if g == 2 and flat_keys is not None else None
+        logits = model.output_logits(flat_h[sel], cols, keys_g)  # [n_g, |group|]
         local = torch.searchsorted(cols, flat_t[sel])
         total = total + F.cross_entropy(logits, local, reduction="sum") * (mantissa_weight if g == 0 else 1.0)
         right_flat[sel] = logits.argmax(-1) == local
@@ -317,7 +316,11 @@ def validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool =
     ``permute_y`` shuffles each dataset's y over its points (same marginal, no relation to x): the
     loss gap between the two sets measures how much the policy uses the data (0 = it ignores y).
     """
-    examples = _heldout_examples(config)[: config.val_examples]
+    return _collated(_heldout_examples(config)[: config.val_examples], config, size, permute_y)
+
+
+def _collated(examples: list[Any], config: TrainConfig, size: int, permute_y: bool) -> list[Batch]:
+    """Validation batches of ``size`` examples (y shuffled over each dataset's points when ``permute_y``)."""
     if permute_y:
         examples = with_new_y(examples, np.random.default_rng([config.seed, 98]).permutation)
     rng = np.random.default_rng([config.seed, 99])
@@ -331,11 +334,8 @@ def teacher_validation_batches(config: TrainConfig, size: int = 64, *, permute_y
     The labels are computed on the true y; ``permute_y`` then shuffles y over the points, so the
     loss gap says how much the model's imitation of the teacher rests on the x-y pairing.
     """
-    examples = _teacher_heldout_examples(config.n_points, config.mutation_size, n_examples)
-    if permute_y:
-        examples = with_new_y(examples, np.random.default_rng([config.seed, 98]).permutation)
-    rng = np.random.default_rng([config.seed, 99])
-    return [collate(examples[i:i + size], rng) for i in range(0, len(examples), size)]
+    return _collated(_teacher_heldout_examples(config.n_points, config.mutation_size, n_examples), config,
+                     size, permute_y)
 
 
 def _teacher_heldout_examples(n_points: int, mutation_size: float, n_examples: int) -> list[Any]:

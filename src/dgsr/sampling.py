@@ -230,9 +230,7 @@ def score_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expres
         where = (groups == g) & (target != v.pad)
         if not bool(where.any()):
             continue
-        logits = hidden[where] @ model.tok.weight[cols].T  # [n_g, |group|]
-        if g == 2:
-            logits = model.add_variable_scores(logits, hidden[where], keys, cols)
+        logits = model.output_logits(hidden[where], cols, keys if g == 2 else None)  # [n_g, |group|]
         local = torch.searchsorted(cols, target[where])
         logp[where] = torch.log_softmax(logits.float(), dim=-1).gather(1, local[:, None]).squeeze(1)
     scored = (target != v.pad) & ((groups != 0) | constants)
