@@ -147,11 +147,11 @@ def batch_examples(config: TrainConfig, step: int) -> list[Any]:
     stream = _example_stream(int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0]), config)
     examples = [next(stream) for _ in range(config.batch_size - n_teacher)]
     if n_teacher:
-        from .teacher import teacher_stream
+        from .teacher import STEPS_PER_PROBLEM, teacher_stream
 
         taught = teacher_stream(int(np.random.SeedSequence([config.seed, step, 2]).generate_state(1)[0]),
                                 mutation_size=config.mutation_size, n_points=config.n_points,
-                                steps_per_problem=config.steps_per_problem or 4)
+                                steps_per_problem=config.steps_per_problem or STEPS_PER_PROBLEM)
         examples += [next(taught) for _ in range(n_teacher)]
     return examples
 

@@ -8,7 +8,7 @@ what the data asks of a node (semantic backpropagation + least squares): its cho
 of the x-y pairing. Training on ``(X, y, state, teacher's best mutation)`` therefore rewards a
 policy for reading the data (issue 13, item 3).
 
-States come from two places, half each on average:
+States come from two places:
 
 * the ground truth's dismantling path (the states pre-training already shows), and
 * the teacher's own greedy rollout from the empty expression (the states a search driven by
@@ -27,11 +27,13 @@ from .corpus import TrainingExample, training_problems
 from .dismantle import mutation_path
 from .expression import Expression
 from .generator import DEFAULT_CONFIG, GeneratorConfig
-from .mutations import InvalidMutation, apply_mutation
+from .mutations import InvalidMutation, Mutation, apply_mutation
 from .semantic_policy import SemanticPolicy
 
 #: greedy teacher steps taken from the empty expression per problem
 ROLLOUT_STEPS = 4
+#: labelled states drawn from each generated problem by default
+STEPS_PER_PROBLEM = 4
 
 
 def teacher_policy() -> SemanticPolicy:
@@ -48,9 +50,9 @@ def teacher_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: np.r
     context = teacher.prepare(X, y, rng)
     # One label per state: asking the teacher twice about a state would return its second choice
     # (a policy widening a node moves down its ranking).
-    labels: dict[tuple, tuple[Expression, object]] = {}
+    labels: dict[tuple, tuple[Expression, Mutation | None]] = {}
 
-    def label(state: Expression):
+    def label(state: Expression) -> Mutation | None:
         key = state.key()
         if key not in labels:
             best = teacher.propose(context, state, 1, rng)
@@ -73,7 +75,7 @@ def teacher_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: np.r
 
 
 def teacher_stream(seed: int | Sequence[int], *, config: GeneratorConfig = DEFAULT_CONFIG,
-                   mutation_size: float = 10, n_points: int = 100, steps_per_problem: int = 4,
+                   mutation_size: float = 10, n_points: int = 100, steps_per_problem: int = STEPS_PER_PROBLEM,
                    exclude: frozenset | None = None) -> Iterator[TrainingExample]:
     """Endless, seeded stream of teacher-labelled examples, ``steps_per_problem`` per drawn problem
     (in random order); held-out expressions are excluded as in :func:`dgsr.corpus.example_stream`."""
