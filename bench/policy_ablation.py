@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma list of: neural (critic values), neural-acc (accuracy values), semantic, random, "
                              "rerank-semantic / rerank-random (the network re-ranks 64 candidates of that policy)")
     parser.add_argument("--offset", type=int, default=0, help="skip this many held-out problems")
+    parser.add_argument("--temperature", default=None,
+                        help="neural decoding temperature: a number or LOW,HIGH drawn per trial (default: the policy's)")
     args = parser.parse_args(argv)
     if (args.evals is None) == (args.time is None):
         parser.error("give exactly one of --evals and --time")
@@ -83,12 +85,18 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
         weights = args.weights or str(DEFAULT_WEIGHTS)
-    makers = {"neural": lambda: NeuralPolicy.from_checkpoint(weights),
-              "neural-acc": lambda: NeuralPolicy.from_checkpoint(weights, use_critic=False),
+        decoding = {}
+        if args.temperature is not None:
+            low, _, high = args.temperature.partition(",")
+            decoding["temperature"] = (float(low), float(high)) if high else float(low)
+    makers = {"neural": lambda: NeuralPolicy.from_checkpoint(weights, **decoding),
+              "neural-acc": lambda: NeuralPolicy.from_checkpoint(weights, use_critic=False, **decoding),
               "semantic": SemanticPolicy,
               "random": RandomPolicy,
-              "rerank-semantic": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights), SemanticPolicy(), 64),
-              "rerank-random": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights), RandomPolicy(), 64)}
+              "rerank-semantic": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights, **decoding),
+                                                      SemanticPolicy(), 64),
+              "rerank-random": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights, **decoding),
+                                                    RandomPolicy(), 64)}
     policies = {name: makers[name]() for name in names}
     problems = _problems(args.domain, args.offset, args.problems, args.seed)
     rows: dict[str, list[dict]] = {name: [] for name in policies}

@@ -87,3 +87,90 @@ def test_teacher_share_of_a_batch_and_its_validation_gap(tmp_path):
     assert np.isfinite(record["val_teacher_loss"]) and np.isfinite(record["val_teacher_gap"])
     logged = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert "val_teacher_gap" in logged[-1]
+
+
+def _replay(path) -> Expression:
+    current = Expression.empty()
+    for e in path:
+        assert e.state.key() == current.key()  # each step starts where the previous one ended
+        current = apply_mutation(current, e.mutation, max_size=60)
+    return current
+
+
+def test_search_path_replays_to_a_fit_of_the_data():
+    from dgsr.evaluate import evaluate, r2_score
+    from dgsr.teacher import search_path_examples
+
+    X, y, truth = _problem(1)
+    path = search_path_examples(X, y, truth, np.random.default_rng(0), evaluations=2000)
+    assert path and path[0].state.is_empty
+    assert all(e.target is truth for e in path)
+    found = _replay(path)
+    # The search scores a node after refitting its constants and the weights of its additive
+    # terms (linear scaling): do the same by least squares, and the replayed path fits the data.
+    from dgsr.constants import additive_terms
+
+    terms = np.column_stack([evaluate(t, X) for _, t in additive_terms(found)] + [np.ones(len(y))])
+    assert np.all(np.isfinite(terms))
+    weights, *_ = np.linalg.lstsq(terms, y, rcond=None)
+    assert r2_score(y, terms @ weights) >= 0.99
+
+
+def test_search_path_is_empty_when_nothing_fits():
+    from dgsr.teacher import search_path_examples
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(60, 2))
+    y = rng.normal(size=60)  # noise: no expression reaches R² 0.99
+    assert search_path_examples(X, y, parse("x0"), rng, evaluations=200) == []
+
+
+@pytest.mark.usefixtures("torch_one_thread")
+def test_search_paths_round_trip_and_feed_a_share_of_the_batch(tmp_path):
+    from dgsr.teacher import collect_search_paths, load_search_paths, save_search_paths
+
+    collected = [examples for _, examples in collect_search_paths(5, n_problems=6, n_points=40, evaluations=300)]
+    assert collected, "the semantic search solves some of six generated problems"
+    file = tmp_path / "paths.pkl"
+    save_search_paths(file, collected)
+    loaded = load_search_paths(file)
+    assert [[(e.state.key(), e.mutation) for e in p] for p in loaded] == \
+        [[(e.state.key(), e.mutation) for e in p] for p in collected]
+    steps = {(e.state.key(), e.mutation) for p in loaded for e in p}
+
+    config = replace(TINY, paths=str(file), paths_share=0.5)
+    batch = batch_examples(config, 3)
+    assert len(batch) == 8
+    assert [(e.state.key(), e.mutation) for e in batch] == [(e.state.key(), e.mutation) for e in batch_examples(config, 3)]
+    plain = batch_examples(TINY, 3)
+    assert [(e.state, e.mutation) for e in batch[:4]] == [(e.state, e.mutation) for e in plain[:4]]
+    assert all((e.state.key(), e.mutation) in steps for e in batch[4:])
+
+    # the command line trains on them and records the share in the run's config
+    from dgsr.checkpoint import load_model
+    from dgsr.cli import main
+
+    out = tmp_path / "run"
+    assert main(["pretrain", "--config", "tiny", "--steps", "2", "--out", str(out), "--batch-size", "4",
+                 "--eval-every", "2", "--data", "generator", "--val-examples", "4", "--points", "20",
+                 "--paths", str(file), "--paths-share", "0.5"]) == 0
+    _, info = load_model(out / "model.safetensors")
+    assert info["train_config"]["paths"] == str(file) and info["train_config"]["paths_share"] == 0.5
+    assert main(["pretrain", "--config", "tiny", "--steps", "2", "--out", str(tmp_path / "r2"),
+                 "--paths-share", "0.5"]) == 2  # a share with no files is refused
+
+    bad = tmp_path / "bad.pkl"
+    import pickle
+
+    bad.write_bytes(pickle.dumps([1, 2]))
+    with pytest.raises(ValueError, match="not a search-path file"):
+        load_search_paths(bad)
+
+
+def test_train_config_rejects_shares_that_do_not_fit_a_batch():
+    with pytest.raises(ValueError, match="at most 1"):
+        replace(TINY, teacher_share=0.6, paths="x.pkl", paths_share=0.6)
+    with pytest.raises(ValueError, match="path files"):
+        replace(TINY, paths_share=0.2)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        replace(TINY, teacher_share=1.5)

@@ -27,6 +27,16 @@ def _thin(rows: list[dict], n: int) -> list[dict]:
     return picked + rows[-1:] if rows and picked[-1] is not rows[-1] else picked
 
 
+def _paths_text(train_cfg: dict) -> str:
+    share = train_cfg.get("paths_share", 0.0)
+    if not share:
+        return ""
+    return (f"; and a share {share} drawn from the steps of semantic-search solution paths "
+            "(`dgsr.teacher.search_path_examples`: the shortest path to R² >= 0.99 of an MCTS with the "
+            "semantic policy on a generated training problem, collected ahead of time by "
+            "`training/collect_paths.py`)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run", type=Path)
@@ -77,7 +87,7 @@ where that file is present).
   points; dismantled by `dgsr.dismantle.mutation_path` with mutation size ~{train_cfg.get('mutation_size')};
   held-out expressions excluded); a share {train_cfg.get('teacher_share', 0.0)} of each batch labelled instead by the
   semantic-policy teacher (`dgsr.teacher`: the semantic policy's first choice on dismantling-path and
-  greedy-rollout states, a target that depends on the x-y pairing). Critic targets: states on the dismantling path = 1; the same
+  greedy-rollout states, a target that depends on the x-y pairing){_paths_text(train_cfg)}. Critic targets: states on the dismantling path = 1; the same
   states after a random mutation off the path, or random expressions of similar size = 0.
 - **Validation** (held-out in-domain problems of `dgsr.corpus.load_heldout("in")`, their dismantling
   steps, {train_cfg.get('val_examples')} examples) at step {last.get('step')}: action loss

@@ -14,6 +14,11 @@ random mutation that leaves the path, and random expressions of similar size.
 * atomic checkpoints ``DIR/ckpt.pt`` (model, optimizer, scheduler, RNG, step) and the weights as
   ``DIR/model.safetensors``; a JSONL log ``DIR/log.jsonl``; a progress line on stderr.
 * CUDA when available, else CPU.
+
+Two more example sources can take a share of each batch, both labelled with data-dependent
+targets (issue 13): the semantic-policy teacher's choices (``--teacher-share``) and the steps of
+semantic-search solution paths collected ahead of time (``--paths FILES --paths-share S``;
+:mod:`dgsr.teacher`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +82,20 @@ class TrainConfig:
     #: share of each batch labelled by the semantic-policy teacher (:mod:`dgsr.teacher`) instead of
     #: the dismantling corpus: targets that depend on the x-y pairing (issue 13, item 3)
     teacher_share: float = 0.0
+    #: comma-separated files of semantic-search solution paths (:func:`dgsr.teacher.collect_search_paths`,
+    #: ``training/collect_paths.py``) and the share of each batch drawn from their steps
+    paths: str = ""
+    paths_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("teacher_share", "paths_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.teacher_share + self.paths_share > 1.0:
+            raise ValueError(f"teacher_share + paths_share must be at most 1, got "
+                             f"{self.teacher_share} + {self.paths_share}")
+        if self.paths_share > 0 and not self.paths:
+            raise ValueError("paths_share > 0 needs path files (paths=...)")
 
 
 @dataclass(frozen=True)
@@ -140,12 +160,29 @@ def _fallback_stream(seed: int, config: TrainConfig) -> Iterator[Example]:
             yield Example(problem.X, problem.y, state, mutation)
 
 
+@lru_cache(maxsize=2)
+def _path_steps(files: str) -> tuple[Any, ...]:
+    """Every step of the solution paths in the comma-separated ``files`` (loaded once per process)."""
+    from .teacher import load_search_paths
+
+    steps = tuple(step for path in load_search_paths(*files.split(",")) for step in path)
+    if not steps:
+        raise ValueError(f"no solution-path steps in {files}")
+    return steps
+
+
 def batch_examples(config: TrainConfig, step: int) -> list[Any]:
-    """The training examples of ``step``: a pure function of ``(config.seed, step)``; a share
-    ``config.teacher_share`` of them comes from the semantic-policy teacher (:mod:`dgsr.teacher`)."""
+    """The training examples of ``step``: a pure function of ``(config.seed, step)`` (and the path
+    files); a share ``config.teacher_share`` of them comes from the semantic-policy teacher
+    (:mod:`dgsr.teacher`), a share ``config.paths_share`` from semantic-search solution paths."""
     n_teacher = round(config.batch_size * config.teacher_share)
+    n_paths = round(config.batch_size * config.paths_share) if config.paths else 0
     stream = _example_stream(int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0]), config)
-    examples = [next(stream) for _ in range(config.batch_size - n_teacher)]
+    examples = [next(stream) for _ in range(max(config.batch_size - n_teacher - n_paths, 0))]
+    if n_paths:
+        steps = _path_steps(config.paths)
+        picks = np.random.default_rng([config.seed, step, 3]).integers(len(steps), size=n_paths)
+        examples += [steps[i] for i in picks]
     if n_teacher:
         from .teacher import STEPS_PER_PROBLEM, teacher_stream
 
@@ -625,6 +662,10 @@ def add_subparser(subparsers: Any) -> None:
                         "per data point); with --init, a file with another encoder keeps all its other weights")
     p.add_argument("--teacher-share", type=float, default=TrainConfig.teacher_share,
                    help="share of each batch labelled by the semantic-policy teacher (0-1; dgsr.teacher)")
+    p.add_argument("--paths", default="", metavar="FILES",
+                   help="comma-separated semantic-search solution-path files (training/collect_paths.py)")
+    p.add_argument("--paths-share", type=float, default=TrainConfig.paths_share,
+                   help="share of each batch drawn from the --paths steps (0-1)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     p.set_defaults(func=run)
 
@@ -647,7 +688,8 @@ def run(args: argparse.Namespace) -> int:
                          val_examples=args.val_examples, n_points=args.points,
                          mutation_size=args.mutation_size, mantissa_weight=args.mantissa_weight,
                          aux_weight=args.aux_weight, encoder=args.encoder,
-                         steps_per_problem=args.steps_per_problem, teacher_share=args.teacher_share)
+                         steps_per_problem=args.steps_per_problem, teacher_share=args.teacher_share,
+                         paths=args.paths, paths_share=args.paths_share)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
                    max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))

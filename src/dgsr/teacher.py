@@ -14,12 +14,23 @@ States come from two places:
 * the teacher's own greedy rollout from the empty expression (the states a search driven by
   such a policy visits; training on them is what DAgger-style imitation asks for).
 
+A third, slower source labels whole paths instead of single choices: :func:`search_path_examples`
+runs the MCTS with the semantic policy on a problem and, when it reaches R² >= 0.99, keeps the
+shortest mutation path to a solution (the expert-iteration target of Section 3.2, with the
+semantic search as the expert). Each step of such a path is a mutation that led to a fit of
+*these* data, ground truth or not. A search costs about a second, too slow to run inside a
+training step, so :func:`collect_search_paths` gathers paths ahead of time
+(``training/collect_paths.py``) and pre-training mixes them in (``dgsr pretrain --paths``).
+
 Pure functions of their seed; numpy only (torch is not imported here).
 """
 
 from __future__ import annotations
 
+import pickle
+import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +45,8 @@ from .semantic_policy import SemanticPolicy
 ROLLOUT_STEPS = 4
 #: labelled states drawn from each generated problem by default
 STEPS_PER_PROBLEM = 4
+#: evaluations of one teacher search (:func:`search_path_examples`)
+SEARCH_EVALUATIONS = 2000
 
 
 def teacher_policy() -> SemanticPolicy:
@@ -86,3 +99,60 @@ def teacher_stream(seed: int | Sequence[int], *, config: GeneratorConfig = DEFAU
                                     mutation_size=mutation_size)
         for i in rng.permutation(len(examples))[:steps_per_problem]:
             yield examples[i]
+
+
+def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: np.random.Generator, *,
+                         evaluations: int = SEARCH_EVALUATIONS,
+                         teacher: SemanticPolicy | None = None) -> list[TrainingExample]:
+    """The shortest mutation path to a solution (R² >= 0.99) found by an MCTS with the semantic
+    policy in ``evaluations`` evaluations, one example per step; empty when the search fails."""
+    from .budget import Budget
+    from .search import SearchConfig, run_search
+
+    config = SearchConfig(n_samples=16, record_training_data=True)
+    result = run_search(X, y, teacher or SemanticPolicy(), config=config, rng=rng,
+                        budget=Budget(max_evaluations=evaluations, target_r2=config.solved_r2))
+    paths = [t.solution_path for t in result.trials if t.solution_path]
+    if not paths:
+        return []
+    return [TrainingExample(X, y, state, mutation, target) for state, mutation in min(paths, key=len)]
+
+
+def collect_search_paths(seed: int | Sequence[int], *, n_problems: int | None = None,
+                         seconds: float | None = None, config: GeneratorConfig = DEFAULT_CONFIG,
+                         n_points: int = 100, evaluations: int = SEARCH_EVALUATIONS,
+                         exclude: frozenset | None = None) -> Iterator[tuple[int, list[TrainingExample]]]:
+    """Run :func:`search_path_examples` on freshly drawn training problems (held-out ones excluded)
+    until ``n_problems`` were tried or ``seconds`` passed; yields ``(problem index, examples)``
+    for each solved problem."""
+    if n_problems is None and seconds is None:
+        raise ValueError("give n_problems or seconds")
+    rng = np.random.default_rng(seed)
+    teacher = SemanticPolicy()
+    start = time.perf_counter()
+    for i, problem in enumerate(training_problems(rng, config, n_points, exclude)):
+        if (n_problems is not None and i >= n_problems) or \
+                (seconds is not None and time.perf_counter() - start >= seconds):
+            return
+        examples = search_path_examples(problem.X, problem.y, problem.expression, rng,
+                                        evaluations=evaluations, teacher=teacher)
+        if examples:
+            yield i, examples
+
+
+def save_search_paths(path: str | Path, paths: list[list[TrainingExample]]) -> None:
+    """Write collected paths (a pickle: a local training artefact, not an exchange format)."""
+    with open(path, "wb") as f:
+        pickle.dump({"version": 1, "paths": paths}, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_search_paths(*files: str | Path) -> list[list[TrainingExample]]:
+    """Paths written by :func:`save_search_paths` (only load files you made: pickle runs code)."""
+    out: list[list[TrainingExample]] = []
+    for file in files:
+        with open(file, "rb") as f:
+            data = pickle.load(f)
+        if not isinstance(data, dict) or data.get("version") != 1:
+            raise ValueError(f"{file} is not a search-path file written by dgsr.teacher.save_search_paths")
+        out.extend(data["paths"])
+    return out
