@@ -116,6 +116,20 @@ def test_search_path_replays_to_a_fit_of_the_data():
     assert r2_score(y, terms @ weights) >= 0.99
 
 
+def test_search_path_is_kept_only_when_its_solution_fits_the_check_rows():
+    from dgsr.evaluate import evaluate
+    from dgsr.teacher import search_path_examples
+
+    X, y, truth = _problem(1)
+    X_check = np.random.default_rng(7).uniform(0.5, 3.0, size=(50, 3))
+    kept = search_path_examples(X, y, truth, np.random.default_rng(0), X_check=X_check,
+                                y_check=evaluate(truth, X_check))
+    # the same search, checked against rows of another law, is dropped
+    other = evaluate(parse("exp(x2) - x0"), X_check)
+    dropped = search_path_examples(X, y, truth, np.random.default_rng(0), X_check=X_check, y_check=other)
+    assert kept and dropped == []
+
+
 def test_search_path_is_empty_when_nothing_fits():
     from dgsr.teacher import search_path_examples
 

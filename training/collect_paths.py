@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evals", type=int, default=SEARCH_EVALUATIONS)
     parser.add_argument("--out", required=True)
     parser.add_argument("--save-every", type=int, default=50)
+    parser.add_argument("--check-points", type=int, default=0,
+                        help="draw this many more rows per problem; keep a path only if its solution fits them too")
     parser.add_argument("--positive-inputs", type=float, default=DEFAULT_CONFIG.positive_inputs,
                         help="share of problems whose inputs are shifted positive (GeneratorConfig.positive_inputs)")
     args = parser.parse_args(argv)
@@ -36,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     paths, tried, start = [], 0, time.perf_counter()
     seconds = None if args.minutes is None else 60 * args.minutes
     for index, examples in collect_search_paths(args.seed, n_problems=args.problems, seconds=seconds,
-                                                evaluations=args.evals,
+                                                evaluations=args.evals, check_points=args.check_points,
                                                 config=GeneratorConfig(positive_inputs=args.positive_inputs)):
         paths.append(examples)
         tried = index + 1

@@ -102,11 +102,18 @@ def teacher_stream(seed: int | Sequence[int], *, config: GeneratorConfig = DEFAU
 
 
 def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: np.random.Generator, *,
-                         evaluations: int = SEARCH_EVALUATIONS,
-                         teacher: SemanticPolicy | None = None) -> list[TrainingExample]:
+                         evaluations: int = SEARCH_EVALUATIONS, teacher: SemanticPolicy | None = None,
+                         X_check: np.ndarray | None = None,
+                         y_check: np.ndarray | None = None) -> list[TrainingExample]:
     """The shortest mutation path to a solution (R² >= 0.99) found by an MCTS with the semantic
-    policy in ``evaluations`` evaluations, one example per step; empty when the search fails."""
+    policy in ``evaluations`` evaluations, one example per step; empty when the search fails.
+
+    With ``X_check, y_check`` (other rows of the same problem) the path is kept only when the
+    search's solution also reaches R² >= 0.99 on them: a label should lead to the law, not to a
+    formula that fits these rows only.
+    """
     from .budget import Budget
+    from .evaluate import evaluate, r2_score
     from .search import SearchConfig, run_search
 
     config = SearchConfig(n_samples=16, record_training_data=True)
@@ -115,27 +122,37 @@ def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: 
     paths = [t.solution_path for t in result.trials if t.solution_path]
     if not paths:
         return []
+    if X_check is not None and y_check is not None:
+        best = result.archive.best()
+        with np.errstate(all="ignore"):
+            pred = evaluate(best.expression, X_check) if best is not None else None
+        if pred is None or not np.all(np.isfinite(pred)) or r2_score(y_check, pred) < config.solved_r2:
+            return []
     return [TrainingExample(X, y, state, mutation, target) for state, mutation in min(paths, key=len)]
 
 
 def collect_search_paths(seed: int | Sequence[int], *, n_problems: int | None = None,
                          seconds: float | None = None, config: GeneratorConfig = DEFAULT_CONFIG,
                          n_points: int = 100, evaluations: int = SEARCH_EVALUATIONS,
-                         exclude: frozenset | None = None) -> Iterator[tuple[int, list[TrainingExample]]]:
+                         exclude: frozenset | None = None,
+                         check_points: int = 0) -> Iterator[tuple[int, list[TrainingExample]]]:
     """Run :func:`search_path_examples` on freshly drawn training problems (held-out ones excluded)
     until ``n_problems`` were tried or ``seconds`` passed; yields ``(problem index, examples)``
-    for each solved problem."""
+    for each solved problem. ``check_points > 0`` draws that many more rows per problem and keeps
+    only paths whose solution also fits them."""
     if n_problems is None and seconds is None:
         raise ValueError("give n_problems or seconds")
     rng = np.random.default_rng(seed)
     teacher = SemanticPolicy()
     start = time.perf_counter()
-    for i, problem in enumerate(training_problems(rng, config, n_points, exclude)):
+    for i, problem in enumerate(training_problems(rng, config, n_points + check_points, exclude)):
         if (n_problems is not None and i >= n_problems) or \
                 (seconds is not None and time.perf_counter() - start >= seconds):
             return
-        examples = search_path_examples(problem.X, problem.y, problem.expression, rng,
-                                        evaluations=evaluations, teacher=teacher)
+        X, y = problem.X[:n_points], problem.y[:n_points]  # rows are i.i.d.: any split is random
+        check = (problem.X[n_points:], problem.y[n_points:]) if check_points else (None, None)
+        examples = search_path_examples(X, y, problem.expression, rng, evaluations=evaluations,
+                                        teacher=teacher, X_check=check[0], y_check=check[1])
         if examples:
             yield i, examples
 
