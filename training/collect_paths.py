@@ -4,7 +4,8 @@
 
 Draws training problems (held-out expressions excluded), runs the MCTS with the semantic policy
 on each (2,000 evaluations), and keeps the shortest path to R² >= 0.99 of every solved problem
-(:func:`dgsr.teacher.search_path_examples`). The file is rewritten every ``--save-every`` solved
+(:func:`dgsr.teacher.search_path_examples`); with ``--check-points N`` only when the solution also
+fits N fresh rows of the problem. The file is rewritten every ``--save-every`` solved
 problems, so a run stopped early keeps what it found. Run one process per core with different seeds.
 ``--positive-inputs 0.5`` shifts half of the problems' inputs to be positive (masses, lengths,
 rates: common in science, absent from the paper's input distribution).
@@ -44,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
         tried = index + 1
         if len(paths) % args.save_every == 0:
             save_search_paths(args.out, paths)
-            print(f"{len(paths)} solved of {tried} tried, {sum(map(len, paths))} steps, "
+            print(f"{len(paths)} kept of {tried} tried, {sum(map(len, paths))} steps, "
                   f"{time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     save_search_paths(args.out, paths)
-    print(f"done: {len(paths)} solved paths, {sum(map(len, paths))} steps, "
+    print(f"done: {len(paths)} paths kept, {sum(map(len, paths))} steps, "
           f"{time.perf_counter() - start:.0f} s -> {args.out}", file=sys.stderr)
     return 0
 

@@ -27,6 +27,15 @@ def _thin(rows: list[dict], n: int) -> list[dict]:
     return picked + rows[-1:] if rows and picked[-1] is not rows[-1] else picked
 
 
+def _teacher_text(train_cfg: dict) -> str:
+    share = train_cfg.get("teacher_share", 0.0)
+    if not share:
+        return ""
+    return (f"; a share {share} of each batch labelled instead by the semantic-policy teacher "
+            "(`dgsr.teacher`: the semantic policy's first choice on dismantling-path and greedy-rollout "
+            "states, a target that depends on the x-y pairing)")
+
+
 def _paths_text(train_cfg: dict) -> str:
     share = train_cfg.get("paths_share", 0.0)
     if not share:
@@ -85,9 +94,7 @@ where that file is present).
 - **Data**: `{train_cfg.get('data')}` source: `dgsr.corpus.example_stream` (random ground truths from
   `dgsr.generator`, 5-25 operators, 1-10 variables, Gaussian-mixture inputs, {train_cfg.get('n_points')}
   points; dismantled by `dgsr.dismantle.mutation_path` with mutation size ~{train_cfg.get('mutation_size')};
-  held-out expressions excluded); a share {train_cfg.get('teacher_share', 0.0)} of each batch labelled instead by the
-  semantic-policy teacher (`dgsr.teacher`: the semantic policy's first choice on dismantling-path and
-  greedy-rollout states, a target that depends on the x-y pairing){_paths_text(train_cfg)}. Critic targets: states on the dismantling path = 1; the same
+  held-out expressions excluded){_teacher_text(train_cfg)}{_paths_text(train_cfg)}. Critic targets: states on the dismantling path = 1; the same
   states after a random mutation off the path, or random expressions of similar size = 0.
 - **Validation** (held-out in-domain problems of `dgsr.corpus.load_heldout("in")`, their dismantling
   steps, {train_cfg.get('val_examples')} examples) at step {last.get('step')}: action loss

@@ -18,7 +18,7 @@ A third, slower source labels whole paths instead of single choices: :func:`sear
 runs the MCTS with the semantic policy on a problem and, when it reaches R² >= 0.99, keeps the
 shortest mutation path to a solution (the expert-iteration target of Section 3.2, with the
 semantic search as the expert). Each step of such a path is a mutation that led to a fit of
-*these* data, ground truth or not. A search costs about a second, too slow to run inside a
+*these* data, ground truth or not. A search costs about a third of a second, too slow to run inside a
 training step, so :func:`collect_search_paths` gathers paths ahead of time
 (``training/collect_paths.py``) and pre-training mixes them in (``dgsr pretrain --paths``).
 
