@@ -27,23 +27,21 @@ def _thin(rows: list[dict], n: int) -> list[dict]:
     return picked + rows[-1:] if rows and picked[-1] is not rows[-1] else picked
 
 
-def _teacher_text(train_cfg: dict) -> str:
-    share = train_cfg.get("teacher_share", 0.0)
-    if not share:
-        return ""
-    return (f"; a share {share} of each batch labelled instead by the semantic-policy teacher "
-            "(`dgsr.teacher`: the semantic policy's first choice on dismantling-path and greedy-rollout "
-            "states, a target that depends on the x-y pairing)")
+#: The batch shares a run can have besides the dismantling corpus, and how the card describes them.
+_SHARES = (
+    ("teacher_share", ("; a share {} of each batch labelled instead by the semantic-policy teacher "
+                       "(`dgsr.teacher`: the semantic policy's first choice on dismantling-path and greedy-rollout "
+                       "states, a target that depends on the x-y pairing)")),
+    ("paths_share", ("; and a share {} drawn from the steps of semantic-search solution paths "
+                     "(`dgsr.teacher.search_path_examples`: the shortest path to R² >= 0.99 of an MCTS with the "
+                     "semantic policy on a generated training problem, collected ahead of time by "
+                     "`training/collect_paths.py`)")),
+)
 
 
-def _paths_text(train_cfg: dict) -> str:
-    share = train_cfg.get("paths_share", 0.0)
-    if not share:
-        return ""
-    return (f"; and a share {share} drawn from the steps of semantic-search solution paths "
-            "(`dgsr.teacher.search_path_examples`: the shortest path to R² >= 0.99 of an MCTS with the "
-            "semantic policy on a generated training problem, collected ahead of time by "
-            "`training/collect_paths.py`)")
+def _shares_text(train_cfg: dict) -> str:
+    """The card's sentence on the non-dismantling shares of each batch (empty when there are none)."""
+    return "".join(text.format(train_cfg[key]) for key, text in _SHARES if train_cfg.get(key))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,7 +92,7 @@ where that file is present).
 - **Data**: `{train_cfg.get('data')}` source: `dgsr.corpus.example_stream` (random ground truths from
   `dgsr.generator`, 5-25 operators, 1-10 variables, Gaussian-mixture inputs, {train_cfg.get('n_points')}
   points; dismantled by `dgsr.dismantle.mutation_path` with mutation size ~{train_cfg.get('mutation_size')};
-  held-out expressions excluded){_teacher_text(train_cfg)}{_paths_text(train_cfg)}. Critic targets: states on the dismantling path = 1; the same
+  held-out expressions excluded){_shares_text(train_cfg)}. Critic targets: states on the dismantling path = 1; the same
   states after a random mutation off the path, or random expressions of similar size = 0.
 - **Validation** (held-out in-domain problems of `dgsr.corpus.load_heldout("in")`, their dismantling
   steps, {train_cfg.get('val_examples')} examples) at step {last.get('step')}: action loss
