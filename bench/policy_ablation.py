@@ -22,6 +22,7 @@ import numpy as np
 from dgsr.budget import Budget
 from dgsr.corpus import load_heldout
 from dgsr.evaluate import evaluate, r2_score
+from dgsr.mixture_policy import MixturePolicy
 from dgsr.random_policy import RandomPolicy
 from dgsr.search import SearchConfig, run_search
 from dgsr.semantic_policy import SemanticPolicy
@@ -69,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--policies", default="neural,random",
                         help="comma list of: neural (critic values), neural-acc (accuracy values), semantic, random, "
-                             "rerank-semantic / rerank-random (the network re-ranks 64 candidates of that policy)")
+                             "rerank-semantic / rerank-random (the network re-ranks 64 candidates of that policy), "
+                             "mix-semantic / mix-random (half of each expansion's K from neural-acc, half from that policy)")
     parser.add_argument("--offset", type=int, default=0, help="skip this many held-out problems")
     parser.add_argument("--temperature", default=None,
                         help="neural decoding temperature: a number or LOW,HIGH drawn per trial (default: the policy's)")
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     if (args.evals is None) == (args.time is None):
         parser.error("give exactly one of --evals and --time")
     names = args.policies.split(",")
-    neural_arms = [n for n in names if n.startswith(("neural", "rerank"))]
+    neural_arms = [n for n in names if n.startswith(("neural", "rerank", "mix"))]
     if neural_arms:  # torch only when a neural policy runs
         import torch
 
@@ -96,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
               "rerank-semantic": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights, **decoding),
                                                       SemanticPolicy(), 64),
               "rerank-random": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights, **decoding),
-                                                    RandomPolicy(), 64)}
+                                                    RandomPolicy(), 64),
+              "mix-semantic": lambda: MixturePolicy([SemanticPolicy(), NeuralPolicy.from_checkpoint(
+                  weights, use_critic=False, **decoding)], [0.5, 0.5]),
+              "mix-random": lambda: MixturePolicy([RandomPolicy(), NeuralPolicy.from_checkpoint(
+                  weights, use_critic=False, **decoding)], [0.5, 0.5])}
     policies = {name: makers[name]() for name in names}
     problems = _problems(args.domain, args.offset, args.problems, args.seed)
     rows: dict[str, list[dict]] = {name: [] for name in policies}
