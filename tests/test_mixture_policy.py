@@ -127,3 +127,16 @@ def test_a_search_with_a_mixture_finds_a_simple_law_and_is_reproducible():
     best = [max(r.archive.front(), key=lambda e: e.r2) for r in runs]
     assert best[0].r2 >= 0.999
     assert best[0].expression.key() == best[1].expression.key()
+
+
+def test_the_estimator_takes_a_mixture_as_its_policy():
+    from dgsr import SymbolicRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 3.0, size=(80, 2))
+    y = 3.0 * X[:, 0] / X[:, 1]
+    est = SymbolicRegressor(policy=MixturePolicy([SemanticPolicy(), RandomPolicy()], [0.75, 0.25]),
+                            max_evaluations=3000, max_time=60, random_state=0)
+    est.fit(X, y)
+    assert est.score(X, y) >= 0.999
+    assert np.all(np.isfinite(est.predict(X)))

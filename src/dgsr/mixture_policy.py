@@ -78,7 +78,7 @@ class MixturePolicy:
         """Up to ``k`` distinct mutations: each member's share, merged by the child they make."""
         if k <= 0:
             return []
-        merged: dict[str, list] = {}  # child key -> [mutation, prior]
+        merged: dict[Any, list] = {}  # child key -> [mutation, summed prior]
         for member, ctx, weight, share in zip(self.members, context.members, self.weights,
                                               apportion(k, self.weights)):
             if share == 0:
