@@ -78,6 +78,8 @@ class MixturePolicy:
         """Up to ``k`` distinct mutations: each member's share, merged by the child they make."""
         if k <= 0:
             return []
+        # Merged by the child the search will see: two members' different mutations can make the
+        # same child (x0 + x1 from either side), and the search would drop the second one's prior.
         merged: dict[Any, list] = {}  # child key -> [mutation, summed prior]
         for member, ctx, weight, share in zip(self.members, context.members, self.weights,
                                               apportion(k, self.weights)):
