@@ -91,18 +91,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.temperature is not None:
             low, _, high = args.temperature.partition(",")
             decoding["temperature"] = (float(low), float(high)) if high else float(low)
-    makers = {"neural": lambda: NeuralPolicy.from_checkpoint(weights, **decoding),
-              "neural-acc": lambda: NeuralPolicy.from_checkpoint(weights, use_critic=False, **decoding),
+
+    def neural(**kw):  # the network with this run's weights and decoding settings
+        return NeuralPolicy.from_checkpoint(weights, **decoding, **kw)
+
+    makers = {"neural": neural,
+              "neural-acc": lambda: neural(use_critic=False),
               "semantic": SemanticPolicy,
               "random": RandomPolicy,
-              "rerank-semantic": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights, **decoding),
-                                                      SemanticPolicy(), 64),
-              "rerank-random": lambda: RerankPolicy(NeuralPolicy.from_checkpoint(weights, **decoding),
-                                                    RandomPolicy(), 64),
-              "mix-semantic": lambda: MixturePolicy([SemanticPolicy(), NeuralPolicy.from_checkpoint(
-                  weights, use_critic=False, **decoding)], [0.5, 0.5]),
-              "mix-random": lambda: MixturePolicy([RandomPolicy(), NeuralPolicy.from_checkpoint(
-                  weights, use_critic=False, **decoding)], [0.5, 0.5])}
+              "rerank-semantic": lambda: RerankPolicy(neural(), SemanticPolicy(), 64),
+              "rerank-random": lambda: RerankPolicy(neural(), RandomPolicy(), 64),
+              "mix-semantic": lambda: MixturePolicy([SemanticPolicy(), neural(use_critic=False)], [0.5, 0.5]),
+              "mix-random": lambda: MixturePolicy([RandomPolicy(), neural(use_critic=False)], [0.5, 0.5])}
     policies = {name: makers[name]() for name in names}
     problems = _problems(args.domain, args.offset, args.problems, args.seed)
     rows: dict[str, list[dict]] = {name: [] for name in policies}

@@ -176,7 +176,7 @@ def batch_examples(config: TrainConfig, step: int) -> list[Any]:
     files); a share ``config.teacher_share`` of them comes from the semantic-policy teacher
     (:mod:`dgsr.teacher`), a share ``config.paths_share`` from semantic-search solution paths."""
     n_teacher = round(config.batch_size * config.teacher_share)
-    n_paths = round(config.batch_size * config.paths_share) if config.paths else 0
+    n_paths = round(config.batch_size * config.paths_share)  # > 0 only with path files (__post_init__)
     stream = _example_stream(int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0]), config)
     examples = [next(stream) for _ in range(max(config.batch_size - n_teacher - n_paths, 0))]
     if n_paths:
