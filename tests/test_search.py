@@ -208,6 +208,21 @@ def test_training_data_path_rebuilds_the_solution():
     assert any(t == 1.0 for _, t in targets)
 
 
+def test_best_path_replays_to_the_trials_most_accurate_expression():
+    X = _data()
+    y = np.sin(X[:, 0]) * np.exp(X[:, 1]) + X[:, 0] ** 3  # not found in this budget
+    config = SearchConfig(record_training_data=True, iterations_per_trial=40)
+    result = run_search(X, y, RandomPolicy(), config=config, rng=1, budget=Budget(max_evaluations=400))
+    trial = result.trials[0]
+    assert not trial.solution_path and trial.best_path
+    assert trial.best_path_r2 == trial.best_r2  # the most accurate node of the trial
+    expr = Expression.empty()
+    for state, mutation in trial.best_path:
+        assert state == expr
+        expr = apply_mutation(expr, mutation)
+    assert expr.size > 0
+
+
 def test_warm_start_keeps_the_archive():
     X = _data()
     y = X[:, 0] / X[:, 1]

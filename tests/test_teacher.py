@@ -139,6 +139,32 @@ def test_search_path_is_empty_when_nothing_fits():
     assert search_path_examples(X, y, parse("x0"), rng, evaluations=200) == []
 
 
+def test_a_failed_search_gives_its_partial_path_only_when_asked_and_when_it_generalises():
+    from dgsr.evaluate import evaluate
+    from dgsr.teacher import search_path_examples
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.5, 3.0, size=(100, 3))
+    truth = parse("sin(x0) * x1 + x2 ** 2")
+    y = evaluate(truth, X) + rng.normal(scale=0.5, size=100)  # noise: R² 0.99 is out of reach
+    X_check = rng.uniform(0.5, 3.0, size=(100, 3))
+    y_check = evaluate(truth, X_check)
+
+    def run(**kw):
+        return search_path_examples(X, y, truth, np.random.default_rng(0), evaluations=600,
+                                    X_check=X_check, y_check=y_check, **kw)
+
+    assert run() == []  # no solution: solution paths alone label nothing
+    partial = run(partial_r2=0.8)
+    assert partial and partial[0].state.is_empty and all(e.target is truth for e in partial)
+    _replay(partial)  # a chain of valid steps from the empty expression
+    assert run(partial_r2=0.9999) == []  # the best expression does not reach that bar
+    # the same search checked against rows of another law is dropped
+    shuffled = np.random.default_rng(1).permutation(y_check)
+    assert search_path_examples(X, y, truth, np.random.default_rng(0), evaluations=600, X_check=X_check,
+                                y_check=shuffled, partial_r2=0.8) == []
+
+
 @pytest.mark.usefixtures("torch_one_thread")
 def test_search_paths_round_trip_and_feed_a_share_of_the_batch(tmp_path):
     from dgsr.teacher import collect_search_paths, load_search_paths, save_search_paths

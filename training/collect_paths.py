@@ -5,7 +5,8 @@
 Draws training problems (held-out expressions excluded), runs the MCTS with the semantic policy
 on each (2,000 evaluations), and keeps the shortest path to R² >= 0.99 of every solved problem
 (:func:`dgsr.teacher.search_path_examples`); with ``--check-points N`` only when the solution also
-fits N fresh rows of the problem. The file is rewritten every ``--save-every`` solved
+fits N fresh rows of the problem; with ``--partial-r2 R`` a failed search also gives the path to its
+most accurate expression when that reaches R² >= R. The file is rewritten every ``--save-every`` solved
 problems, so a run stopped early keeps what it found. Run one process per core with different seeds.
 ``--positive-inputs 0.5`` shifts half of the problems' inputs to be positive (masses, lengths,
 rates: common in science, absent from the paper's input distribution).
@@ -31,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-every", type=int, default=50)
     parser.add_argument("--check-points", type=int, default=0,
                         help="draw this many more rows per problem; keep a path only if its solution fits them too")
+    parser.add_argument("--partial-r2", type=float, default=None,
+                        help="also keep the path to the best expression of a failed search when it reaches this "
+                             "R² (on the check rows too)")
     parser.add_argument("--positive-inputs", type=float, default=DEFAULT_CONFIG.positive_inputs,
                         help="share of problems whose inputs are shifted positive (GeneratorConfig.positive_inputs)")
     args = parser.parse_args(argv)
@@ -40,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = None if args.minutes is None else 60 * args.minutes
     for index, examples in collect_search_paths(args.seed, n_problems=args.problems, seconds=seconds,
                                                 evaluations=args.evals, check_points=args.check_points,
+                                                partial_r2=args.partial_r2,
                                                 config=GeneratorConfig(positive_inputs=args.positive_inputs)):
         paths.append(examples)
         tried = index + 1

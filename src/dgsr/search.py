@@ -160,12 +160,23 @@ class SearchProgress:
     trials: int
 
 
+def _path_to(node: _Node) -> list[tuple[Expression, Mutation]]:
+    """``(state, mutation)`` pairs from the root (the empty expression) down to ``node``."""
+    path = []
+    while node.parent is not None:
+        path.append((node.parent.expression, node.mutation))
+        node = node.parent
+    return path[::-1]
+
+
 @dataclass
 class TrialRecord:
     """Summary of one trial, with expert-iteration data when the config asks for it.
 
     ``solution_path``: ``(state, mutation)`` pairs from the empty expression to the solution
-    reached in the fewest mutations (None when nothing was solved). ``critic_targets``:
+    reached in the fewest mutations (None when nothing was solved). ``best_path``: the same
+    pairs up to the trial's most accurate expression (the shallowest on ties), solved or not,
+    with that expression's R² in ``best_path_r2``. ``critic_targets``:
     ``(expression, target)``, 1.0 on paths to solutions, else the node's mean value, for nodes
     visited at least ``min_visits`` times.
     """
@@ -176,6 +187,8 @@ class TrialRecord:
     best_r2: float
     solved: bool
     solution_path: list[tuple[Expression, Mutation]] | None = None
+    best_path: list[tuple[Expression, Mutation]] | None = None
+    best_path_r2: float = -math.inf
     critic_targets: list[tuple[Expression, float]] = field(default_factory=list)
 
 
@@ -629,13 +642,11 @@ class _Trial:
                 on_path.add(id(n))
                 n = n.parent
         if solved:
-            target = min(solved, key=lambda n: (n.depth, -n.r2))
-            path = []
-            n = target
-            while n.parent is not None:
-                path.append((n.parent.expression, n.mutation))
-                n = n.parent
-            self.record.solution_path = path[::-1]
+            self.record.solution_path = _path_to(min(solved, key=lambda n: (n.depth, -n.r2)))
+        scored = [n for n in self.nodes if math.isfinite(n.r2)]
+        if scored:
+            best = max(scored, key=lambda n: (n.r2, -n.depth))
+            self.record.best_path, self.record.best_path_r2 = _path_to(best), float(best.r2)
         for n in self.nodes:
             if id(n) in on_path:
                 self.record.critic_targets.append((n.expression, 1.0))

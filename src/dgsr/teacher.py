@@ -103,14 +103,19 @@ def teacher_stream(seed: int | Sequence[int], *, config: GeneratorConfig = DEFAU
 
 def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: np.random.Generator, *,
                          evaluations: int = SEARCH_EVALUATIONS, teacher: SemanticPolicy | None = None,
-                         X_check: np.ndarray | None = None,
-                         y_check: np.ndarray | None = None) -> list[TrainingExample]:
+                         X_check: np.ndarray | None = None, y_check: np.ndarray | None = None,
+                         partial_r2: float | None = None) -> list[TrainingExample]:
     """The shortest mutation path to a solution (R² >= 0.99) found by an MCTS with the semantic
     policy in ``evaluations`` evaluations, one example per step; empty when the search fails.
 
     With ``X_check, y_check`` (other rows of the same problem) the path is kept only when the
     search's solution also reaches R² >= 0.99 on them: a label should lead to the law, not to a
     formula that fits these rows only.
+
+    ``partial_r2`` also labels searches that fail: the path to the most accurate expression of
+    the search's best trial, when that expression reaches ``partial_r2`` (on the check rows too,
+    when given). These are the moves that made progress on problems the teacher cannot solve in
+    its budget, which solution paths alone never show.
     """
     from .budget import Budget
     from .evaluate import evaluate, r2_score
@@ -119,27 +124,41 @@ def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: 
     config = SearchConfig(n_samples=16, record_training_data=True)
     result = run_search(X, y, teacher or SemanticPolicy(), config=config, rng=rng,
                         budget=Budget(max_evaluations=evaluations, target_r2=config.solved_r2))
-    paths = [t.solution_path for t in result.trials if t.solution_path]
-    if not paths:
-        return []
-    if X_check is not None and y_check is not None:
+    def best_fits_check(threshold: float) -> bool:
+        # the archive's most accurate entry is the searched expression with its fitted constants
+        if X_check is None or y_check is None:
+            return True
         best = result.archive.best()
         with np.errstate(all="ignore"):
             pred = evaluate(best.expression, X_check) if best is not None else None
-        if pred is None or not np.all(np.isfinite(pred)) or r2_score(y_check, pred) < config.solved_r2:
+        return pred is not None and bool(np.all(np.isfinite(pred))) and r2_score(y_check, pred) >= threshold
+
+    paths = [t.solution_path for t in result.trials if t.solution_path]
+    if paths:
+        path = min(paths, key=len)
+        threshold = config.solved_r2
+    elif partial_r2 is not None:
+        trial = max(result.trials, key=lambda t: t.best_path_r2, default=None)
+        if trial is None or not trial.best_path or trial.best_path_r2 < partial_r2:
             return []
-    return [TrainingExample(X, y, state, mutation, target) for state, mutation in min(paths, key=len)]
+        path, threshold = trial.best_path, partial_r2
+    else:
+        return []
+    if not best_fits_check(threshold):
+        return []
+    return [TrainingExample(X, y, state, mutation, target) for state, mutation in path]
 
 
 def collect_search_paths(seed: int | Sequence[int], *, n_problems: int | None = None,
                          seconds: float | None = None, config: GeneratorConfig = DEFAULT_CONFIG,
                          n_points: int = 100, evaluations: int = SEARCH_EVALUATIONS,
-                         exclude: frozenset | None = None,
-                         check_points: int = 0) -> Iterator[tuple[int, list[TrainingExample]]]:
+                         exclude: frozenset | None = None, check_points: int = 0,
+                         partial_r2: float | None = None) -> Iterator[tuple[int, list[TrainingExample]]]:
     """Run :func:`search_path_examples` on freshly drawn training problems (held-out ones excluded)
     until ``n_problems`` were tried or ``seconds`` passed; yields ``(problem index, examples)``
     for each solved problem. ``check_points > 0`` draws that many more rows per problem and keeps
-    only paths whose solution also fits them."""
+    only paths whose solution also fits them; ``partial_r2`` labels failed searches too
+    (:func:`search_path_examples`)."""
     if n_problems is None and seconds is None:
         raise ValueError("give n_problems or seconds")
     rng = np.random.default_rng(seed)
@@ -152,7 +171,8 @@ def collect_search_paths(seed: int | Sequence[int], *, n_problems: int | None = 
         X, y = problem.X[:n_points], problem.y[:n_points]  # rows are i.i.d.: any split is random
         check = (problem.X[n_points:], problem.y[n_points:]) if check_points else (None, None)
         examples = search_path_examples(X, y, problem.expression, rng, evaluations=evaluations,
-                                        teacher=teacher, X_check=check[0], y_check=check[1])
+                                        teacher=teacher, X_check=check[0], y_check=check[1],
+                                        partial_r2=partial_r2)
         if examples:
             yield i, examples
 
