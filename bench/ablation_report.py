@@ -3,11 +3,18 @@ the random one, problem by problem.
 
     python bench/ablation_report.py results/abl/feyn_2000.jsonl results/abl/feyn_2000_b.jsonl
     python bench/ablation_report.py --baseline results/abl/in_2000.jsonl results/abl/online_in.jsonl
+    python bench/ablation_report.py --seeds s0_random.jsonl,s0_neural.jsonl s1.jsonl s2.jsonl
 
 For every policy: problems, solved (test R² >= 0.99), training R² >= 0.99, median training R²; and
 against ``random`` on the problems both ran (``--baseline FILE`` takes the random rows from another
 run over the same problems, e.g. to compare other weights without re-running the random policy): solved by one policy only (each way) with the exact
 two-sided McNemar p-value (a binomial test on the discordant problems), and wins on training R².
+
+``--seeds``: each argument is one seed's run of the same problems (a comma list when that seed's
+policies ran in separate files). Runs of one problem at several seeds are not independent pairs, so
+besides each seed's McNemar test the policies are compared problem by problem: the net number of
+seeds at which a policy solved a problem that random did not, and an exact sign test over the
+problems where that net is not zero.
 """
 
 from __future__ import annotations
@@ -62,11 +69,53 @@ def report(rows: dict[str, dict[tuple[str, int], dict]]) -> str:
     return "\n".join(out)
 
 
+def load_seeds(groups: list[str]) -> list[dict[str, dict[int, dict]]]:
+    """One {policy: {problem: row}} per seed; a group is a comma list of that seed's files."""
+    out = []
+    for group in groups:
+        rows = load(group.split(","))
+        out.append({name: {k[1]: r for k, r in by.items()} for name, by in rows.items()})
+    return out
+
+
+def seeds_report(seeds: list[dict[str, dict[int, dict]]]) -> str:
+    """Each seed's McNemar test against random, then the problem-level sign test over all seeds."""
+    names = sorted(set.intersection(*(set(s) for s in seeds)) - {"random"})  # policies run at every seed
+    out = ["| policy | seed run | solved / random | only it / only random | McNemar p |", "|---|---|---|---|---|"]
+    summary = []
+    for name in names:
+        net: dict[int, int] = defaultdict(int)
+        common_all: set[int] | None = None
+        for i, s in enumerate(seeds):
+            it, base = s.get(name, {}), s.get("random", {})
+            common = set(it) & set(base)
+            common_all = common if common_all is None else common_all & common
+            only_it = sum(it[k]["solved"] and not base[k]["solved"] for k in common)
+            only_random = sum(base[k]["solved"] and not it[k]["solved"] for k in common)
+            for k in common:
+                net[k] += int(it[k]["solved"]) - int(base[k]["solved"])
+            out.append(f"| {name} | {i} | {sum(it[k]['solved'] for k in common)} / "
+                       f"{sum(base[k]['solved'] for k in common)} of {len(common)} | {only_it} / {only_random} | "
+                       f"{mcnemar_p(only_it, only_random):.3f} |")
+        problems = sorted(common_all or ())
+        ahead = sum(net[k] > 0 for k in problems)
+        behind = sum(net[k] < 0 for k in problems)
+        summary.append(f"- {name}: over {len(problems)} problems run at all {len(seeds)} seeds, ahead of random on "
+                       f"{ahead} and behind on {behind} (net solved seeds per problem); exact sign test "
+                       f"p = {mcnemar_p(ahead, behind):.4f}")
+    return "\n".join(out + [""] + summary)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("jsonl", nargs="+", help="stderr files of bench/policy_ablation.py")
     parser.add_argument("--baseline", default=None, help="a run whose random-policy rows are the baseline")
+    parser.add_argument("--seeds", action="store_true",
+                        help="each argument is one seed's run of the same problems (comma list: several files)")
     args = parser.parse_args(argv)
+    if args.seeds:
+        print(seeds_report(load_seeds(args.jsonl)))
+        return 0
     rows = load(args.jsonl)
     if args.baseline:
         base = load([args.baseline]).get("random", {})

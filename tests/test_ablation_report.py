@@ -1,0 +1,40 @@
+"""bench/ablation_report.py's multi-seed comparison counts problems, not (problem, seed) pairs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "ablation_report.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("dgsr_ablation_report", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write(path: Path, rows: list[tuple[int, str, bool]]) -> str:
+    path.write_text("".join(json.dumps({"problem": p, "policy": pol, "solved": s, "train_r2": 0.5}) + "\n"
+                            for p, pol, s in rows))
+    return str(path)
+
+
+def test_seeds_report_pairs_each_seed_and_signs_each_problem(tmp_path):
+    report = _module()
+    # seed 0: policies in two files; problem 0 solved only by "net" at both seeds, problem 1 only by
+    # random at seed 0 and by both at seed 1, problem 2 by neither
+    s0 = ",".join([_write(tmp_path / "r0.jsonl", [(0, "random", False), (1, "random", True), (2, "random", False)]),
+                   _write(tmp_path / "n0.jsonl", [(0, "net", True), (1, "net", False), (2, "net", False)])])
+    s1 = _write(tmp_path / "s1.jsonl", [(0, "random", False), (1, "random", True), (2, "random", False),
+                                         (0, "net", True), (1, "net", True), (2, "net", False),
+                                         (0, "only-here", True)])
+    text = report.seeds_report(report.load_seeds([s0, s1]))
+    assert "only-here" not in text  # a policy missing at one seed is not pooled
+    assert "| net | 0 | 1 / 1 of 3 | 1 / 1 | 1.000 |" in text
+    assert "| net | 1 | 2 / 1 of 3 | 1 / 0 | 1.000 |" in text
+    # net solved seeds: problem 0 +2, problem 1 -1, problem 2 0 -> ahead on 1, behind on 1
+    assert "over 3 problems run at all 2 seeds, ahead of random on 1 and behind on 1" in text
+    assert report.mcnemar_p(20, 5) < 0.01 < report.mcnemar_p(11, 5)
