@@ -124,6 +124,7 @@ def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: 
     config = SearchConfig(n_samples=16, record_training_data=True)
     result = run_search(X, y, teacher or SemanticPolicy(), config=config, rng=rng,
                         budget=Budget(max_evaluations=evaluations, target_r2=config.solved_r2))
+
     def best_fits_check(threshold: float) -> bool:
         # the archive's most accurate entry is the searched expression with its fitted constants
         if X_check is None or y_check is None:
