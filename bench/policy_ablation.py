@@ -23,9 +23,30 @@ from dgsr.budget import Budget
 from dgsr.corpus import load_heldout
 from dgsr.evaluate import evaluate, r2_score
 from dgsr.mixture_policy import MixturePolicy
+from dgsr.policy import Proposal
 from dgsr.random_policy import RandomPolicy
 from dgsr.search import SearchConfig, run_search
 from dgsr.semantic_policy import SemanticPolicy
+
+
+class FlatPriors:
+    """A policy whose proposals keep their mutations but share the prior equally: tests whether the
+    network's sequence probabilities help the search choose among its own K samples."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.has_critic = inner.has_critic
+        self.max_variables = inner.max_variables
+
+    def prepare(self, X, y, rng):
+        return self.inner.prepare(X, y, rng)
+
+    def propose(self, context, expression, k, rng):
+        proposals = self.inner.propose(context, expression, k, rng)
+        return [Proposal(p.mutation, 1.0 / len(proposals)) for p in proposals]
+
+    def value(self, context, expressions):
+        return self.inner.value(context, expressions)
 
 
 def run_one(policy, X, y, X_test, y_test, *, evals: float | None, seconds: float | None, seed: int) -> dict:
@@ -69,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--policies", default="neural,random",
-                        help="comma list of: neural (critic values), neural-acc (accuracy values), semantic, random, "
+                        help="comma list of: neural (critic values), neural-acc (accuracy values), "
+                             "neural-flat (neural-acc with equal priors), semantic, random, "
                              "rerank-semantic / rerank-random (the network re-ranks 64 candidates of that policy), "
                              "mix-semantic / mix-random (half of each expansion's K from neural-acc, half from that policy)")
     parser.add_argument("--offset", type=int, default=0, help="skip this many held-out problems")
@@ -97,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
 
     makers = {"neural": neural,
               "neural-acc": lambda: neural(use_critic=False),
+              "neural-flat": lambda: FlatPriors(neural(use_critic=False)),
               "semantic": SemanticPolicy,
               "random": RandomPolicy,
               "rerank-semantic": lambda: RerankPolicy(neural(), SemanticPolicy(), 64),
