@@ -165,12 +165,20 @@ def test_a_failed_search_gives_its_partial_path_only_when_asked_and_when_it_gene
                                 y_check=shuffled, partial_r2=0.8) == []
 
 
-@pytest.mark.usefixtures("torch_one_thread")
-def test_search_paths_round_trip_and_feed_a_share_of_the_batch(tmp_path):
-    from dgsr.teacher import collect_search_paths, load_search_paths, save_search_paths
+@pytest.fixture(scope="module")
+def collected_paths():
+    from dgsr.teacher import collect_search_paths
 
     collected = [examples for _, examples in collect_search_paths(5, n_problems=6, n_points=40, evaluations=300)]
-    assert collected, "the semantic search solves some of six generated problems"
+    assert len(collected) >= 2, "the semantic search solves some of six generated problems"
+    return collected
+
+
+@pytest.mark.usefixtures("torch_one_thread")
+def test_search_paths_round_trip_and_feed_a_share_of_the_batch(tmp_path, collected_paths):
+    from dgsr.teacher import load_search_paths, save_search_paths
+
+    collected = collected_paths
     file = tmp_path / "paths.pkl"
     save_search_paths(file, collected)
     loaded = load_search_paths(file)
@@ -214,3 +222,43 @@ def test_train_config_rejects_shares_that_do_not_fit_a_batch():
         replace(TINY, paths_share=0.2)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         replace(TINY, teacher_share=1.5)
+
+
+@pytest.mark.usefixtures("torch_one_thread")
+def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_trained_on(tmp_path, collected_paths):
+    from dgsr.checkpoint import load_model
+    from dgsr.cli import main
+    from dgsr.pretrain import evaluate_batches, path_validation_batches
+    from dgsr.teacher import save_search_paths
+
+    train_file, held_file = tmp_path / "train.pkl", tmp_path / "held.pkl"
+    save_search_paths(train_file, collected_paths[:1])
+    save_search_paths(held_file, collected_paths[1:])
+    with pytest.raises(ValueError, match="both trained on and held out"):
+        replace(TINY, paths=f"{train_file},{held_file}", paths_share=0.5, val_paths=str(held_file))
+
+    out = tmp_path / "run"
+    assert main(["pretrain", "--config", "tiny", "--steps", "2", "--out", str(out), "--batch-size", "4",
+                 "--eval-every", "2", "--data", "generator", "--val-examples", "4", "--points", "20",
+                 "--paths", str(train_file), "--paths-share", "0.5", "--val-paths", str(held_file)]) == 0
+    logged = json.loads((out / "log.jsonl").read_text().splitlines()[-1])
+    model, info = load_model(out / "model.safetensors")
+    config = TrainConfig(**info["train_config"])
+    assert config.val_paths == str(held_file)
+    # the logged figure is the saved model's action loss on the held-out file's steps, y shuffled for the gap
+    held = evaluate_batches(model, path_validation_batches(config), torch_device())["val_action_loss"]
+    shuffled = evaluate_batches(model, path_validation_batches(config, permute_y=True), torch_device())
+    assert logged["val_paths_loss"] == pytest.approx(held, abs=1e-5)
+    assert logged["val_paths_gap"] == pytest.approx(shuffled["val_action_loss"] - held, abs=1e-5)
+    # ... and not the training file's: scoring the other file gives another figure
+    other = replace(config, val_paths=str(train_file), paths="", paths_share=0.0)
+    assert evaluate_batches(model, path_validation_batches(other), torch_device())["val_action_loss"] != \
+        pytest.approx(held, abs=1e-4)
+    n_held = sum(map(len, collected_paths[1:]))
+    assert sum(len(b.states) for b in path_validation_batches(config)) == min(4, n_held)
+
+
+def torch_device():
+    import torch
+
+    return torch.device("cpu")

@@ -86,6 +86,10 @@ class TrainConfig:
     #: ``training/collect_paths.py``) and the share of each batch drawn from their steps
     paths: str = ""
     paths_share: float = 0.0
+    #: comma-separated path files held out of training: their steps' action loss is logged at each
+    #: evaluation (``val_paths_loss``; and with y shuffled, ``val_paths_gap``). Continued training
+    #: on a few thousand paths memorises them; this is the measure that shows when.
+    val_paths: str = ""
 
     def __post_init__(self) -> None:
         for name in ("teacher_share", "paths_share"):
@@ -96,6 +100,9 @@ class TrainConfig:
                              f"{self.teacher_share} + {self.paths_share}")
         if self.paths_share > 0 and not self.paths:
             raise ValueError("paths_share > 0 needs path files (paths=...)")
+        shared = set(filter(None, self.paths.split(","))) & set(filter(None, self.val_paths.split(",")))
+        if shared:
+            raise ValueError(f"a path file cannot be both trained on and held out: {sorted(shared)}")
 
 
 @dataclass(frozen=True)
@@ -375,6 +382,14 @@ def teacher_validation_batches(config: TrainConfig, size: int = 64, *, permute_y
                      size, permute_y)
 
 
+def path_validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool = False) -> list[Batch]:
+    """Up to ``config.val_examples`` steps of the held-out ``config.val_paths`` files, spread evenly
+    over them (so every file and problem kind is represented), collated once."""
+    steps = _path_steps(config.val_paths)
+    picks = np.unique(np.linspace(0, len(steps) - 1, min(config.val_examples, len(steps))).round().astype(int))
+    return _collated([steps[i] for i in picks], config, size, permute_y)
+
+
 def _teacher_heldout_examples(n_points: int, mutation_size: float, n_examples: int) -> list[Any]:
     from .corpus import load_heldout
     from .teacher import teacher_examples, teacher_policy
@@ -494,6 +509,8 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
     val_permuted = validation_batches(config, permute_y=True)
     val_teacher = teacher_validation_batches(config)
     val_teacher_permuted = teacher_validation_batches(config, permute_y=True)
+    val_paths = (path_validation_batches(config), path_validation_batches(config, permute_y=True)) \
+        if config.val_paths else None
     start, record = time.time(), {}
     model.train()
     while step < steps:
@@ -521,6 +538,11 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
             taught_permuted = evaluate_batches(model, val_teacher_permuted, dev, config.critic_weight)["val_action_loss"]
             record["val_teacher_loss"] = round(taught, 6)
             record["val_teacher_gap"] = round(taught_permuted - taught, 6)
+            if val_paths is not None:
+                held, shuffled = (evaluate_batches(model, b, dev, config.critic_weight)["val_action_loss"]
+                                  for b in val_paths)
+                record["val_paths_loss"] = round(held, 6)
+                record["val_paths_gap"] = round(shuffled - held, 6)
         with open(log_path, "a") as fh:
             fh.write(json.dumps(record) + "\n")
         if progress:
@@ -622,6 +644,8 @@ def _progress(record: dict, steps: int) -> None:
     done = int(width * record["step"] / max(steps, 1))
     val = (f" val {record['val_action_loss']:.3f} gap {record['val_data_gap']:+.6f}"
            if "val_data_gap" in record else "")
+    if "val_paths_loss" in record:
+        val += f" paths {record['val_paths_loss']:.3f}"
     line = (f"\r[{'#' * done}{'.' * (width - done)}] {record['step']}/{steps} loss {record['loss']:.3f} "
             f"tok {record['token_acc']:.3f} act {record['action_acc']:.3f} crit {record['critic_acc']:.2f}"
             f"{val} {record['time']:.0f}s")
@@ -666,6 +690,9 @@ def add_subparser(subparsers: Any) -> None:
                    help="comma-separated semantic-search solution-path files (training/collect_paths.py)")
     p.add_argument("--paths-share", type=float, default=TrainConfig.paths_share,
                    help="share of each batch drawn from the --paths steps (0-1)")
+    p.add_argument("--val-paths", default="", metavar="FILES",
+                   help="comma-separated path files held out of training: their action loss is logged at "
+                        "each evaluation (val_paths_loss, and val_paths_gap with y shuffled)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     p.set_defaults(func=run)
 
@@ -689,7 +716,7 @@ def run(args: argparse.Namespace) -> int:
                          mutation_size=args.mutation_size, mantissa_weight=args.mantissa_weight,
                          aux_weight=args.aux_weight, encoder=args.encoder,
                          steps_per_problem=args.steps_per_problem, teacher_share=args.teacher_share,
-                         paths=args.paths, paths_share=args.paths_share)
+                         paths=args.paths, paths_share=args.paths_share, val_paths=args.val_paths)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
                    max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
     print(json.dumps(record))
