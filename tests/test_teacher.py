@@ -225,7 +225,8 @@ def test_train_config_rejects_shares_that_do_not_fit_a_batch():
 
 
 @pytest.mark.usefixtures("torch_one_thread")
-def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_trained_on(tmp_path, collected_paths):
+def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_trained_on(tmp_path, collected_paths,
+                                                                                          capsys):
     from dgsr.checkpoint import load_model
     from dgsr.cli import main
     from dgsr.pretrain import evaluate_batches, path_validation_batches
@@ -256,6 +257,19 @@ def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_tr
         pytest.approx(held, abs=1e-4)
     n_held = sum(map(len, collected_paths[1:]))
     assert sum(len(b.states) for b in path_validation_batches(config)) == min(4, n_held)
+
+    # bench/path_loss.py gives the same figure for a weights file after the fact
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "path_loss.py"
+    spec = importlib.util.spec_from_file_location("dgsr_path_loss", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--val-paths", str(held_file), "--examples", "4", "--points", "20",
+                       str(out / "model.safetensors")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "model.safetensors" in line)
+    assert float(row.split("|")[3]) == pytest.approx(logged["val_paths_loss"], abs=1e-4)
 
 
 def torch_device():
