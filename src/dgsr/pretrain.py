@@ -18,7 +18,8 @@ random mutation that leaves the path, and random expressions of similar size.
 Two more example sources can take a share of each batch, both labelled with data-dependent
 targets (issue 13): the semantic-policy teacher's choices (``--teacher-share``) and the steps of
 semantic-search solution paths collected ahead of time (``--paths FILES --paths-share S``;
-:mod:`dgsr.teacher`).
+:mod:`dgsr.teacher`). ``--val-paths FILES`` scores path files held out of training at each
+evaluation.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ class TrainConfig:
     paths: str = ""
     paths_share: float = 0.0
     #: comma-separated path files held out of training: their steps' action loss is logged at each
-    #: evaluation (``val_paths_loss``; and with y shuffled, ``val_paths_gap``). Continued training
-    #: on a few thousand paths memorises them; this is the measure that shows when.
+    #: evaluation (``val_paths_loss``; and with y shuffled, ``val_paths_gap``): continued training
+    #: on a few thousand paths can memorise them, and this is the figure that shows it.
     val_paths: str = ""
 
     def __post_init__(self) -> None:
