@@ -227,11 +227,14 @@ def test_train_config_rejects_shares_that_do_not_fit_a_batch():
 @pytest.mark.usefixtures("torch_one_thread")
 def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_trained_on(tmp_path, collected_paths,
                                                                                           capsys):
+    import torch
+
     from dgsr.checkpoint import load_model
     from dgsr.cli import main
     from dgsr.pretrain import evaluate_batches, path_validation_batches
     from dgsr.teacher import save_search_paths
 
+    cpu = torch.device("cpu")
     train_file, held_file = tmp_path / "train.pkl", tmp_path / "held.pkl"
     save_search_paths(train_file, collected_paths[:1])
     save_search_paths(held_file, collected_paths[1:])
@@ -247,13 +250,13 @@ def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_tr
     config = TrainConfig(**info["train_config"])
     assert config.val_paths == str(held_file)
     # the logged figure is the saved model's action loss on the held-out file's steps, y shuffled for the gap
-    held = evaluate_batches(model, path_validation_batches(config), torch_device())["val_action_loss"]
-    shuffled = evaluate_batches(model, path_validation_batches(config, permute_y=True), torch_device())
+    held = evaluate_batches(model, path_validation_batches(config), cpu)["val_action_loss"]
+    shuffled = evaluate_batches(model, path_validation_batches(config, permute_y=True), cpu)
     assert logged["val_paths_loss"] == pytest.approx(held, abs=1e-5)
     assert logged["val_paths_gap"] == pytest.approx(shuffled["val_action_loss"] - held, abs=1e-5)
     # ... and not the training file's: scoring the other file gives another figure
     other = replace(config, val_paths=str(train_file), paths="", paths_share=0.0)
-    assert evaluate_batches(model, path_validation_batches(other), torch_device())["val_action_loss"] != \
+    assert evaluate_batches(model, path_validation_batches(other), cpu)["val_action_loss"] != \
         pytest.approx(held, abs=1e-4)
     n_held = sum(map(len, collected_paths[1:]))
     assert sum(len(b.states) for b in path_validation_batches(config)) == min(4, n_held)
@@ -270,9 +273,3 @@ def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_tr
                        str(out / "model.safetensors")]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "model.safetensors" in line)
     assert float(row.split("|")[3]) == pytest.approx(logged["val_paths_loss"], abs=1e-4)
-
-
-def torch_device():
-    import torch
-
-    return torch.device("cpu")
