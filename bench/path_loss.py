@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import replace
 
 import torch
 
@@ -33,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=int, default=100)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    config = replace(TrainConfig(data="generator"), val_paths=args.val_paths, val_examples=args.examples,
-                     n_points=args.points)
+    config = TrainConfig(data="generator", val_paths=args.val_paths, val_examples=args.examples,
+                         n_points=args.points)
     held, shuffled = path_validation_batches(config), path_validation_batches(config, permute_y=True)
     cpu = torch.device("cpu")
     print(f"held-out path steps: {sum(len(b.states) for b in held)} from {args.val_paths}")
