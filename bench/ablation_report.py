@@ -15,6 +15,13 @@ policies ran in separate files). Runs of one problem at several seeds are not in
 besides each seed's McNemar test the policies are compared problem by problem: the net number of
 seeds at which a policy solved a problem that random did not, and an exact sign test over the
 problems where that net is not zero.
+
+``--budgets 1000,2000,5000``: with ``--seeds``, the same comparison at smaller budgets read off the
+runs: a problem counts as solved within b evaluations when its run solved it and stopped (at training
+R² 0.99) after at most b evaluations. A seeded search makes the same choices whatever its budget, so
+these are the problems a budget of b solves by stopping early. A run of b evaluations can also end
+solved without reaching training R² 0.99 (its best expression then is not recorded), so the counts
+are a lower bound on what that budget solves.
 """
 
 from __future__ import annotations
@@ -106,15 +113,27 @@ def seeds_report(seeds: list[dict[str, dict[int, dict]]]) -> str:
     return "\n".join(out + [""] + summary)
 
 
+def within_budget(seeds: list[dict[str, dict[int, dict]]], budget: float) -> list[dict[str, dict[int, dict]]]:
+    """The runs with ``solved`` kept only where the run solved the problem and stopped within ``budget`` evaluations."""
+    return [{name: {k: {**r, "solved": bool(r["solved"]) and r["evaluations"] <= budget} for k, r in by.items()}
+             for name, by in s.items()} for s in seeds]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("jsonl", nargs="+", help="stderr files of bench/policy_ablation.py")
     parser.add_argument("--baseline", default=None, help="a run whose random-policy rows are the baseline")
     parser.add_argument("--seeds", action="store_true",
                         help="each argument is one seed's run of the same problems (comma list: several files)")
+    parser.add_argument("--budgets", default=None,
+                        help="with --seeds: also compare at these smaller evaluation budgets (comma list)")
     args = parser.parse_args(argv)
     if args.seeds:
-        print(seeds_report(load_seeds(args.jsonl)))
+        seeds = load_seeds(args.jsonl)
+        print(seeds_report(seeds))
+        for budget in [float(b) for b in args.budgets.split(",")] if args.budgets else []:
+            print(f"\nWithin {budget:.0f} evaluations:\n")
+            print(seeds_report(within_budget(seeds, budget)))
         return 0
     rows = load(args.jsonl)
     if args.baseline:

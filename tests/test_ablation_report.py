@@ -38,3 +38,18 @@ def test_seeds_report_pairs_each_seed_and_signs_each_problem(tmp_path):
     # net solved seeds: problem 0 +2, problem 1 -1, problem 2 0 -> ahead on 1, behind on 1
     assert "over 3 problems run at all 2 seeds, ahead of random on 1 and behind on 1" in text
     assert report.mcnemar_p(20, 5) < 0.01 < report.mcnemar_p(11, 5)
+
+
+def test_within_budget_counts_only_runs_that_stopped_by_then(tmp_path):
+    report = _module()
+    rows = [{"problem": 0, "policy": "net", "solved": True, "train_r2": 1.0, "evaluations": 900},
+            {"problem": 1, "policy": "net", "solved": True, "train_r2": 1.0, "evaluations": 5000},
+            {"problem": 2, "policy": "net", "solved": False, "train_r2": 0.5, "evaluations": 800}]
+    path = tmp_path / "n.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    seeds = report.load_seeds([str(path)])
+    early = report.within_budget(seeds, 1000)[0]["net"]
+    assert [early[k]["solved"] for k in range(3)] == [True, False, False]
+    assert all(r["solved"] == s for r, s in zip(report.within_budget(seeds, 5000)[0]["net"].values(),
+                                                 [True, True, False]))
+    assert seeds[0]["net"][1]["solved"] is True  # the runs read are left as they were
