@@ -128,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budgets", default=None,
                         help="with --seeds: also compare at these smaller evaluation budgets (comma list)")
     args = parser.parse_args(argv)
+    if args.budgets and not args.seeds:
+        parser.error("--budgets reads smaller budgets per seed: use it with --seeds")
     if args.seeds:
         seeds = load_seeds(args.jsonl)
         print(seeds_report(seeds))
