@@ -99,3 +99,24 @@ def test_random_policy_stops_at_the_size_limit():
     rng = np.random.default_rng(1)
     expr = parse("x0*x1 + x2")  # 5 nodes: nothing can grow
     assert policy.propose(policy.prepare(np.zeros((2, 3)), np.zeros(2), rng), expr, 8, rng) == []
+
+
+def test_a_rewrite_of_one_function_does_not_join_the_front_on_float_rounding():
+    from dgsr.evaluate import evaluate
+    from dgsr.regressor import FrontEntry, _pareto
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 3, (200, 3))
+    y = 1.1 * X[:, 0] ** 2 * X[:, 1] / X[:, 2] ** 2 + rng.normal(0, 0.1, 200)
+    trees = [parse(s) for s in ("x0**2*x1/x2**2", "x0*(x0*x1)/(x2*x2)", "1.1*x0*(x0*x1)/(x2*x2)")]
+    mse = [float(np.mean((evaluate(t, X) - y) ** 2)) for t in trees]
+    assert trees[0].size < trees[1].size < trees[2].size
+    # the precondition that makes this a test: the larger rewrite is lower, by rounding only
+    assert mse[1] < mse[0] and mse[1] == pytest.approx(mse[0], rel=1e-12)
+    assert mse[2] < 0.9 * mse[0]
+    archive = ParetoArchive()
+    for t, m in zip(trees, mse):
+        archive.add(t, m, 1.0 - m / float(np.var(y)))
+    assert [e.size for e in archive.front()] == [trees[0].size, trees[2].size]
+    entries = [FrontEntry(t.size, t, m, 0.0) for t, m in zip(trees, mse)]
+    assert [e.size for e in _pareto(entries)] == [trees[0].size, trees[2].size]

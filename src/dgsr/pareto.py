@@ -20,6 +20,14 @@ BEST_LOSS_FACTOR = 1.5
 #: "balanced" also keeps them within this much R² of the most accurate (an absolute tolerance)
 BALANCED_R2_DROP = 0.01
 SELECTION_RULES = ("best", "accuracy", "score", "balanced")
+#: a larger expression joins the front only when its loss is lower by more than this fraction: two
+#: trees of one function (x*x*y and x**2*y) differ only by float rounding, about 1e-15 of the loss
+FRONT_REL_GAIN = 1e-9
+
+
+def more_accurate(mse: float, lowest: float) -> bool:
+    """Whether ``mse`` improves on ``lowest`` by more than float rounding (the front's rule)."""
+    return mse < lowest * (1.0 - FRONT_REL_GAIN)
 
 
 @dataclass(frozen=True)
@@ -61,11 +69,11 @@ class ParetoArchive:
         return math.isfinite(mse) and (current is None or mse < current.mse)
 
     def front(self) -> list[ParetoEntry]:
-        """Non-dominated entries sorted by size: each strictly more accurate than every smaller one."""
+        """Non-dominated entries sorted by size: each more accurate than every smaller one (:func:`more_accurate`)."""
         out, lowest = [], math.inf
         for size in sorted(self._best):
             entry = self._best[size]
-            if entry.mse < lowest:
+            if more_accurate(entry.mse, lowest):
                 out.append(entry)
                 lowest = entry.mse
         return out

@@ -28,7 +28,7 @@ from .display import FrontTable, equation_latex, equation_text
 from .evaluate import as_columns, evaluate, evaluate_columns, r2_score, weighted_mean, weighted_var
 from .expression import Expression
 from .features import select_features
-from .pareto import front_scores
+from .pareto import front_scores, more_accurate
 from .scaling import Scaling, fit_scaling, is_constant_target
 from .selection import (
     MIN_VALIDATION_ROWS,
@@ -735,7 +735,8 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
 
 
 def _pareto(entries: list[FrontEntry]) -> list[FrontEntry]:
-    """Non-dominated entries sorted by size: each strictly more accurate than every smaller one.
+    """Non-dominated entries sorted by size: each more accurate than every smaller one (by more than
+    float rounding: :func:`pareto.more_accurate`).
 
     Refitting constants can make a small expression beat a larger one, which then drops out.
     """
@@ -745,7 +746,7 @@ def _pareto(entries: list[FrontEntry]) -> list[FrontEntry]:
             best[e.size] = e
     front, lowest = [], math.inf
     for size in sorted(best):
-        if best[size].mse < lowest:
+        if more_accurate(best[size].mse, lowest):
             front.append(best[size])
             lowest = best[size].mse
     return front
