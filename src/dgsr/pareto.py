@@ -7,9 +7,9 @@ expression of each size; ``front`` filters the non-dominated ones when asked.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -46,6 +46,9 @@ class _Entry(Protocol):
     r2: float
 
 
+EntryT = TypeVar("EntryT", bound=_Entry)
+
+
 class ParetoArchive:
     """Most accurate expression per size, from every expression the search evaluates."""
 
@@ -69,14 +72,8 @@ class ParetoArchive:
         return math.isfinite(mse) and (current is None or mse < current.mse)
 
     def front(self) -> list[ParetoEntry]:
-        """Non-dominated entries sorted by size: each more accurate than every smaller one (:func:`more_accurate`)."""
-        out, lowest = [], math.inf
-        for size in sorted(self._best):
-            entry = self._best[size]
-            if more_accurate(entry.mse, lowest):
-                out.append(entry)
-                lowest = entry.mse
-        return out
+        """Non-dominated entries sorted by size (:func:`non_dominated`)."""
+        return non_dominated(self._best)
 
     def best(self) -> ParetoEntry | None:
         """The most accurate entry (the smallest one among ties)."""
@@ -85,6 +82,19 @@ class ParetoArchive:
 
     def __len__(self) -> int:
         return len(self._best)
+
+
+def non_dominated(best_by_size: Mapping[int, EntryT]) -> list[EntryT]:
+    """The most accurate entry of each size, sorted by size, kept only when it is more accurate
+    than every smaller one (:func:`more_accurate`)."""
+    out: list[EntryT] = []
+    lowest = math.inf
+    for size in sorted(best_by_size):
+        entry = best_by_size[size]
+        if more_accurate(entry.mse, lowest):
+            out.append(entry)
+            lowest = entry.mse
+    return out
 
 
 def front_scores(entries: Sequence[_Entry]) -> np.ndarray:

@@ -28,7 +28,7 @@ from .display import FrontTable, equation_latex, equation_text
 from .evaluate import as_columns, evaluate, evaluate_columns, r2_score, weighted_mean, weighted_var
 from .expression import Expression
 from .features import select_features
-from .pareto import front_scores, more_accurate
+from .pareto import front_scores, non_dominated
 from .scaling import Scaling, fit_scaling, is_constant_target
 from .selection import (
     MIN_VALIDATION_ROWS,
@@ -744,12 +744,7 @@ def _pareto(entries: list[FrontEntry]) -> list[FrontEntry]:
     for e in entries:
         if e.size not in best or e.mse < best[e.size].mse:
             best[e.size] = e
-    front, lowest = [], math.inf
-    for size in sorted(best):
-        if more_accurate(best[size].mse, lowest):
-            front.append(best[size])
-            lowest = best[size].mse
-    return front
+    return non_dominated(best)
 
 
 def _front_table(entries: list[FrontEntry], user_exprs: list[Expression], scaling: Scaling, names: list[str],
