@@ -21,7 +21,8 @@ runs: a problem counts as solved within b evaluations when its run solved it and
 R² 0.99) after at most b evaluations. A seeded search makes the same choices whatever its budget, so
 these are the problems a budget of b solves by stopping early. A run of b evaluations can also end
 solved without reaching training R² 0.99 (its best expression then is not recorded), so the counts
-are a lower bound on what that budget solves.
+are a lower bound on what that budget solves. ``--plot FILE.png`` draws these counts against the
+budget, per policy (mean over seeds, band from the lowest to the highest seed).
 """
 
 from __future__ import annotations
@@ -119,6 +120,39 @@ def within_budget(seeds: list[dict[str, dict[int, dict]]], budget: float) -> lis
              for name, by in s.items()} for s in seeds]
 
 
+def solved_curve(seeds: list[dict[str, dict[int, dict]]], name: str, budgets: np.ndarray) -> np.ndarray:
+    """Problems ``name`` solved within each budget (:func:`within_budget`), one row per seed."""
+    return np.array([[sum(r["solved"] for r in within_budget([s], b)[0].get(name, {}).values()) for b in budgets]
+                     for s in seeds])
+
+
+def plot_solved_curves(seeds: list[dict[str, dict[int, dict]]], path: str, title: str = "") -> None:
+    """Solved problems against the evaluation budget, per policy: mean over seeds, band from min to max."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted(set.intersection(*(set(s) for s in seeds)))
+    top = max(r["evaluations"] for s in seeds for by in s.values() for r in by.values())
+    budgets = np.unique(np.geomspace(min(100.0, top), top, 60).round())
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in names:
+        counts = solved_curve(seeds, name, budgets)
+        ax.plot(budgets, counts.mean(axis=0), label=name)
+        if len(seeds) > 1:
+            ax.fill_between(budgets, counts.min(axis=0), counts.max(axis=0), alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("evaluations per problem")
+    ax.set_ylabel("problems solved by then (test R² >= 0.99)")
+    ax.set_title(title or f"mean over {len(seeds)} seed(s); band: min to max")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("jsonl", nargs="+", help="stderr files of bench/policy_ablation.py")
@@ -127,15 +161,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="each argument is one seed's run of the same problems (comma list: several files)")
     parser.add_argument("--budgets", default=None,
                         help="with --seeds: also compare at these smaller evaluation budgets (comma list)")
+    parser.add_argument("--plot", default=None,
+                        help="with --seeds: save a PNG of solved problems against the evaluation budget")
+    parser.add_argument("--title", default="", help="title of the --plot figure")
     args = parser.parse_args(argv)
-    if args.budgets and not args.seeds:
-        parser.error("--budgets reads smaller budgets per seed: use it with --seeds")
+    if (args.budgets or args.plot) and not args.seeds:
+        parser.error("--budgets and --plot read smaller budgets per seed: use them with --seeds")
     if args.seeds:
         seeds = load_seeds(args.jsonl)
         print(seeds_report(seeds))
         for budget in [float(b) for b in args.budgets.split(",")] if args.budgets else []:
             print(f"\nWithin {budget:.0f} evaluations:\n")
             print(seeds_report(within_budget(seeds, budget)))
+        if args.plot:
+            plot_solved_curves(seeds, args.plot, args.title)
+            print(f"\nwrote {args.plot}")
         return 0
     rows = load(args.jsonl)
     if args.baseline:

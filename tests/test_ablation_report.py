@@ -53,3 +53,20 @@ def test_within_budget_counts_only_runs_that_stopped_by_then(tmp_path):
     late = report.within_budget(seeds, 5000)[0]["net"]
     assert [late[k]["solved"] for k in range(3)] == [True, True, False]
     assert seeds[0]["net"][1]["solved"] is True  # the runs read are left as they were
+
+
+def test_solved_curve_counts_per_seed_and_the_plot_is_written(tmp_path):
+    report = _module()
+    runs = []
+    for seed, evals in enumerate(([900, 5000, 800], [300, 20000, 800])):
+        rows = [{"problem": k, "policy": "net", "solved": k < 2, "train_r2": 1.0, "evaluations": e}
+                for k, e in enumerate(evals)]
+        path = tmp_path / f"s{seed}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        runs.append(str(path))
+    seeds = report.load_seeds(runs)
+    curve = report.solved_curve(seeds, "net", [500, 1000, 10000, 20000])
+    assert curve.tolist() == [[0, 1, 2, 2], [1, 1, 1, 2]]
+    png = tmp_path / "curve.png"
+    report.plot_solved_curves(seeds, str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
