@@ -134,6 +134,33 @@ def test_missing_and_corrupt_files(tiny_model, tmp_path):
         load_model(truncated)
 
 
+def test_half_precision_file_is_half_the_bytes_and_loads_into_float32(tiny_model, tmp_path):
+    full, half = tmp_path / "full.safetensors", tmp_path / "half.safetensors"
+    save_model(tiny_model, full)
+    save_model(tiny_model, half, half=True, write_sha256_file=True)
+    assert half.stat().st_size < 0.6 * full.stat().st_size
+    loaded, _ = load_model(half)
+    assert all(p.dtype == torch.float32 for p in loaded.parameters())
+    for name, p in loaded.state_dict().items():  # each weight is its float16 rounding
+        original = tiny_model.state_dict()[name]
+        assert torch.equal(p, original.half().to(original.dtype)) if original.is_floating_point() else torch.equal(p, original)
+    X, y = _data()
+    ca = NeuralPolicy(tiny_model).prepare(X, y, np.random.default_rng(3))
+    cb = NeuralPolicy(loaded).prepare(X, y, np.random.default_rng(3))
+    assert torch.allclose(ca.memory, cb.memory, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_medium_preset_ships_under_the_16_mib_limit_in_half_precision(tmp_path):
+    model = PolicyModel(ModelConfig.preset("medium"))
+    small = sum(p.numel() for p in PolicyModel(ModelConfig.preset("small")).parameters())
+    assert sum(p.numel() for p in model.parameters()) > 2 * small  # worth training on a GPU
+    path = tmp_path / "medium.safetensors"
+    save_model(model, path, half=True)
+    assert path.stat().st_size <= 16 * 2**20
+    assert load_model(path)[0].config == model.config
+
+
 def test_sidecar_checksum_is_checked(tiny_model, tmp_path):
     path = tmp_path / "m.safetensors"
     save_model(tiny_model, path, write_sha256_file=True)

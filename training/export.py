@@ -1,11 +1,12 @@
 """Export a pre-training run's weights as the shipped policy, with its model card.
 
     python training/export.py training/ckpt/small [--dst src/dgsr/weights/dgsr-small.safetensors]
-        [--command "dgsr pretrain ..."] [--hours 1.2]
+        [--command "dgsr pretrain ..."] [--half]
 
 Reads ``RUN/model.safetensors`` (weights + config + training facts in its metadata) and
 ``RUN/log.jsonl``, writes the weights to ``--dst`` with a ``.sha256`` beside it, and writes
-``MODEL_CARD.md`` next to it.
+``MODEL_CARD.md`` next to it. A file over the package's 16 MiB limit is refused before anything is
+written; ``--half`` stores the weights in float16 (the ``medium`` preset needs it).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ import sys
 from pathlib import Path
 
 from dgsr.checkpoint import file_sha256, load_model, save_model
+from dgsr.model import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
+#: CONTRACTS: the shipped weights file is at most 16 MiB
+SHIP_LIMIT_BYTES = 16 * 2**20
 
 
 def _thin(rows: list[dict], n: int) -> list[dict]:
@@ -52,12 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hardware", default="2-core shared CPU, 1 torch thread, no GPU")
     parser.add_argument("--history", default="", help="Markdown: how the run's starting weights were trained")
     parser.add_argument("--limits", default="", help="Markdown: what the weights do and do not do (measured)")
+    parser.add_argument("--half", action="store_true", help="store the weights in float16 (half the bytes)")
     args = parser.parse_args(argv)
     model, info = load_model(args.run / "model.safetensors")
+    tensors = model.state_dict().values()
+    size = sum(t.numel() * (2 if args.half and t.is_floating_point() else t.element_size()) for t in tensors)
+    if size > SHIP_LIMIT_BYTES:
+        print(f"error: the weights take {size / 2**20:.1f} MiB, over the {SHIP_LIMIT_BYTES / 2**20:.0f} MiB "
+              f"limit of a shipped file; {'use a smaller preset' if args.half else 'export with --half'}",
+              file=sys.stderr)
+        return 2
+    # the preset the run started from (training options such as target_symbols may be added to it)
+    preset = next((name for name, fields in PRESETS.items()
+                   if all(getattr(model.config, k) == v for k, v in fields.items())), "custom")
     records = [json.loads(line) for line in (args.run / "log.jsonl").read_text().splitlines() if line.strip()]
     evals = [r for r in records if "val_loss" in r]
     info = {**info, "exported": dt.date.today().isoformat()}
-    digest = save_model(model, args.dst, info=info, write_sha256_file=True)
+    digest = save_model(model, args.dst, info=info, write_sha256_file=True, half=args.half)
     n_params = sum(p.numel() for p in model.parameters())
     last = evals[-1] if evals else {}
     train_cfg = info.get("train_config", {})
@@ -68,16 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     encoder = ("one memory token per variable plus one for y" if model.config.encoder == "variables"
                else "one token per data point")
     pointer = ", a variable pointer from decoder states to the variables' tokens" if model.config.variable_pointer else ""
-    card = f"""# dgsr-small: pretrained mutation policy and critic
+    card = f"""# {args.dst.stem}: pretrained mutation policy and critic
 
 The default policy of `dgsr.SymbolicRegressor(policy="neural")`, loaded with no network from
-`dgsr/weights/dgsr-small.safetensors` (config in the file's metadata; tensor SHA-256 in the
-metadata is checked on every load, and the file's SHA-256 against `dgsr-small.safetensors.sha256`
+`dgsr/weights/{args.dst.name}` (config in the file's metadata; tensor SHA-256 in the
+metadata is checked on every load, and the file's SHA-256 against `{args.dst.name}.sha256`
 where that file is present).
 
 - **Exported**: {info['exported']}
-- **Architecture**: `dgsr.model.PolicyModel`, preset `small`: {json.dumps(model.config.to_dict())}
-  ({n_params / 1e6:.2f}M parameters; point encoder with {encoder}, expression
+- **Architecture**: `dgsr.model.PolicyModel`, preset `{preset}`: {json.dumps(model.config.to_dict())}
+  ({n_params / 1e6:.2f}M parameters, stored in {'float16' if args.half else 'float32'}; point encoder with {encoder}, expression
   encoder cross-attending to it, action decoder cross-attending to both{pointer}, critic head on
   the expression encoding)
 - **Training command**: `{args.command or '(not recorded)'}`
@@ -110,10 +125,10 @@ the true y, nats per token; the teacher columns: held-out problems labelled by t
 ## Limits
 {args.limits}
 
-Trained on a 2-core CPU: a small fraction of the paper's budget (E2E-scale models see hundreds of
-millions of examples). Continue training with
-`dgsr pretrain --config small --steps N --out DIR --resume` from a run's `ckpt.pt`, or on a GPU
-with `--config large`. Latency and mutation-validity figures: `docs/policy_bench.md`.
+Trained on the hardware above: a small fraction of the paper's budget (E2E-scale models see
+hundreds of millions of examples). Continue training with
+`dgsr pretrain --config {preset} --steps N --out DIR --resume` from a run's `ckpt.pt`. On a GPU,
+`--config medium` is the largest preset that ships (float16, `training/export.py --half`). Latency and mutation-validity figures: `docs/policy_bench.md`.
 """
     (args.dst.parent / "MODEL_CARD.md").write_text(card)
     print(f"wrote {args.dst} ({args.dst.stat().st_size / 2**20:.1f} MiB) and {args.dst.parent / 'MODEL_CARD.md'}")

@@ -92,14 +92,19 @@ def _atomic(path: Path, write) -> None:
 
 
 def save_model(model: PolicyModel, path: str | os.PathLike, *, info: dict[str, Any] | None = None,
-               write_sha256_file: bool = False) -> str:
+               write_sha256_file: bool = False, half: bool = False) -> str:
     """Write ``model`` as safetensors with its config in the metadata; returns the tensor SHA-256.
 
     ``info`` (JSON-serialisable training facts: steps, data, metrics) goes into the metadata as
     ``dgsr_info``. ``write_sha256_file`` also writes ``<path>.sha256`` with the file's checksum.
+    ``half`` stores floating-point tensors as float16, half the bytes, so that a model twice the
+    size still ships under the package's size limit; :func:`load_model` reads them back into the
+    model's float32 parameters.
     """
     path = Path(path)
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    if half:
+        tensors = {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
     digest = tensors_sha256(tensors)
     metadata = {"format": FORMAT, "dgsr_config": json.dumps(model.config.to_dict()),
                 "dgsr_sha256": digest, "dgsr_info": json.dumps(info or {})}

@@ -116,7 +116,8 @@ class ModelConfig:
 
     @classmethod
     def preset(cls, name: str) -> ModelConfig:
-        """``"small"`` (CPU default), ``"large"`` (GPU) or ``"tiny"`` (tests)."""
+        """``"small"`` (CPU default), ``"medium"`` (GPU-trained, ships in half precision),
+        ``"large"`` (GPU, too large to ship in the package) or ``"tiny"`` (tests)."""
         try:
             return cls(**PRESETS[name])
         except KeyError:
@@ -132,6 +133,11 @@ PRESETS: dict[str, dict] = {
     "small": {"d_model": 128, "n_heads": 4, "point_layers": 2, "expr_layers": 2, "dec_layers": 2, "ff_mult": 4,
               "point_token_dim": 24, "point_features": True, "encoder": "variables", "pair_width": 64,
               "variable_pointer": True},
+    # the largest preset whose weights ship in half precision under the 16 MiB limit (7.7M
+    # parameters, 14.6 MiB): what a lent GPU trains for the package
+    "medium": {"d_model": 192, "n_heads": 6, "point_layers": 3, "expr_layers": 3, "dec_layers": 4, "ff_mult": 4,
+               "point_token_dim": 32, "point_features": True, "encoder": "variables", "pair_width": 96,
+               "variable_pointer": True},
     "large": {"d_model": 512, "n_heads": 8, "point_layers": 4, "expr_layers": 4, "dec_layers": 8, "ff_mult": 4,
               "point_token_dim": 64, "point_features": True, "encoder": "variables", "pair_width": 128,
               "variable_pointer": True},
