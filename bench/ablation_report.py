@@ -114,16 +114,20 @@ def seeds_report(seeds: list[dict[str, dict[int, dict]]]) -> str:
     return "\n".join(out + [""] + summary)
 
 
+def solved_within(row: dict, budget: float) -> bool:
+    """Whether the run solved its problem and stopped within ``budget`` evaluations."""
+    return bool(row["solved"]) and row["evaluations"] <= budget
+
+
 def within_budget(seeds: list[dict[str, dict[int, dict]]], budget: float) -> list[dict[str, dict[int, dict]]]:
-    """The runs with ``solved`` kept only where the run solved the problem and stopped within ``budget`` evaluations."""
-    return [{name: {k: {**r, "solved": bool(r["solved"]) and r["evaluations"] <= budget} for k, r in by.items()}
-             for name, by in s.items()} for s in seeds]
+    """The runs with ``solved`` replaced by :func:`solved_within` at ``budget``."""
+    return [{name: {k: {**r, "solved": solved_within(r, budget)} for k, r in by.items()} for name, by in s.items()}
+            for s in seeds]
 
 
 def solved_curve(seeds: list[dict[str, dict[int, dict]]], name: str, budgets: np.ndarray) -> np.ndarray:
-    """Problems ``name`` solved within each budget (:func:`within_budget`), one row per seed."""
-    return np.array([[sum(r["solved"] for r in within_budget([s], b)[0].get(name, {}).values()) for b in budgets]
-                     for s in seeds])
+    """Problems ``name`` solved within each budget (:func:`solved_within`), one row per seed."""
+    return np.array([[sum(solved_within(r, b) for r in s.get(name, {}).values()) for b in budgets] for s in seeds])
 
 
 def plot_solved_curves(seeds: list[dict[str, dict[int, dict]]], path: str, title: str = "") -> None:

@@ -658,8 +658,8 @@ def add_subparser(subparsers: Any) -> None:
     """``dgsr pretrain``: see the module docstring."""
     p = subparsers.add_parser("pretrain", help="pre-train the neural mutation policy on synthetic data",
                               description="Pre-train the mutation policy and critic on the synthetic corpus.")
-    p.add_argument("--config", default="small", help="model preset: small (CPU), medium (GPU; ships within 16 MiB in half precision), "
-                        "large (GPU), tiny")
+    p.add_argument("--config", default="small",
+                   help="model preset: small (CPU), medium (GPU; ships within 16 MiB in half precision), large (GPU), tiny")
     p.add_argument("--steps", type=int, required=True, help="total optimisation steps (a resume continues to it)")
     p.add_argument("--out", required=True, help="folder for ckpt.pt, model.safetensors and log.jsonl")
     p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt if it exists")
