@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgsr.expression import Expression
-from dgsr.mutations import is_valid
-from dgsr.operators import BINARY, UNARY
+from dgsr.core.expression import Expression
+from dgsr.core.operators import BINARY, UNARY
+from dgsr.search.mutations import is_valid
 
 
 def random_tree(rng: np.random.Generator, n_features: int, n_ops: int) -> Expression:

@@ -22,10 +22,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
-from dgsr.corpus import encode_example, example_stream, expression_key, heldout_keys, load_heldout
-from dgsr.dismantle import dismantle
-from dgsr.evaluate import evaluate
-from dgsr.generator import (
+from dgsr.core.evaluate import evaluate
+from dgsr.core.operators import OPERATORS
+from dgsr.search.mutations import validity_violation
+from dgsr.training.corpus import encode_example, example_stream, expression_key, heldout_keys, load_heldout
+from dgsr.training.dismantle import dismantle
+from dgsr.training.generator import (
     GeneratorConfig,
     acceptable_targets,
     canonicalize,
@@ -33,8 +35,6 @@ from dgsr.generator import (
     sample_inputs,
     sympy_simplify,
 )
-from dgsr.mutations import validity_violation
-from dgsr.operators import OPERATORS
 
 SIZES = (1, 10, math.inf)
 
@@ -205,7 +205,7 @@ def loader_throughput(workers: int, seconds: float) -> None:
     import torch
     from torch.utils.data import DataLoader
 
-    from dgsr.corpus import MutationCorpus
+    from dgsr.training.corpus import MutationCorpus
 
     torch.set_num_threads(1)
     ds = MutationCorpus(0, transform=encode_example)

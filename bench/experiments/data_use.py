@@ -6,7 +6,7 @@ relation to x), and with y replaced by Gaussian noise. A policy that uses y lose
 it is shuffled; equal losses mean it proposes mutations from the expression (and the number of
 variables) alone. Also prints the loss and accuracy per kind of action token.
 
-    python bench/data_use.py src/dgsr/weights/dgsr-small.safetensors
+    python bench/data_use.py src/dgsr/neural/weights/dgsr-small.safetensors
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dgsr.checkpoint import load_model
-from dgsr.pretrain import (
+from dgsr.neural.checkpoint import load_model
+from dgsr.neural.tokens import vocabulary
+from dgsr.training.pretrain import (
     _GROUPS,
     TrainConfig,
     _heldout_examples,
@@ -27,7 +28,6 @@ from dgsr.pretrain import (
     teacher_forced,
     with_new_y,
 )
-from dgsr.tokens import vocabulary
 
 KINDS = ("node", "operator", "operand symbol", "constant sign", "constant mantissa", "constant exponent")
 

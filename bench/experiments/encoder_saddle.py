@@ -1,6 +1,6 @@
 """Does a point encoder learn the x-y pairing? The "which variable" probe of issue 13.
 
-Each problem has 2-10 columns (``dgsr.generator.sample_inputs``) and y = 2 f(x_k) + 0.5 for one
+Each problem has 2-10 columns (``dgsr.training.generator.sample_inputs``) and y = 2 f(x_k) + 0.5 for one
 column k and f among sin, cos, square, tanh, exp, identity, abs; the task is to name k (chance
 about 0.214). Only the point encoder of a fresh ``small`` model and a linear head are trained
 (32 problems per step, AdamW 1e-3, one thread). Every 100 steps: held-out accuracy, loss, and the
@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dgsr.generator import sample_inputs
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.pretrain import encode_point_sets
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.training.generator import sample_inputs
+from dgsr.training.pretrain import encode_point_sets
 
 SHAPES = (np.sin, np.cos, np.square, np.tanh, lambda x: np.exp(np.clip(x, -5, 5)), lambda x: x, np.abs)
 

@@ -1,7 +1,7 @@
 """Evaluation throughput on 1,000 rows: dgsr without and with constant fitting, and pyoperon.
 
 For random valid expressions of exactly 10, 20 and 30 nodes (finite on the data), prints
-(a) ``dgsr.evaluate.evaluate_columns`` evaluations per second, (b) ``fit_constants`` fits per
+(a) ``dgsr.core.evaluate.evaluate_columns`` evaluations per second, (b) ``fit_constants`` fits per
 second (with the fractional evaluations each fit counts), and (c) pyoperon's
 evaluations per second on the same expressions, one ``Evaluate(dtable, tree, dataset, range)``
 call per expression and all of them in one ``EvaluateTrees`` call (one thread), parsed from
@@ -24,10 +24,10 @@ import time
 import numpy as np
 from constants_bench import random_expression
 
-from dgsr.constants import fit_constants
-from dgsr.evaluate import all_finite, as_columns, evaluate_columns
-from dgsr.expression import Expression
-from dgsr.operators import CONSTANT, OPERATORS, arity
+from dgsr.core.constants import fit_constants
+from dgsr.core.evaluate import all_finite, as_columns, evaluate_columns
+from dgsr.core.expression import Expression
+from dgsr.core.operators import CONSTANT, OPERATORS, arity
 
 N_ROWS, N_FEATURES = 1000, 3
 

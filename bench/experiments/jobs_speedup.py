@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from dgsr.regressor import SymbolicRegressor
+from dgsr.estimator.regressor import SymbolicRegressor
 
 
 def load(name: str, data: str | None) -> tuple[pd.DataFrame, np.ndarray]:

@@ -6,7 +6,7 @@
     python bench/online_bench.py report DIR [DIR ...]
 
 The fixed set: 6 Feynman problems (200 rows regenerated from ``../shared/data/feynman``'s ranges,
-seeded by name) and the first 6 in-domain held-out synthetic problems (``dgsr.corpus.load_heldout``,
+seeded by name) and the first 6 in-domain held-out synthetic problems (``dgsr.training.corpus.load_heldout``,
 their 200 rows). Every arm gives each of these 12 datasets the same number of trials (``rounds``)
 with the same per-trial cap (``iterations`` MCTS iterations, at most ``trial-evals`` evaluations)
 and the same controller seed, so the per-trial hyper-parameter draws match across arms; only
@@ -32,11 +32,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dgsr.checkpoint import load_model
-from dgsr.corpus import load_heldout
-from dgsr.evaluate import evaluate
+from dgsr.core.evaluate import evaluate
+from dgsr.core.parser import parse
+from dgsr.neural.checkpoint import load_model
 from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online, throughput
-from dgsr.parser import parse
+from dgsr.training.corpus import load_heldout
 
 FEYNMAN = ("feynman_I_14_4", "feynman_II_3_24", "feynman_I_34_1", "feynman_I_18_12", "feynman_I_47_23",
            "feynman_II_38_14")

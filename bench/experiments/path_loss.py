@@ -15,8 +15,8 @@ import re
 
 import torch
 
-from dgsr.checkpoint import load_model
-from dgsr.pretrain import TrainConfig, evaluate_batches, path_validation_batches
+from dgsr.neural.checkpoint import load_model
+from dgsr.training.pretrain import TrainConfig, evaluate_batches, path_validation_batches
 
 
 def _step(name: str) -> int:

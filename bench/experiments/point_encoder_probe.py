@@ -2,7 +2,7 @@
 
 Only the point encoder and the auxiliary symbol head of a fresh ``small`` model (``--encoder
 variables``, the default, or ``points`` with numeric point features) are trained, from scratch, to predict which operators and variables a random
-ground truth contains from its 100 points (``dgsr.generator.random_problem``, 32 per step). Every
+ground truth contains from its 100 points (``dgsr.training.generator.random_problem``, 32 per step). Every
 200 steps the held-out loss is printed with the true y and with y shuffled over the points: a
 gap means the encoder uses how y relates to x; none means it reads only what shuffling keeps
 (the columns present, the marginal of y).
@@ -20,9 +20,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dgsr.generator import random_problem
-from dgsr.model import ModelConfig, PolicyModel, symbol_targets
-from dgsr.pretrain import encode_point_sets
+from dgsr.neural.model import ModelConfig, PolicyModel, symbol_targets
+from dgsr.training.generator import random_problem
+from dgsr.training.pretrain import encode_point_sets
 
 
 def tensors(problems: list, rng: np.random.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -3,7 +3,7 @@
     python bench/policy_ablation.py [--weights PATH] [--domain in|out|feynman] [--problems 20]
         [--evals 3000 | --time 10] [--seed 0] [--threads 1] [--policies neural,semantic,random]
 
-Held-out synthetic problems (``dgsr.corpus.load_heldout``) or Feynman problems (200 regenerated
+Held-out synthetic problems (``dgsr.training.corpus.load_heldout``) or Feynman problems (200 regenerated
 rows): the first 150 of each problem's 200 rows are the search data, the last 50 the test rows. A problem counts as solved when the
 search's most accurate expression reaches R² >= 0.99 on the test rows (the search stops early at
 training R² 0.99). Both policies get the same search settings, seed and budget; one thread.
@@ -19,14 +19,14 @@ import time
 
 import numpy as np
 
-from dgsr.budget import Budget
-from dgsr.corpus import load_heldout
-from dgsr.evaluate import evaluate, r2_score
-from dgsr.mixture_policy import MixturePolicy
-from dgsr.policy import Proposal
-from dgsr.random_policy import RandomPolicy
-from dgsr.search import SearchConfig, run_search
-from dgsr.semantic_policy import SemanticPolicy
+from dgsr.core.budget import Budget
+from dgsr.core.evaluate import evaluate, r2_score
+from dgsr.policies.mixture import MixturePolicy
+from dgsr.policies.random import RandomPolicy
+from dgsr.policies.semantic.policy import SemanticPolicy
+from dgsr.search.mcts import SearchConfig, run_search
+from dgsr.search.policy import Proposal
+from dgsr.training.corpus import load_heldout
 
 
 class FlatPriors:
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if neural_arms:  # torch only when a neural policy runs
         import torch
 
-        from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy, RerankPolicy
+        from dgsr.neural.policy import DEFAULT_WEIGHTS, NeuralPolicy, RerankPolicy
 
         torch.set_num_threads(args.threads)
         weights = args.weights or str(DEFAULT_WEIGHTS)

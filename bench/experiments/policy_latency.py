@@ -13,7 +13,7 @@
 * points once per trial vs. per expansion: hit rate when the 100 points are encoded once (our
   default) vs. a fresh random 100 of the problem's 200 rows encoded at every expansion (the paper).
 * re-ranking (``--rerank 32,64``): the network scores N uniform candidates in one batched pass and
-  keeps K (:class:`dgsr.neural_policy.RerankPolicy`): latency, FLOP floor, and hit rates against the
+  keeps K (:class:`dgsr.neural.policy.RerankPolicy`): latency, FLOP floor, and hit rates against the
   uniform policy's own K, with the true y and with y shuffled over the points.
 
 Prints a Markdown table (paste into docs/policy_bench.md) and a JSON line.
@@ -34,12 +34,12 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from dgsr.corpus import load_heldout
-from dgsr.dismantle import mutation_path
-from dgsr.mutations import apply_mutation
-from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy, RerankPolicy
-from dgsr.random_policy import RandomPolicy
-from dgsr.sampling import points_ids, sample_mutations
+from dgsr.neural.policy import DEFAULT_WEIGHTS, NeuralPolicy, RerankPolicy
+from dgsr.neural.sampling import points_ids, sample_mutations
+from dgsr.policies.random import RandomPolicy
+from dgsr.search.mutations import apply_mutation
+from dgsr.training.corpus import load_heldout
+from dgsr.training.dismantle import mutation_path
 
 
 def matmul_rate(n: int = 1024, repeats: int = 5) -> float:

@@ -19,9 +19,9 @@ import pstats
 import numpy as np
 
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
-from dgsr.budget import Budget
-from dgsr.policies import load_policy
-from dgsr.search import SearchConfig, run_search
+from dgsr.core.budget import Budget
+from dgsr.policies.registry import load_policy
+from dgsr.search.mcts import SearchConfig, run_search
 
 # (category, module file suffix, function name): cumulative time of these functions.
 CATEGORIES = {

@@ -21,11 +21,11 @@ import time
 import numpy as np
 
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
-from dgsr.budget import Budget
-from dgsr.evaluate import evaluate, r2_score
-from dgsr.pareto import select
-from dgsr.policies import load_policy
-from dgsr.search import SearchConfig, run_search
+from dgsr.core.budget import Budget
+from dgsr.core.evaluate import evaluate, r2_score
+from dgsr.core.pareto import select
+from dgsr.policies.registry import load_policy
+from dgsr.search.mcts import SearchConfig, run_search
 
 VARIANTS: dict[str, dict] = {
     "base": {},
@@ -59,7 +59,7 @@ def _variant(name: str) -> tuple[dict, object]:
     policy = settings.pop("policy", "random")
     kwargs = settings.pop("policy_kwargs", None)
     if kwargs:
-        from dgsr.semantic_policy import SemanticPolicy
+        from dgsr.policies.semantic.policy import SemanticPolicy
 
         return settings, SemanticPolicy(**kwargs)
     return settings, policy

@@ -36,13 +36,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-import dgsr.regressor as regressor_module
+import dgsr.estimator.regressor as regressor_module
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.bench.protocol import make_split
-from dgsr.evaluate import r2_score
-from dgsr.pareto import select
-from dgsr.regressor import SymbolicRegressor
-from dgsr.selection import prefer_pole_free, probe_points
+from dgsr.core.evaluate import r2_score
+from dgsr.core.pareto import select
+from dgsr.estimator.model_selection import prefer_pole_free, probe_points
+from dgsr.estimator.regressor import SymbolicRegressor
 
 FRONT_RULES = ("best", "balanced", "accuracy", "score")
 RULES = (*FRONT_RULES, "val-1se", "val-min", "val-best", "linear")

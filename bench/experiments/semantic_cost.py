@@ -10,10 +10,10 @@ import time
 
 import numpy as np
 
-from dgsr.evaluate import as_columns, evaluate_columns
-from dgsr.parser import parse
-from dgsr.random_policy import RandomPolicy
-from dgsr.semantic_policy import SemanticPolicy
+from dgsr.core.evaluate import as_columns, evaluate_columns
+from dgsr.core.parser import parse
+from dgsr.policies.random import RandomPolicy
+from dgsr.policies.semantic.policy import SemanticPolicy
 
 EXPRESSIONS = ["x0", "x0*x1", "x0*x1/x2 + sin(x3)*x4", "sqrt(x0*x1)/(x2 + x3**2) - exp(x4/x0)*x1 + 2.5*x3"]
 

@@ -1,10 +1,10 @@
 """Collect semantic-search solution paths for pre-training (``dgsr pretrain --paths``).
 
-    python training/collect_paths.py --seed 1 --minutes 30 --out training/ckpt/paths-1.pkl
+    python bench/training/collect_paths.py --seed 1 --minutes 30 --out training/ckpt/paths-1.pkl
 
 Draws training problems (held-out expressions excluded), runs the MCTS with the semantic policy
 on each (2,000 evaluations), and keeps the shortest path to R² >= 0.99 of every solved problem
-(:func:`dgsr.teacher.search_path_examples`); with ``--check-points N`` only when the solution also
+(:func:`dgsr.training.teacher.search_path_examples`); with ``--check-points N`` only when the solution also
 fits N fresh rows of the problem; with ``--partial-r2 R`` a failed search also gives the path to its
 most accurate expression when that reaches R² >= R. The file is rewritten every ``--save-every`` solved
 problems, so a run stopped early keeps what it found. Run one process per core with different seeds.
@@ -18,8 +18,8 @@ import argparse
 import sys
 import time
 
-from dgsr.generator import DEFAULT_CONFIG, GeneratorConfig
-from dgsr.teacher import SEARCH_EVALUATIONS, collect_search_paths, save_search_paths
+from dgsr.training.generator import DEFAULT_CONFIG, GeneratorConfig
+from dgsr.training.teacher import SEARCH_EVALUATIONS, collect_search_paths, save_search_paths
 
 
 def main(argv: list[str] | None = None) -> int:

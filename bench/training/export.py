@@ -1,6 +1,6 @@
 """Export a pre-training run's weights as the shipped policy, with its model card.
 
-    python training/export.py training/ckpt/small [--dst src/dgsr/weights/dgsr-small.safetensors]
+    python bench/training/export.py training/ckpt/small [--dst src/dgsr/neural/weights/dgsr-small.safetensors]
         [--command "dgsr pretrain ..."] [--half]
 
 Reads ``RUN/model.safetensors`` (weights + config + training facts in its metadata) and
@@ -17,8 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from dgsr.checkpoint import file_sha256, load_model, save_model
-from dgsr.model import PRESETS
+from dgsr.neural.checkpoint import file_sha256, load_model, save_model
+from dgsr.neural.model import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: CONTRACTS: the shipped weights file is at most 16 MiB
@@ -34,12 +34,12 @@ def _thin(rows: list[dict], n: int) -> list[dict]:
 #: The batch shares a run can have besides the dismantling corpus, and how the card describes them.
 _SHARES = (
     ("teacher_share", ("; a share {} of each batch labelled instead by the semantic-policy teacher "
-                       "(`dgsr.teacher`: the semantic policy's first choice on dismantling-path and greedy-rollout "
+                       "(`dgsr.training.teacher`: the semantic policy's first choice on dismantling-path and greedy-rollout "
                        "states, a target that depends on the x-y pairing)")),
     ("paths_share", ("; and a share {} drawn from the steps of semantic-search solution paths "
-                     "(`dgsr.teacher.search_path_examples`: the shortest path to R² >= 0.99 of an MCTS with the "
+                     "(`dgsr.training.teacher.search_path_examples`: the shortest path to R² >= 0.99 of an MCTS with the "
                      "semantic policy on a generated training problem, collected ahead of time by "
-                     "`training/collect_paths.py`)")),
+                     "`bench/training/collect_paths.py`)")),
 )
 
 
@@ -51,7 +51,7 @@ def _shares_text(train_cfg: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run", type=Path)
-    parser.add_argument("--dst", type=Path, default=ROOT / "src/dgsr/weights/dgsr-small.safetensors")
+    parser.add_argument("--dst", type=Path, default=ROOT / "src/dgsr/neural/weights/dgsr-small.safetensors")
     parser.add_argument("--command", default="")
     parser.add_argument("--hardware", default="2-core shared CPU, 1 torch thread, no GPU")
     parser.add_argument("--history", default="", help="Markdown: how the run's starting weights were trained")
@@ -86,12 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     card = f"""# {args.dst.stem}: pretrained mutation policy and critic
 
 The default policy of `dgsr.SymbolicRegressor(policy="neural")`, loaded with no network from
-`dgsr/weights/{args.dst.name}` (config in the file's metadata; tensor SHA-256 in the
+`dgsr/neural/weights/{args.dst.name}` (config in the file's metadata; tensor SHA-256 in the
 metadata is checked on every load, and the file's SHA-256 against `{args.dst.name}.sha256`
 where that file is present).
 
 - **Exported**: {info['exported']}
-- **Architecture**: `dgsr.model.PolicyModel`, preset `{preset}`: {json.dumps(model.config.to_dict())}
+- **Architecture**: `dgsr.neural.model.PolicyModel`, preset `{preset}`: {json.dumps(model.config.to_dict())}
   ({n_params / 1e6:.2f}M parameters, stored in {'float16' if args.half else 'float32'}; point encoder with {encoder}, expression
   encoder cross-attending to it, action decoder cross-attending to both{pointer}, critic head on
   the expression encoding)
@@ -104,12 +104,12 @@ where that file is present).
   {train_cfg.get('lr')}, {train_cfg.get('warmup')} warm-up steps then inverse square root, gradient clipping
   at {train_cfg.get('grad_clip')}; loss = action cross-entropy (each target normalised within its token group:
   mantissa / exponent / other, as constrained decoding samples) + {train_cfg.get('critic_weight')} x critic BCE
-- **Data**: `{train_cfg.get('data')}` source: `dgsr.corpus.example_stream` (random ground truths from
-  `dgsr.generator`, 5-25 operators, 1-10 variables, Gaussian-mixture inputs, {train_cfg.get('n_points')}
-  points; dismantled by `dgsr.dismantle.mutation_path` with mutation size ~{train_cfg.get('mutation_size')};
+- **Data**: `{train_cfg.get('data')}` source: `dgsr.training.corpus.example_stream` (random ground truths from
+  `dgsr.training.generator`, 5-25 operators, 1-10 variables, Gaussian-mixture inputs, {train_cfg.get('n_points')}
+  points; dismantled by `dgsr.training.dismantle.mutation_path` with mutation size ~{train_cfg.get('mutation_size')};
   held-out expressions excluded){_shares_text(train_cfg)}. Critic targets: states on the dismantling path = 1; the same
   states after a random mutation off the path, or random expressions of similar size = 0.
-- **Validation** (held-out in-domain problems of `dgsr.corpus.load_heldout("in")`, their dismantling
+- **Validation** (held-out in-domain problems of `dgsr.training.corpus.load_heldout("in")`, their dismantling
   steps, {train_cfg.get('val_examples')} examples) at step {last.get('step')}: action loss
   {last.get('val_action_loss')}, token accuracy {last.get('val_token_acc')}, whole-action accuracy
   (teacher forced, every token right) {last.get('val_action_acc')}, critic accuracy {last.get('val_critic_acc')}.
@@ -128,7 +128,7 @@ the true y, nats per token; the teacher columns: held-out problems labelled by t
 Trained on the hardware above: a small fraction of the paper's budget (E2E-scale models see
 hundreds of millions of examples). Continue training with
 `dgsr pretrain --config {preset} --steps N --out DIR --resume` from a run's `ckpt.pt`. On a GPU,
-`--config medium` is the largest preset that ships (float16, `training/export.py --half`). Latency and mutation-validity figures: `docs/policy_bench.md`.
+`--config medium` is the largest preset that ships (float16, `bench/training/export.py --half`). Latency and mutation-validity figures: `docs/policy_bench.md`.
 """
     (args.dst.parent / "MODEL_CARD.md").write_text(card)
     print(f"wrote {args.dst} ({args.dst.stat().st_size / 2**20:.1f} MiB) and {args.dst.parent / 'MODEL_CARD.md'}")

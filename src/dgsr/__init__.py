@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from .expression import Expression
+from dgsr import _legacy
+from dgsr.core.expression import Expression
 
-__version__ = "0.1.0"
+_legacy.install()  # pickles and imports that name 0.1.0's module paths keep working
+
+__version__ = "0.2.0"
 
 __all__ = ["Expression", "SymbolicRegressor", "__version__", "load_policy"]
 
@@ -12,11 +15,11 @@ __all__ = ["Expression", "SymbolicRegressor", "__version__", "load_policy"]
 def __getattr__(name: str):
     # Lazy imports keep `import dgsr` light (no scikit-learn / torch until used).
     if name == "SymbolicRegressor":
-        from .regressor import SymbolicRegressor
+        from dgsr.estimator.regressor import SymbolicRegressor
 
         return SymbolicRegressor
     if name == "load_policy":
-        from .policies import load_policy
+        from dgsr.policies.registry import load_policy
 
         return load_policy
     raise AttributeError(f"module 'dgsr' has no attribute {name!r}")

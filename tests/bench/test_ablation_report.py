@@ -6,7 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "ablation_report.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "experiments" / "ablation_report.py"
 
 
 def _module():

@@ -123,10 +123,10 @@ def test_stable_seed_is_crc32_not_hash():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.skipif(not Path(__file__).resolve().parents[2].joinpath("shared", "data", "feynman").is_dir(),
+@pytest.mark.skipif(not Path(__file__).resolve().parents[3].joinpath("shared", "data", "feynman").is_dir(),
                     reason="shared benchmark data not present")
 def test_real_suite_sizes():
-    data = Path(__file__).resolve().parents[2] / "shared" / "data"
+    data = Path(__file__).resolve().parents[3] / "shared" / "data"
     assert len(list_datasets("blackbox", data)) == 57
     assert len(list_datasets("feynman", data)) == 119
     assert len(list_datasets("strogatz", data)) == 14

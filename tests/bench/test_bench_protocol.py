@@ -98,7 +98,7 @@ def test_dgsr_variant_names():
 
 @pytest.mark.timeout(60)
 def test_dgsr_adapter_passes_budget_and_variant(monkeypatch):
-    import dgsr.regressor
+    import dgsr.estimator.regressor
     from dgsr.bench.methods import Budget
 
     seen = {}
@@ -118,7 +118,7 @@ def test_dgsr_adapter_passes_budget_and_variant(monkeypatch):
         def sympy(self):
             return sympy.Symbol("a")
 
-    monkeypatch.setattr(dgsr.regressor, "SymbolicRegressor", FakeRegressor)
+    monkeypatch.setattr(dgsr.estimator.regressor, "SymbolicRegressor", FakeRegressor)
     # keep this pytest process's thread settings (the adapter would pin them to 1 for a worker)
     monkeypatch.setattr("dgsr.bench.methods.limit_threads", lambda: None)
     X = pd.DataFrame({"a": np.arange(8.0)})

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy
-from tests.test_bench_datasets import make_data_dir
 
 from dgsr.bench.cli import add_subparsers, main
 from dgsr.bench.methods import MethodResult, register_method
 from dgsr.bench.runner import RESULTS_FILE, plan_runs, read_rows, run_benchmark
+from tests.bench.test_bench_datasets import make_data_dir
 
 
 def fake_least_squares(split, budget):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import sympy
 
-SUBMISSION = Path(__file__).resolve().parents[1] / "bench" / "srbench" / "regressor.py"
+SUBMISSION = Path(__file__).resolve().parents[2] / "bench" / "srbench" / "regressor.py"
 
 
 def _load():

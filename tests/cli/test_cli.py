@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgsr import cli
+import dgsr.cli.app as cli
+from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.examples import EXAMPLES, generate
-from dgsr.regressor import SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 

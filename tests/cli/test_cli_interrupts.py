@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgsr import cli, regressor, search
+import dgsr.cli.app as cli
+import dgsr.search.mcts as search
+from dgsr.estimator import regressor
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 

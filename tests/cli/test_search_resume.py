@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
-from dgsr.checkpoint import save_model
-from dgsr.cli import main
-from dgsr.model import ModelConfig, PolicyModel
+from dgsr.cli.app import main
+from dgsr.neural.checkpoint import save_model
+from dgsr.neural.model import ModelConfig, PolicyModel
 from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online
 from dgsr.online.state import load_state
 

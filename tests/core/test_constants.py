@@ -3,15 +3,15 @@ import warnings
 
 import numpy as np
 import pytest
-from tests.conftest import random_tree
 
-import dgsr.constants as constants_module
-from dgsr.constants import ConstantFit, fit_constants, linear_scaling, scale_expression
-from dgsr.evaluate import as_columns, evaluate
-from dgsr.expression import Expression
-from dgsr.gradients import BINARY_DERIVATIVES, DERIVATIVES, UNARY_DERIVATIVES, value_and_jacobian
-from dgsr.operators import BINARY, OPERATORS, UNARY
-from dgsr.parser import parse
+import dgsr.core.constants as constants_module
+from dgsr.core.constants import ConstantFit, fit_constants, linear_scaling, scale_expression
+from dgsr.core.evaluate import as_columns, evaluate
+from dgsr.core.expression import Expression
+from dgsr.core.gradients import BINARY_DERIVATIVES, DERIVATIVES, UNARY_DERIVATIVES, value_and_jacobian
+from dgsr.core.operators import BINARY, OPERATORS, UNARY
+from dgsr.core.parser import parse
+from tests.conftest import random_tree
 
 C = Expression.constant
 X0, X1 = Expression.variable(0), Expression.variable(1)
@@ -242,7 +242,7 @@ def test_fewer_rows_than_constants(method):
 
 
 def test_additive_terms_split_sums_and_differences_with_signs():
-    from dgsr.constants import additive_terms
+    from dgsr.core.constants import additive_terms
 
     names = ["x0", "x1", "x2"]
     expr = parse("x0*x1 - (sin(x2) + 3)", names)
@@ -255,7 +255,7 @@ def test_additive_terms_split_sums_and_differences_with_signs():
 
 
 def test_term_weights_are_least_squares_and_rebuild_an_expression():
-    from dgsr.constants import additive_terms, fit_term_weights, weighted_sum
+    from dgsr.core.constants import additive_terms, fit_term_weights, weighted_sum
 
     names = ["x0", "x1"]
     rng = np.random.default_rng(1)

@@ -14,14 +14,14 @@ import pytest
 import sympy
 from rich.console import Console
 
-from dgsr import cli
-from dgsr.display import equation_latex, equation_text, format_front, format_number
-from dgsr.progress import ProgressLine, budget_fraction
-from dgsr.regressor import SymbolicRegressor
-from dgsr.search import SearchProgress
+import dgsr.cli.app as cli
+from dgsr.core.display import equation_latex, equation_text, format_front, format_number
+from dgsr.estimator.progress import ProgressLine, budget_fraction
+from dgsr.estimator.regressor import SymbolicRegressor
+from dgsr.search.mcts import SearchProgress
 
 pytestmark = pytest.mark.timeout(120, method="thread")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,11 @@ import math
 import numpy as np
 import pytest
 import sympy
-from tests.conftest import random_tree
 
-from dgsr.evaluate import all_finite, evaluate, evaluate_constant, r2_score
-from dgsr.expression import Expression
-from dgsr.parser import parse
+from dgsr.core.evaluate import all_finite, evaluate, evaluate_constant, r2_score
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from tests.conftest import random_tree
 
 
 def test_matches_sympy_lambdify_on_random_trees(rng):

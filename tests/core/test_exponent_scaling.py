@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import sympy
 
-from dgsr.budget import Budget
-from dgsr.operators import OPERATORS
-from dgsr.parser import parse
-from dgsr.random_policy import RandomPolicy
-from dgsr.regressor import SymbolicRegressor
-from dgsr.scaling import Scaling, fit_scaling
-from dgsr.search import run_search
+from dgsr.core.budget import Budget
+from dgsr.core.exponent_scaling import Scaling, fit_scaling
+from dgsr.core.operators import OPERATORS
+from dgsr.core.parser import parse
+from dgsr.estimator.regressor import SymbolicRegressor
+from dgsr.policies.random import RandomPolicy
+from dgsr.search.mcts import run_search
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 

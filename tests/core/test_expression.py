@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 import sympy
-from tests.conftest import random_tree
 
-from dgsr.expression import Expression, MalformedExpression
-from dgsr.parser import ParseError, parse
+from dgsr.core.expression import Expression, MalformedExpression
+from dgsr.core.parser import ParseError, parse
+from tests.conftest import random_tree
 
 
 def test_prefix_structure_and_spans():

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import sympy
 
-from dgsr import cli
-from dgsr.display import equation_latex, equation_text
-from dgsr.names import is_plain, quote
-from dgsr.parser import parse
-from dgsr.regressor import SymbolicRegressor
+import dgsr.cli.app as cli
+from dgsr.core.display import equation_latex, equation_text
+from dgsr.core.names import is_plain, quote
+from dgsr.core.parser import parse
+from dgsr.estimator.regressor import SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 

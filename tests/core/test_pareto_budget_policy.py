@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from dgsr.budget import Budget
-from dgsr.expression import Expression
-from dgsr.mutations import apply_mutation
-from dgsr.pareto import ParetoArchive, front_scores, select
-from dgsr.parser import parse
-from dgsr.random_policy import RandomPolicy
+from dgsr.core.budget import Budget
+from dgsr.core.expression import Expression
+from dgsr.core.pareto import ParetoArchive, front_scores, select
+from dgsr.core.parser import parse
+from dgsr.policies.random import RandomPolicy
+from dgsr.search.mutations import apply_mutation
 
 pytestmark = pytest.mark.timeout(30, method="thread")
 
@@ -102,8 +102,8 @@ def test_random_policy_stops_at_the_size_limit():
 
 
 def test_a_rewrite_of_one_function_does_not_join_the_front_on_float_rounding():
-    from dgsr.evaluate import evaluate
-    from dgsr.regressor import FrontEntry, _pareto
+    from dgsr.core.evaluate import evaluate
+    from dgsr.estimator.regressor import FrontEntry, _pareto
 
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 3, (200, 3))

@@ -16,11 +16,17 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dgsr.evaluate import evaluate
-from dgsr.expression import Expression
-from dgsr.mutations import MUTATION_OPERATORS, InvalidMutation, Mutation, apply_mutation, validity_violation
-from dgsr.operators import BINARY, OPERATORS, TRANSCENDENTAL, UNARY
-from dgsr.parser import parse
+from dgsr.core.evaluate import evaluate
+from dgsr.core.expression import Expression
+from dgsr.core.operators import BINARY, OPERATORS, TRANSCENDENTAL, UNARY
+from dgsr.core.parser import parse
+from dgsr.search.mutations import (
+    MUTATION_OPERATORS,
+    InvalidMutation,
+    Mutation,
+    apply_mutation,
+    validity_violation,
+)
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dgsr.regressor import SymbolicRegressor
+from dgsr.estimator.regressor import SymbolicRegressor
 
 # The one check we cannot pass by design: integer weights must give exactly the model fitted on
 # repeated rows, but the search draws its rows and subsets at random, so the two searches differ

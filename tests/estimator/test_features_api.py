@@ -10,17 +10,17 @@ from sklearn.metrics import mean_squared_error
 from sklearn.metrics import r2_score as sk_r2
 
 import dgsr
-from dgsr import cli
-from dgsr.budget import Budget
-from dgsr.constants import fit_constants, fit_term_weights
-from dgsr.evaluate import as_columns
-from dgsr.expression import Expression
-from dgsr.mutations import apply_mutation
-from dgsr.operators import OPERATORS, resolve_operators
-from dgsr.parser import parse
-from dgsr.random_policy import RandomPolicy
-from dgsr.regressor import SymbolicRegressor
-from dgsr.search import SearchConfig, run_search
+import dgsr.cli.app as cli
+from dgsr.core.budget import Budget
+from dgsr.core.constants import fit_constants, fit_term_weights
+from dgsr.core.evaluate import as_columns
+from dgsr.core.expression import Expression
+from dgsr.core.operators import OPERATORS, resolve_operators
+from dgsr.core.parser import parse
+from dgsr.estimator.regressor import SymbolicRegressor
+from dgsr.policies.random import RandomPolicy
+from dgsr.search.mcts import SearchConfig, run_search
+from dgsr.search.mutations import apply_mutation
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -106,7 +106,7 @@ def test_fitted_front_uses_only_allowed_operators(data, kwargs, allowed):
 
 
 def test_neural_policy_masks_excluded_operator_tokens(data, rng):
-    neural_policy = pytest.importorskip("dgsr.neural_policy")
+    neural_policy = pytest.importorskip("dgsr.neural.policy")
     X, y = data
     allowed = {"add", "mul", "sin"}
     policy = neural_policy.NeuralPolicy.from_pretrained(operators=sorted(allowed), use_critic=False)
@@ -212,7 +212,7 @@ def test_jax_export(fitted):
 
 
 def test_export_of_a_constant_formula_has_one_value_per_row():
-    from dgsr.export import export_function
+    from dgsr.estimator.export import export_function
 
     f = export_function(Expression.constant(2.5), [], "numpy")
     np.testing.assert_array_equal(f(np.zeros((4, 3))), np.full(4, 2.5))
@@ -233,7 +233,7 @@ def test_pyproject_version_matches_package():
 
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"] == dgsr.__version__
 
 

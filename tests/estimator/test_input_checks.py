@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import DataConversionWarning
 
-from dgsr.regressor import SymbolicRegressor
-from dgsr.validation import validate_training_data
+from dgsr.estimator.input_checks import validate_training_data
+from dgsr.estimator.regressor import SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(30, method="thread")
 
@@ -137,7 +137,7 @@ def test_predict_checks_columns_and_finiteness():
     # Fitted state by hand: the checks in predict do not depend on how the front was found.
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [0.0, 1.0, 2.0]})
     validate_training_data(est, X, [1.0, 2.0, 3.0])
-    from dgsr.validation import validate_predict_data
+    from dgsr.estimator.input_checks import validate_predict_data
 
     with pytest.raises(ValueError, match="X contains NaN.*column 'b'"):
         validate_predict_data(est, pd.DataFrame({"a": [1.0], "b": [np.nan]}))

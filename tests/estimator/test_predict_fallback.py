@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgsr.parser import parse
-from dgsr.regressor import FrontEntry, SymbolicRegressor
+from dgsr.core.parser import parse
+from dgsr.estimator.regressor import FrontEntry, SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 

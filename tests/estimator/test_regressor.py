@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 import sympy
 
-from dgsr.expression import Expression
-from dgsr.features import select_features
-from dgsr.parser import parse
-from dgsr.regressor import FrontEntry, SymbolicRegressor, front_scores
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.estimator.features import select_features
+from dgsr.estimator.regressor import FrontEntry, SymbolicRegressor, front_scores
 
-# The thread method: SymPy's time cap in dgsr.simplify uses SIGALRM, as pytest-timeout's signal
+# The thread method: SymPy's time cap in dgsr.core.simplify uses SIGALRM, as pytest-timeout's signal
 # method does.
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -224,8 +224,8 @@ def test_front_scores_by_hand():
 
 
 def test_load_policy():
-    from dgsr.policies import load_policy
-    from dgsr.random_policy import RandomPolicy
+    from dgsr.policies.random import RandomPolicy
+    from dgsr.policies.registry import load_policy
 
     assert isinstance(load_policy("random"), RandomPolicy)
     mine = RandomPolicy()
@@ -239,11 +239,11 @@ def test_load_policy():
 
 
 def test_neural_falls_back_to_random_with_a_warning_until_weights_ship():
-    from dgsr.policies import load_policy
-    from dgsr.random_policy import RandomPolicy
+    from dgsr.policies.random import RandomPolicy
+    from dgsr.policies.registry import load_policy
 
     try:
-        from dgsr.neural_policy import NeuralPolicy
+        from dgsr.neural.policy import NeuralPolicy
 
         NeuralPolicy.from_pretrained()
     except (ImportError, FileNotFoundError, AttributeError):
@@ -254,9 +254,9 @@ def test_neural_falls_back_to_random_with_a_warning_until_weights_ship():
 
 
 def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
-    from dgsr.evaluate import as_columns
-    from dgsr.parser import parse
-    from dgsr.regressor import tidy_constants
+    from dgsr.core.evaluate import as_columns
+    from dgsr.core.parser import parse
+    from dgsr.estimator.regressor import tidy_constants
 
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 3, size=(100, 2))
@@ -295,7 +295,7 @@ def test_plot_front_draws_every_front_entry_and_marks_the_selection(fitted):
 def test_every_model_selection_rule_fits_and_picks_from_the_front(rule, product_data):
     from types import SimpleNamespace
 
-    from dgsr.pareto import select
+    from dgsr.core.pareto import select
 
     X, y = product_data
     est = _est(model_selection=rule, max_evaluations=500).fit(X, y)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from dgsr.checkpoint import (
+from dgsr.neural.checkpoint import (
     CheckpointError,
     load_model,
     load_training_state,
@@ -16,8 +16,8 @@ from dgsr.checkpoint import (
     save_model,
     save_training_state,
 )
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.pretrain import TrainConfig, train
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.training.pretrain import TrainConfig, train
 
 pytestmark = [pytest.mark.timeout(90, method="thread"), pytest.mark.usefixtures("torch_one_thread")]
 

@@ -8,11 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgsr.evaluate import evaluate
-from dgsr.expression import Expression
-from dgsr.parser import parse
-from dgsr.regressor import FrontEntry, SymbolicRegressor
-from dgsr.selection import (
+from dgsr.core.evaluate import evaluate
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.estimator.model_selection import (
     has_pole,
     linear_candidate,
     one_se_eligible,
@@ -21,6 +20,7 @@ from dgsr.selection import (
     validation_choice,
     validation_split,
 )
+from dgsr.estimator.regressor import FrontEntry, SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(240, method="thread")
@@ -20,15 +20,15 @@ def test_wheel_contains_and_loads_the_shipped_weights(tmp_path):
     wheel = next((tmp_path / "dist").glob("dgsr-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        for needed in ("dgsr/weights/dgsr-small.safetensors", "dgsr/weights/dgsr-small.safetensors.sha256",
-                       "dgsr/weights/MODEL_CARD.md", "dgsr/examples/gravity.csv", "dgsr/data/heldout.jsonl.gz",
+        for needed in ("dgsr/neural/weights/dgsr-small.safetensors", "dgsr/neural/weights/dgsr-small.safetensors.sha256",
+                       "dgsr/neural/weights/MODEL_CARD.md", "dgsr/examples/gravity.csv", "dgsr/data/heldout.jsonl.gz",
                        "dgsr/bench/data/feynman/equations.tsv", "dgsr/bench/data/pmlb/MANIFEST.tsv"):
             assert needed in names, needed
         zf.extractall(tmp_path / "site")
     # Load the weights from the unpacked wheel, in a fresh interpreter that cannot see the checkout.
     site = tmp_path / "site"
     code = (f"import sys; sys.path.insert(0, {str(site)!r}); "
-            "import dgsr, pathlib; from dgsr.neural_policy import NeuralPolicy; "
+            "import dgsr, pathlib; from dgsr.neural.policy import NeuralPolicy; "
             "p = NeuralPolicy.from_pretrained(); "
             f"assert pathlib.Path(dgsr.__file__).is_relative_to({str(site)!r}), dgsr.__file__; print('ok')")
     # -I: isolated mode, so neither the checkout (cwd, PYTHONPATH) nor an editable install can leak in.

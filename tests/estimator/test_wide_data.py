@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgsr.random_policy import RandomPolicy
-from dgsr.regressor import SymbolicRegressor
+from dgsr.estimator.regressor import SymbolicRegressor
+from dgsr.policies.random import RandomPolicy
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -55,8 +55,8 @@ def test_a_policy_with_a_variable_limit_preselects_and_says_so():
 
 def test_the_neural_policy_declares_its_limit():
     pytest.importorskip("torch")
-    from dgsr.neural_policy import NeuralPolicy
-    from dgsr.operators import MAX_VARIABLES
+    from dgsr.core.operators import MAX_VARIABLES
+    from dgsr.neural.policy import NeuralPolicy
 
     assert NeuralPolicy.max_variables == MAX_VARIABLES == 10
 

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from dgsr.expression import Expression
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.mutations import Mutation
-from dgsr.neural_policy import NeuralPolicy
-from dgsr.parser import parse
-from dgsr.pretrain import grouped_action_loss
-from dgsr.sampling import expression_ids, pad_ids
-from dgsr.tokens import vocabulary
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.policy import NeuralPolicy
+from dgsr.neural.sampling import expression_ids, pad_ids
+from dgsr.neural.tokens import vocabulary
+from dgsr.search.mutations import Mutation
+from dgsr.training.pretrain import grouped_action_loss
 
 #: y = 2 f(x_k) + 0.5 with f one of these; the task is to name k
 SHAPES = (np.sin, np.square, np.abs, lambda x: np.exp(np.clip(x, -3, 3)), lambda x: x, np.tanh)

@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dgsr.model import N_POINT_FEATURES, ModelConfig, PolicyModel, column_features, point_features
-from dgsr.mutations import Mutation
-from dgsr.parser import parse
-from dgsr.pretrain import grouped_action_loss
-from dgsr.sampling import expression_ids, pad_ids, points_ids
-from dgsr.tokens import vocabulary
+from dgsr.core.parser import parse
+from dgsr.neural.model import N_POINT_FEATURES, ModelConfig, PolicyModel, column_features, point_features
+from dgsr.neural.sampling import expression_ids, pad_ids, points_ids
+from dgsr.neural.tokens import vocabulary
+from dgsr.search.mutations import Mutation
+from dgsr.training.pretrain import grouped_action_loss
 
 NAMES = ["x0", "x1"]
 

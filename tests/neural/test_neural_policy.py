@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from dgsr.checkpoint import CheckpointError, file_sha256, load_model, read_metadata, save_model
-from dgsr.expression import Expression
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.mutations import apply_mutation
-from dgsr.neural_policy import DEFAULT_WEIGHTS, NeuralPolicy
-from dgsr.parser import parse
-from dgsr.policy import Policy, Proposal
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.neural.checkpoint import CheckpointError, file_sha256, load_model, read_metadata, save_model
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.policy import DEFAULT_WEIGHTS, NeuralPolicy
+from dgsr.search.mutations import apply_mutation
+from dgsr.search.policy import Policy, Proposal
 
 NAMES = ["x0", "x1"]
 
@@ -183,7 +183,7 @@ def test_not_a_dgsr_checkpoint(tmp_path):
 
 @pytest.mark.timeout(60, method="thread")
 def test_search_runs_with_the_neural_policy(tiny_model, tmp_path):
-    from dgsr.search import SearchConfig, run_search
+    from dgsr.search.mcts import SearchConfig, run_search
 
     X, y = _data(60)
     policy = NeuralPolicy(tiny_model, num_threads=1)
@@ -231,9 +231,9 @@ def test_critic_encodings_are_reused_exactly(tiny_model):
 @pytest.mark.timeout(60, method="thread")
 def test_accuracy_values_never_call_the_critic(tiny_model, tmp_path):
     """use_critic=False: the search scores nodes by accuracy and never runs the critic head."""
-    from dgsr.budget import Budget
-    from dgsr.policies import load_policy
-    from dgsr.search import SearchConfig, run_search
+    from dgsr.core.budget import Budget
+    from dgsr.policies.registry import load_policy
+    from dgsr.search.mcts import SearchConfig, run_search
 
     class NoCritic(NeuralPolicy):
         def value(self, context, expressions):
@@ -259,11 +259,11 @@ def test_accuracy_values_never_call_the_critic(tiny_model, tmp_path):
 def test_rerank_keeps_the_networks_favourite_candidates(tiny_model):
     """RerankPolicy: k of the source's candidates, the best-scored ones at temperature 0, with
     priors that follow the scores; values from the source (NaN: the search uses accuracy)."""
-    from dgsr.budget import Budget
-    from dgsr.neural_policy import RerankPolicy
-    from dgsr.random_policy import RandomPolicy
-    from dgsr.sampling import score_mutations
-    from dgsr.search import SearchConfig, run_search
+    from dgsr.core.budget import Budget
+    from dgsr.neural.policy import RerankPolicy
+    from dgsr.neural.sampling import score_mutations
+    from dgsr.policies.random import RandomPolicy
+    from dgsr.search.mcts import SearchConfig, run_search
 
     class Fixed(RandomPolicy):  # the same candidate list whatever the rng
         def propose(self, context, expression, k, rng):
@@ -301,7 +301,7 @@ def test_shipped_weights_read_y():
     """The shipped policy's held-out action loss rises when y is shuffled over the points (same X,
     same marginal of y): it uses the x-y pairing. The file shipped before 2026-11-24 gave -0.000003
     here; this one gives about +0.03 nats per token on these 256 steps."""
-    from dgsr.pretrain import TrainConfig, _heldout_examples, collate, evaluate_batches, with_new_y
+    from dgsr.training.pretrain import TrainConfig, _heldout_examples, collate, evaluate_batches, with_new_y
 
     model, _ = load_model(DEFAULT_WEIGHTS)
     examples = _heldout_examples(TrainConfig(data="corpus", val_examples=256))[:256]

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from dgsr.expression import Expression
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.mutations import MAX_SIZE, Mutation, apply_mutation
-from dgsr.parser import parse
-from dgsr.sampling import points_ids, sample_mutations
-from dgsr.tokens import vocabulary
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.sampling import points_ids, sample_mutations
+from dgsr.neural.tokens import vocabulary
+from dgsr.search.mutations import MAX_SIZE, Mutation, apply_mutation
 
 NAMES = ["x0", "x1", "x2"]
 
@@ -113,8 +113,8 @@ def test_logprob_matches_teacher_forced_score(setup):
     expr = parse("x0*x1", NAMES)
     r = sample_mutations(model, memory, expr, k=4, n_features=3, generator=_gen(11), rule_mask=False,
                          mantissa_digits=4)
-    from dgsr.sampling import expression_ids
-    from dgsr.tokens import ActionGrammar
+    from dgsr.neural.sampling import expression_ids
+    from dgsr.neural.tokens import ActionGrammar
 
     tokens = expression_ids([expr])
     with torch.no_grad():
@@ -157,8 +157,8 @@ def test_rule_mask_removes_nesting_rejections(setup):
 @pytest.mark.timeout(60, method="thread")
 def test_rule_mask_keeps_valid_transcendental_operands(setup):
     """B = sin(x0) + cos(x1) is legal at a node with no transcendental around: the mask must allow it."""
-    from dgsr.sampling import _NestingMask
-    from dgsr.tokens import ActionGrammar
+    from dgsr.neural.sampling import _NestingMask
+    from dgsr.neural.tokens import ActionGrammar
 
     v = vocabulary()
     expr = parse("x0 + sq(x1)", NAMES)
@@ -183,7 +183,7 @@ def test_rule_mask_keeps_valid_transcendental_operands(setup):
 @pytest.mark.timeout(60, method="thread")
 def test_coarse_mantissas(setup):
     """Sampled constants have at most ``mantissa_digits`` significant digits."""
-    from dgsr.tokens import float_parts
+    from dgsr.neural.tokens import float_parts
 
     model, memory = setup
     expr = parse("x0 + x1", NAMES)
@@ -204,7 +204,7 @@ def test_batched_scores_equal_one_by_one_grouped_log_probabilities(setup):
     """score_mutations: each candidate's log-probability, every token normalised within its token
     group (mantissa / exponent / other), mantissas left out unless asked; a prefix scores exactly
     that prefix."""
-    from dgsr.sampling import expression_ids, score_mutations, token_groups
+    from dgsr.neural.sampling import expression_ids, score_mutations, token_groups
 
     model, memory = setup
     v = vocabulary()

@@ -9,12 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgsr.expression import Expression
-from dgsr.generator import GeneratorConfig, random_expression
-from dgsr.mutations import MAX_SIZE, MUTATION_OPERATORS, Mutation
-from dgsr.operators import MAX_VARIABLES
-from dgsr.parser import parse
-from dgsr.tokens import (
+from dgsr.core.expression import Expression
+from dgsr.core.operators import MAX_VARIABLES
+from dgsr.core.parser import parse
+from dgsr.neural.tokens import (
     FLOAT_WIDTH,
     POINT_WIDTH,
     ActionGrammar,
@@ -23,6 +21,8 @@ from dgsr.tokens import (
     round_float,
     vocabulary,
 )
+from dgsr.search.mutations import MAX_SIZE, MUTATION_OPERATORS, Mutation
+from dgsr.training.generator import GeneratorConfig, random_expression
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 
@@ -216,8 +216,8 @@ def test_grammar_respects_operand_budget():
 
 
 def test_action_padding_without_eos_decodes():
-    from dgsr.mutations import Mutation
-    from dgsr.parser import parse
+    from dgsr.core.parser import parse
+    from dgsr.search.mutations import Mutation
 
     mutation = Mutation(2, "mul", parse("x1"))
     ids = V.encode_action(mutation)[:-1] + [V.pad, V.pad]

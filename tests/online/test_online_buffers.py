@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgsr.budget import Budget
-from dgsr.evaluate import evaluate, r2_score
-from dgsr.expression import Expression
-from dgsr.mutations import Mutation, apply_mutation
+from dgsr.core.budget import Budget
+from dgsr.core.evaluate import evaluate, r2_score
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
 from dgsr.online.buffers import ExpertBuffers, FIFOBuffer, Points, shortest_path
-from dgsr.parser import parse
-from dgsr.random_policy import RandomPolicy
-from dgsr.search import SearchConfig, run_search
+from dgsr.policies.random import RandomPolicy
+from dgsr.search.mcts import SearchConfig, run_search
+from dgsr.search.mutations import Mutation, apply_mutation
 
 NAMES = ["x0", "x1"]
 

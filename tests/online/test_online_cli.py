@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 import torch
 
-from dgsr.checkpoint import save_model
-from dgsr.cli import main
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.policies import load_policy
+from dgsr.cli.app import main
+from dgsr.neural.checkpoint import save_model
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.policies.registry import load_policy
 
 
 @pytest.mark.timeout(120, method="thread")

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dgsr import SymbolicRegressor
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.neural_policy import NeuralPolicy
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.policy import NeuralPolicy
 
 
 def _data():

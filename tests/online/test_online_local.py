@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from dgsr.model import ModelConfig, PolicyModel
+from dgsr.neural.model import ModelConfig, PolicyModel
 from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online
 from dgsr.online.controller import Controller
 from dgsr.online.state import load_state
-from dgsr.policies import load_policy
+from dgsr.policies.registry import load_policy
 
 # Evaluation-capped trials without constant fitting: no wall-clock dependence, so runs repeat exactly.
 CONFIG = OnlineConfig(iterations_per_trial=8, trial_evaluations=100, k_range=(4, 6), constant_modes=("never",),

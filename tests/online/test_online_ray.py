@@ -14,7 +14,7 @@ import torch
 
 ray = pytest.importorskip("ray")
 
-from dgsr.model import ModelConfig, PolicyModel
+from dgsr.neural.model import ModelConfig, PolicyModel
 from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online
 
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from dgsr.expression import Expression
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.mutations import Mutation
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.neural.model import ModelConfig, PolicyModel
 from dgsr.online.buffers import CriticItem, ExpertBuffers, Points
 from dgsr.online.trainer import OnlineTrainer, TrainBatch, TrainerConfig
-from dgsr.parser import parse
+from dgsr.search.mutations import Mutation
 
 NAMES = ["x0", "x1"]
 

@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgsr.budget import Budget
-from dgsr.expression import Expression
-from dgsr.mixture_policy import MixturePolicy, apportion
-from dgsr.mutations import Mutation, apply_mutation
-from dgsr.parser import parse
-from dgsr.policy import Proposal
-from dgsr.random_policy import RandomPolicy
-from dgsr.search import SearchConfig, run_search
-from dgsr.semantic_policy import SemanticPolicy
+from dgsr.core.budget import Budget
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.policies.mixture import MixturePolicy, apportion
+from dgsr.policies.random import RandomPolicy
+from dgsr.policies.semantic.policy import SemanticPolicy
+from dgsr.search.mcts import SearchConfig, run_search
+from dgsr.search.mutations import Mutation, apply_mutation
+from dgsr.search.policy import Proposal
 
 
 class FixedPolicy:

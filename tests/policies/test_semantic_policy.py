@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import sympy
 
-from dgsr.budget import Budget
-from dgsr.evaluate import as_columns, evaluate
-from dgsr.expression import Expression
-from dgsr.mutations import apply_mutation, is_valid
-from dgsr.operand_library import build_library
-from dgsr.parser import parse
-from dgsr.random_policy import RandomPolicy
-from dgsr.search import SearchConfig, run_search
-from dgsr.semantic_backprop import chain_gradient, desired_values, invert, node_values, parents
-from dgsr.semantic_policy import SemanticPolicy
+from dgsr.core.budget import Budget
+from dgsr.core.evaluate import as_columns, evaluate
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.policies.random import RandomPolicy
+from dgsr.policies.semantic.backprop import chain_gradient, desired_values, invert, node_values, parents
+from dgsr.policies.semantic.operand_library import build_library
+from dgsr.policies.semantic.policy import SemanticPolicy
+from dgsr.search.mcts import SearchConfig, run_search
+from dgsr.search.mutations import apply_mutation, is_valid
 
 NAMES = ["x0", "x1", "x2", "x3"]
 pytestmark = pytest.mark.timeout(120)

@@ -3,10 +3,16 @@ from pathlib import Path
 
 import pytest
 
-from dgsr.expression import Expression
-from dgsr.mutations import MUTATION_OPERATORS, InvalidMutation, Mutation, apply_mutation, validity_violation
-from dgsr.operators import OPERATORS
-from dgsr.parser import ParseError, parse
+from dgsr.core.expression import Expression
+from dgsr.core.operators import OPERATORS
+from dgsr.core.parser import ParseError, parse
+from dgsr.search.mutations import (
+    MUTATION_OPERATORS,
+    InvalidMutation,
+    Mutation,
+    apply_mutation,
+    validity_violation,
+)
 
 X = Expression.variable
 
@@ -85,7 +91,7 @@ def test_mutation_operator_table_covers_table1():
 
 def test_every_table1_feynman_law_is_buildable():
     """CONTRACTS §1: laws using only Table-1 operators parse (our parser, no eval) and obey the rules."""
-    with open(Path(__file__).parent / "data" / "feynman_equations.tsv") as fh:
+    with open(Path(__file__).parents[1] / "data" / "feynman_equations.tsv") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     outside_table1 = ("asin", "acos", "tanh", "cot", "atan", "sinh", "cosh", "abs")
     built = 0

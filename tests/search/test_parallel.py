@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dgsr import parallel
-from dgsr.regressor import SymbolicRegressor
+from dgsr.estimator.regressor import SymbolicRegressor
+from dgsr.search import parallel
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 
@@ -47,7 +47,7 @@ def fits(data, tmp_path_factory) -> dict[str, SymbolicRegressor]:
     """The same 4-unit fit on one process, on two, and through ``dgsr fit --jobs 2``."""
     import pickle
 
-    from dgsr import cli
+    import dgsr.cli.app as cli
 
     X, y = data
     patch = pytest.MonkeyPatch()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import sympy
 
-from dgsr.regressor import SymbolicRegressor
+from dgsr.estimator.regressor import SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(90, method="thread")
 

@@ -8,15 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from dgsr.budget import Budget
-from dgsr.evaluate import evaluate, r2_score
-from dgsr.expression import Expression
-from dgsr.mutations import Mutation, apply_mutation
-from dgsr.pareto import ParetoArchive
-from dgsr.parser import parse
-from dgsr.policy import Proposal
-from dgsr.random_policy import RandomPolicy
-from dgsr.search import SearchConfig, _Evaluator, _Trial, accuracy_value, run_search
+from dgsr.core.budget import Budget
+from dgsr.core.evaluate import evaluate, r2_score
+from dgsr.core.expression import Expression
+from dgsr.core.pareto import ParetoArchive
+from dgsr.core.parser import parse
+from dgsr.policies.random import RandomPolicy
+from dgsr.search.mcts import SearchConfig, _Evaluator, _Trial, accuracy_value, run_search
+from dgsr.search.mutations import Mutation, apply_mutation
+from dgsr.search.policy import Proposal
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 

@@ -12,7 +12,12 @@ from itertools import islice
 import numpy as np
 import pytest
 
-from dgsr.corpus import (
+from dgsr.core.evaluate import evaluate
+from dgsr.core.expression import Expression
+from dgsr.core.operators import OPERATORS
+from dgsr.neural.tokens import POINT_WIDTH, vocabulary
+from dgsr.search.mutations import apply_mutation, validity_violation
+from dgsr.training.corpus import (
     HELDOUT_PER_DOMAIN,
     TrainingExample,
     build_heldout,
@@ -25,12 +30,7 @@ from dgsr.corpus import (
     read_heldout,
     write_heldout,
 )
-from dgsr.evaluate import evaluate
-from dgsr.expression import Expression
-from dgsr.generator import GeneratorConfig
-from dgsr.mutations import apply_mutation, validity_violation
-from dgsr.operators import OPERATORS
-from dgsr.tokens import POINT_WIDTH, vocabulary
+from dgsr.training.generator import GeneratorConfig
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 
@@ -93,7 +93,7 @@ def test_encode_example_shapes():
 
 
 def test_importing_corpus_does_not_import_torch():
-    code = "import sys, dgsr.corpus, dgsr.data_cli, dgsr.generator, dgsr.dismantle; print('torch' in sys.modules)"
+    code = "import sys, dgsr.training.corpus, dgsr.cli.data, dgsr.training.generator, dgsr.training.dismantle; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -102,7 +102,7 @@ def test_mutation_corpus_is_deterministic_per_seed_and_worker():
     import torch
     from torch.utils.data import DataLoader
 
-    from dgsr.corpus import MutationCorpus
+    from dgsr.training.corpus import MutationCorpus
 
     torch.set_num_threads(1)
     ds = MutationCorpus(7, n_points=20, exclude=frozenset())
@@ -171,7 +171,7 @@ def test_heldout_generation_is_reproducible(tmp_path):
 
 # ---------------------------------------------------------------------------- command line
 def test_cli_data_sample(capsys):
-    from dgsr.cli import main
+    from dgsr.cli.app import main
 
     assert main(["data", "sample", "--n", "2", "--seed", "4", "--mutation-size", "1"]) == 0
     out = capsys.readouterr().out
@@ -182,12 +182,12 @@ def test_cli_data_sample(capsys):
 
 
 def test_cli_data_heldout_write_and_check(tmp_path, capsys, monkeypatch):
-    import dgsr.corpus
-    from dgsr.cli import main
+    import dgsr.training.corpus
+    from dgsr.cli.app import main
 
     small = build_heldout(per_domain=2)
     # the full set takes ~6 s to draw; the command's logic is the same on a small one
-    monkeypatch.setattr(dgsr.corpus, "build_heldout", lambda: small)
+    monkeypatch.setattr(dgsr.training.corpus, "build_heldout", lambda: small)
     out = tmp_path / "h.jsonl.gz"
     assert main(["data", "heldout", "--out", str(out)]) == 0
     assert read_heldout(out) == small

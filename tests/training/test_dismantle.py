@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgsr.dismantle import dismantle, mutation_path, mutation_sizes, replay
-from dgsr.expression import Expression
-from dgsr.generator import GeneratorConfig, random_expression, random_tree
-from dgsr.mutations import MUTATION_OPERATORS, Mutation, apply_mutation
-from dgsr.parser import parse
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.search.mutations import MUTATION_OPERATORS, Mutation, apply_mutation
+from dgsr.training.dismantle import dismantle, mutation_path, mutation_sizes, replay
+from dgsr.training.generator import GeneratorConfig, random_expression, random_tree
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 

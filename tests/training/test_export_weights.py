@@ -1,4 +1,4 @@
-"""training/export.py: the shipped-weights export, its half-precision option and the size limit."""
+"""bench/training/export.py: the shipped-weights export, its half-precision option and the size limit."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from dgsr.checkpoint import load_model, save_model
-from dgsr.model import ModelConfig, PolicyModel
+from dgsr.neural.checkpoint import load_model, save_model
+from dgsr.neural.model import ModelConfig, PolicyModel
 
-SCRIPT = Path(__file__).resolve().parents[1] / "training" / "export.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "training" / "export.py"
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 

@@ -9,9 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgsr.evaluate import evaluate
-from dgsr.expression import Expression
-from dgsr.generator import (
+from dgsr.core.evaluate import evaluate
+from dgsr.core.expression import Expression
+from dgsr.core.operators import OPERATORS, TRANSCENDENTAL, arity
+from dgsr.core.parser import parse
+from dgsr.search.mutations import validity_violation
+from dgsr.training.generator import (
     GeneratorConfig,
     Problem,
     acceptable_targets,
@@ -23,9 +26,6 @@ from dgsr.generator import (
     sample_inputs,
     sympy_simplify,
 )
-from dgsr.mutations import validity_violation
-from dgsr.operators import OPERATORS, TRANSCENDENTAL, arity
-from dgsr.parser import parse
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 
@@ -35,7 +35,7 @@ def n_operators(expr: Expression) -> int:
 
 
 def test_shape_counts_are_large_schroeder_numbers():
-    from dgsr.generator import _shape_counts
+    from dgsr.training.generator import _shape_counts
 
     counts = _shape_counts(6)
     # unary-binary trees with n internal nodes: 1, 2, 6, 22, 90, 394, 1806

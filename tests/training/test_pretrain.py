@@ -10,10 +10,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dgsr.checkpoint import CheckpointError, load_model, load_training_state
-from dgsr.model import ModelConfig, PolicyModel
-from dgsr.pretrain import TrainConfig, batch_examples, collate, grouped_action_loss, losses, lr_at, train
-from dgsr.tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
+from dgsr.neural.checkpoint import CheckpointError, load_model, load_training_state
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
+from dgsr.training.pretrain import (
+    TrainConfig,
+    batch_examples,
+    collate,
+    grouped_action_loss,
+    losses,
+    lr_at,
+    train,
+)
 
 TINY = TrainConfig(model="tiny", batch_size=6, warmup=2, eval_every=2, checkpoint_every=2, val_examples=4,
                    n_points=20, data="generator")
@@ -121,7 +129,7 @@ def test_broken_training_checkpoint_is_a_clear_error(tmp_path):
 
 @pytest.mark.timeout(60, method="thread")
 def test_cli_pretrain(tmp_path, capsys):
-    from dgsr.cli import main
+    from dgsr.cli.app import main
 
     out = tmp_path / "run"
     status = main(["pretrain", "--config", "tiny", "--steps", "2", "--out", str(out), "--batch-size", "4",
@@ -146,8 +154,8 @@ def test_init_from_weights_continues_the_step_count(tmp_path):
 def test_init_extends_weights_trained_without_point_features(tmp_path):
     from dataclasses import replace
 
-    from dgsr.checkpoint import save_model
-    from dgsr.pretrain import init_model
+    from dgsr.neural.checkpoint import save_model
+    from dgsr.training.pretrain import init_model
 
     torch.manual_seed(0)
     points = replace(ModelConfig.preset("tiny"), encoder="points")
@@ -168,8 +176,8 @@ def test_init_extends_weights_trained_without_point_features(tmp_path):
 
 @pytest.mark.timeout(60, method="thread")
 def test_init_switches_the_point_encoder_and_keeps_every_other_weight(tmp_path):
-    from dgsr.checkpoint import save_model
-    from dgsr.pretrain import init_model
+    from dgsr.neural.checkpoint import save_model
+    from dgsr.training.pretrain import init_model
 
     torch.manual_seed(0)
     old = PolicyModel(replace(ModelConfig.preset("tiny"), encoder="points", point_features=False)).eval()
@@ -186,8 +194,8 @@ def test_init_switches_the_point_encoder_and_keeps_every_other_weight(tmp_path):
 
 
 def test_symbol_targets_mark_the_ground_truths_operators_variables_and_constants():
-    from dgsr.model import SYMBOLS, symbol_targets
-    from dgsr.parser import parse
+    from dgsr.core.parser import parse
+    from dgsr.neural.model import SYMBOLS, symbol_targets
 
     hot = dict(zip(SYMBOLS, symbol_targets(parse("sin(x1) * 2.5 + x3", ["x0", "x1", "x2", "x3"]))))
     assert {s for s, h in hot.items() if h} == {"sin", "mul", "add", "x1", "x3", "c"}
@@ -195,7 +203,7 @@ def test_symbol_targets_mark_the_ground_truths_operators_variables_and_constants
 
 @pytest.mark.timeout(120, method="thread")
 def test_auxiliary_symbol_loss_trains_the_point_encoder():
-    from dgsr.corpus import example_stream
+    from dgsr.training.corpus import example_stream
 
     torch.manual_seed(0)
     model = PolicyModel(replace(ModelConfig.preset("tiny"), target_symbols=True))
@@ -221,8 +229,8 @@ def test_variable_pointer_extends_a_file_as_a_no_op_and_its_scores_reach_every_l
     """A file without the pointer gains it at zero (same loss); once non-zero, the grouped loss
     equals a softmax over the full logits of ``decode`` with the pointer's keys, and changes when
     the variables' memory tokens are swapped (the pointer reads them)."""
-    from dgsr.checkpoint import save_model
-    from dgsr.pretrain import init_model, teacher_forced
+    from dgsr.neural.checkpoint import save_model
+    from dgsr.training.pretrain import init_model, teacher_forced
 
     torch.manual_seed(0)
     old = PolicyModel(replace(ModelConfig.preset("tiny"), variable_pointer=False)).eval()
@@ -238,7 +246,7 @@ def test_variable_pointer_extends_a_file_as_a_no_op_and_its_scores_reach_every_l
         target = batch.actions[:, 1:]
         keys = new.variable_keys(memory)
         loss, _, keep = grouped_action_loss(new, hidden, target, keys=keys)
-        from dgsr.sampling import token_groups
+        from dgsr.neural.sampling import token_groups
 
         groups = token_groups()
         mem, mask = new.decoder_memory(memory, h, batch.states, vocabulary().pad, point_mask)

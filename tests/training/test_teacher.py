@@ -9,18 +9,18 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dgsr.dismantle import mutation_path
-from dgsr.expression import Expression
-from dgsr.mutations import apply_mutation
-from dgsr.parser import parse
-from dgsr.pretrain import TrainConfig, batch_examples, train
-from dgsr.teacher import teacher_examples, teacher_policy, teacher_stream
+from dgsr.core.expression import Expression
+from dgsr.core.parser import parse
+from dgsr.search.mutations import apply_mutation
+from dgsr.training.dismantle import mutation_path
+from dgsr.training.pretrain import TrainConfig, batch_examples, train
+from dgsr.training.teacher import teacher_examples, teacher_policy, teacher_stream
 
 
 def _problem(column: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, Expression]:
     X = np.random.default_rng(seed).uniform(0.5, 3.0, size=(100, 3))
     truth = parse(f"sin(x{column}) * x{(column + 1) % 3} + x{column} ** 2")
-    from dgsr.evaluate import evaluate
+    from dgsr.core.evaluate import evaluate
 
     return X, evaluate(truth, X), truth
 
@@ -98,8 +98,8 @@ def _replay(path) -> Expression:
 
 
 def test_search_path_replays_to_a_fit_of_the_data():
-    from dgsr.evaluate import evaluate, r2_score
-    from dgsr.teacher import search_path_examples
+    from dgsr.core.evaluate import evaluate, r2_score
+    from dgsr.training.teacher import search_path_examples
 
     X, y, truth = _problem(1)
     path = search_path_examples(X, y, truth, np.random.default_rng(0), evaluations=2000)
@@ -108,7 +108,7 @@ def test_search_path_replays_to_a_fit_of_the_data():
     found = _replay(path)
     # The search scores a node after refitting its constants and the weights of its additive
     # terms (linear scaling): do the same by least squares, and the replayed path fits the data.
-    from dgsr.constants import additive_terms
+    from dgsr.core.constants import additive_terms
 
     terms = np.column_stack([evaluate(t, X) for _, t in additive_terms(found)] + [np.ones(len(y))])
     assert np.all(np.isfinite(terms))
@@ -117,8 +117,8 @@ def test_search_path_replays_to_a_fit_of_the_data():
 
 
 def test_search_path_is_kept_only_when_its_solution_fits_the_check_rows():
-    from dgsr.evaluate import evaluate
-    from dgsr.teacher import search_path_examples
+    from dgsr.core.evaluate import evaluate
+    from dgsr.training.teacher import search_path_examples
 
     X, y, truth = _problem(1)
     X_check = np.random.default_rng(7).uniform(0.5, 3.0, size=(50, 3))
@@ -131,7 +131,7 @@ def test_search_path_is_kept_only_when_its_solution_fits_the_check_rows():
 
 
 def test_search_path_is_empty_when_nothing_fits():
-    from dgsr.teacher import search_path_examples
+    from dgsr.training.teacher import search_path_examples
 
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(60, 2))
@@ -140,8 +140,8 @@ def test_search_path_is_empty_when_nothing_fits():
 
 
 def test_a_failed_search_gives_its_partial_path_only_when_asked_and_when_it_generalises():
-    from dgsr.evaluate import evaluate
-    from dgsr.teacher import search_path_examples
+    from dgsr.core.evaluate import evaluate
+    from dgsr.training.teacher import search_path_examples
 
     rng = np.random.default_rng(3)
     X = rng.uniform(0.5, 3.0, size=(100, 3))
@@ -167,7 +167,7 @@ def test_a_failed_search_gives_its_partial_path_only_when_asked_and_when_it_gene
 
 @pytest.fixture(scope="module")
 def collected_paths():
-    from dgsr.teacher import collect_search_paths
+    from dgsr.training.teacher import collect_search_paths
 
     collected = [examples for _, examples in collect_search_paths(5, n_problems=6, n_points=40, evaluations=300)]
     assert len(collected) >= 2, "the semantic search solves some of six generated problems"
@@ -176,7 +176,7 @@ def collected_paths():
 
 @pytest.mark.usefixtures("torch_one_thread")
 def test_search_paths_round_trip_and_feed_a_share_of_the_batch(tmp_path, collected_paths):
-    from dgsr.teacher import load_search_paths, save_search_paths
+    from dgsr.training.teacher import load_search_paths, save_search_paths
 
     collected = collected_paths
     file = tmp_path / "paths.pkl"
@@ -195,8 +195,8 @@ def test_search_paths_round_trip_and_feed_a_share_of_the_batch(tmp_path, collect
     assert all((e.state.key(), e.mutation) in steps for e in batch[4:])
 
     # the command line trains on them and records the share in the run's config
-    from dgsr.checkpoint import load_model
-    from dgsr.cli import main
+    from dgsr.cli.app import main
+    from dgsr.neural.checkpoint import load_model
 
     out = tmp_path / "run"
     assert main(["pretrain", "--config", "tiny", "--steps", "2", "--out", str(out), "--batch-size", "4",
@@ -229,10 +229,10 @@ def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_tr
                                                                                           capsys):
     import torch
 
-    from dgsr.checkpoint import load_model
-    from dgsr.cli import main
-    from dgsr.pretrain import evaluate_batches, path_validation_batches
-    from dgsr.teacher import save_search_paths
+    from dgsr.cli.app import main
+    from dgsr.neural.checkpoint import load_model
+    from dgsr.training.pretrain import evaluate_batches, path_validation_batches
+    from dgsr.training.teacher import save_search_paths
 
     cpu = torch.device("cpu")
     train_file, held_file = tmp_path / "train.pkl", tmp_path / "held.pkl"
@@ -265,7 +265,7 @@ def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_tr
     import importlib.util
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "bench" / "path_loss.py"
+    script = Path(__file__).resolve().parents[2] / "bench" / "experiments" / "path_loss.py"
     spec = importlib.util.spec_from_file_location("dgsr_path_loss", script)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

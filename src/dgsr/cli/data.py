@@ -16,7 +16,7 @@ import numpy as np
 
 
 def add_subparser(subparsers: Any) -> None:
-    """Register ``dgsr data`` (plug-in hook of :mod:`dgsr.cli`)."""
+    """Register ``dgsr data`` (plug-in hook of :mod:`dgsr.cli.app`)."""
     parser = subparsers.add_parser("data", help="synthetic pre-training data: samples, held-out set")
     sub = parser.add_subparsers(title="data commands", metavar="ACTION")
 
@@ -44,10 +44,10 @@ def _size(text: str) -> float:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from .corpus import expression_key, heldout_keys
-    from .dismantle import mutation_path
-    from .generator import GeneratorConfig, random_problem
-    from .tokens import vocabulary
+    from dgsr.neural.tokens import vocabulary
+    from dgsr.training.corpus import expression_key, heldout_keys
+    from dgsr.training.dismantle import mutation_path
+    from dgsr.training.generator import GeneratorConfig, random_problem
 
     if args.n < 0 or args.points < 0:
         raise ValueError("--n and --points must be >= 0")
@@ -81,7 +81,7 @@ def _heldout(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from .corpus import heldout_path, write_heldout
+    from dgsr.training.corpus import heldout_path, write_heldout
 
     target = Path(args.out) if args.out else heldout_path()
     if not args.check:

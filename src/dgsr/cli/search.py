@@ -67,10 +67,10 @@ def add_subparser(subparsers: Any) -> None:
 
 def load_dataset(path: Path, target: str | None, rng: np.random.Generator, name: str) -> Any:
     """A :class:`~dgsr.online.Dataset` from a table: numeric, finite, at most ``MAX_ROWS`` rows, <= 10 columns."""
-    from .cli import CLIError, read_table
-    from .features import select_features
-    from .online import Dataset
-    from .operators import MAX_VARIABLES
+    from dgsr.cli.app import CLIError, read_table
+    from dgsr.core.operators import MAX_VARIABLES
+    from dgsr.estimator.features import select_features
+    from dgsr.online import Dataset
 
     df = read_table(path)
     column = target if target is not None else str(df.columns[-1])
@@ -114,8 +114,8 @@ def _names(paths: list[Path]) -> list[str]:
 
 
 def _start_model(spec: str, device: str) -> Any:
-    from .cli import CLIError
-    from .neural_policy import NeuralPolicy
+    from dgsr.cli.app import CLIError
+    from dgsr.neural.policy import NeuralPolicy
 
     if spec == "neural":
         try:
@@ -131,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``dgsr search``."""
     import torch
 
-    from .cli import CLIError
-    from .online import OnlineConfig, TrainerConfig, run_online
-    from .online.state import STATE_FILE
+    from dgsr.cli.app import CLIError
+    from dgsr.online import OnlineConfig, TrainerConfig, run_online
+    from dgsr.online.state import STATE_FILE
 
     out = Path(args.out)
     resuming = args.resume and (out / STATE_FILE).is_file()

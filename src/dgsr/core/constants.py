@@ -4,7 +4,7 @@
 :class:`ConstantFit` holding a copy of the expression with fitted constants. Appendix E.2 fixes
 BFGS with batches of 256 rows, early stopping after 10 iterations without improvement and a 1 s
 timeout. Both methods use the same row subset, patience and time cap, with analytic
-derivatives (forward mode, :mod:`dgsr.gradients`); the default is Levenberg-Marquardt because it
+derivatives (forward mode, :mod:`dgsr.core.gradients`); the default is Levenberg-Marquardt because it
 reached the same accuracy faster in ``bench/constants_bench.py`` (docs/constants_bench.md).
 
 Evaluations are counted as CONTRACTS §2 says: one objective call on ``b`` of ``N`` rows counts
@@ -23,9 +23,9 @@ from typing import Literal
 import numpy as np
 from scipy.optimize import leastsq
 
-from .evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
-from .expression import Expression
-from .gradients import Program, compile_expression, run_program
+from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
+from dgsr.core.expression import Expression
+from dgsr.core.gradients import Program, compile_expression, run_program
 
 Method = Literal["bfgs", "lm"]
 #: Chosen by ``bench/constants_bench.py`` (docs/constants_bench.md): Levenberg-Marquardt reaches
@@ -208,7 +208,7 @@ def fit_constants(
     expr:
         Expression whose ``"c"`` placeholders are fitted (its values are the starting point).
     columns:
-        Data as from :func:`dgsr.evaluate.as_columns`, ``[n_features, n_rows]``.
+        Data as from :func:`dgsr.core.evaluate.as_columns`, ``[n_features, n_rows]``.
     y:
         Targets ``[n_rows]``.
     method:

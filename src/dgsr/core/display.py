@@ -19,7 +19,7 @@ import sympy
 from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
 
-from .names import latex_name, quote
+from dgsr.core.names import latex_name, quote
 
 #: Significant digits of constants in every text display.
 DIGITS = 4

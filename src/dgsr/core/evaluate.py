@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from .expression import Expression
-from .operators import CONSTANT, OPERATORS
+from dgsr.core.expression import Expression
+from dgsr.core.operators import CONSTANT, OPERATORS
 
 _NUMPY_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
 _ARITY = {name: op.arity for name, op in OPERATORS.items()}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .expression import Expression
-from .operators import CONSTANT, arity, is_variable, variable_index
+from dgsr.core.expression import Expression
+from dgsr.core.operators import CONSTANT, arity, is_variable, variable_index
 
 #: Columns whose largest magnitude already lies in [2**-30, 2**30) are searched as given, so
 #: ordinary data (and every result on it) is exactly what it was before scaling existed.

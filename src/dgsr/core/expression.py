@@ -1,7 +1,7 @@
 """Expressions as flat prefix-order tuples.
 
 An :class:`Expression` is immutable: a tuple of prefix symbols (operator names from
-:mod:`dgsr.operators`, variables ``x0..x9`` and the constant placeholder ``"c"``) plus the
+:mod:`dgsr.core.operators`, variables ``x0..x9`` and the constant placeholder ``"c"``) plus the
 vector of constant values in order of appearance. A subtree is a contiguous slice of the prefix
 sequence, so mutations are index arithmetic on subtree spans (as Operon caches subtree lengths)
 and the tuple is a free hash key for caches and MCTS transpositions.
@@ -16,8 +16,8 @@ from functools import cached_property
 
 import sympy
 
-from .names import quote
-from .operators import CONSTANT, OPERATORS, arity, is_variable, variable_index, variable_symbol
+from dgsr.core.names import quote
+from dgsr.core.operators import CONSTANT, OPERATORS, arity, is_variable, variable_index, variable_symbol
 
 
 class MalformedExpression(ValueError):
@@ -199,7 +199,7 @@ class Expression:
         return stack[0]
 
     def format(self, names: Sequence[str] | None = None, *, precision: int | None = None) -> str:
-        """Infix string that :func:`dgsr.parser.parse` reads back to the same prefix structure.
+        """Infix string that :func:`dgsr.core.parser.parse` reads back to the same prefix structure.
 
         Names that are not plain identifiers (``a b``, ``E``, ``sin``) are written in backticks.
 

@@ -8,8 +8,8 @@ and no zero rows are ever carried. A constant leaf has the Jacobian ``[[1]]`` (b
 rows); a subtree without constants has none.
 
 The derivatives are keyed by operator name, next to the operator table of
-:mod:`dgsr.operators` (a test checks that every operator has one). Used by
-:mod:`dgsr.constants` for BFGS gradients and Levenberg-Marquardt Jacobians.
+:mod:`dgsr.core.operators` (a test checks that every operator has one). Used by
+:mod:`dgsr.core.constants` for BFGS gradients and Levenberg-Marquardt Jacobians.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .expression import Expression
-from .operators import CONSTANT, OPERATORS
+from dgsr.core.expression import Expression
+from dgsr.core.operators import CONSTANT, OPERATORS
 
 Array = np.ndarray | float
 
@@ -150,7 +150,7 @@ def run_program(
 def value_and_jacobian(expr: Expression, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Values ``[n_rows]`` of ``expr`` and their Jacobian ``[n_constants, n_rows]``.
 
-    ``columns`` is data as from :func:`dgsr.evaluate.as_columns`; entries may be non-finite
+    ``columns`` is data as from :func:`dgsr.core.evaluate.as_columns`; entries may be non-finite
     where the expression or its derivative is undefined.
     """
     theta = np.asarray(expr.constants, dtype=np.float64)

@@ -4,7 +4,7 @@ A column may be called ``E``, ``pi``, ``sin``, ``a b``, ``θ`` or ``x`y``. Insid
 know ``x0, x1, ...``; names appear in text (``equations_``, front.csv, the CLI), LaTeX and SymPy.
 A *plain* name (an identifier that is not a constant or function name SymPy or our parser knows)
 is written as is; any other is quoted with backticks, ``\\`` and ````` escaped by a backslash, and
-:func:`dgsr.parser.parse` reads quoted names back. In LaTeX, reserved names are set upright
+:func:`dgsr.core.parser.parse` reads quoted names back. In LaTeX, reserved names are set upright
 (``\\mathrm{E}``, never the constant e) and other non-identifiers as ``\\text{...}``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .operators import OPERATORS
+from dgsr.core.operators import OPERATORS
 
 #: Names that would read as something else: SymPy's printed constants, and functions of the parser.
 RESERVED = frozenset({"E", "I", "pi", "oo", "zoo", "nan", "inf", "S", "N", "O", "Q", "ln", "abs", "Abs",

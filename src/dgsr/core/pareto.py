@@ -13,7 +13,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from .expression import Expression
+from dgsr.core.expression import Expression
 
 #: "best" keeps expressions whose loss is within this factor of the lowest (as PySR's "best").
 BEST_LOSS_FACTOR = 1.5

@@ -2,8 +2,8 @@
 
 Formula strings from users or files never reach Python's ``eval`` (which ``sympy.sympify``
 calls); this recursive-descent parser reads ``+ - * / ** ^``, parentheses, numbers, variable
-names (any name in backticks, as :func:`dgsr.names.quote` writes it), ``pi`` and the functions of
-:mod:`dgsr.operators` (``ln`` is accepted for ``log``).
+names (any name in backticks, as :func:`dgsr.core.names.quote` writes it), ``pi`` and the functions of
+:mod:`dgsr.core.operators` (``ln`` is accepted for ``log``).
 Powers need a numeric exponent and are rewritten with ``sq``, ``sqrt``, ``inv`` and ``mul``.
 """
 
@@ -13,10 +13,10 @@ import math
 import re
 from collections.abc import Sequence
 
-from .evaluate import evaluate_constant
-from .expression import Expression
-from .names import unquote
-from .operators import OPERATORS, UNARY, is_variable, variable_index
+from dgsr.core.evaluate import evaluate_constant
+from dgsr.core.expression import Expression
+from dgsr.core.names import unquote
+from dgsr.core.operators import OPERATORS, UNARY, is_variable, variable_index
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[^\W\d]\w*)|(?P<quoted>`(?:[^`\\]|\\.)*`)"
@@ -168,7 +168,7 @@ class _Parser:
             if self.peek() == "(":
                 return self.call(_ALIASES.get(value, value))
             return self.name(value)
-        if kind == "quoted":  # a variable whose name is not a plain identifier (dgsr.names.quote)
+        if kind == "quoted":  # a variable whose name is not a plain identifier (dgsr.core.names.quote)
             name = unquote(value)
             if self.variables is not None and name in self.variables:
                 return Expression.variable(self.variables[name])

@@ -13,7 +13,7 @@ from typing import Any
 
 import sympy
 
-from .expression import Expression
+from dgsr.core.expression import Expression
 
 #: Backend name -> the module SymPy's lambdify prints for (and the package that must be installed).
 BACKENDS: dict[str, str] = {"numpy": "numpy", "torch": "torch", "jax": "jax"}

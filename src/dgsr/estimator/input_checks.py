@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from .operators import resolve_operators
-from .selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
+from dgsr.core.operators import resolve_operators
+from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
 
 _POLICY_NAMES = ("semantic", "neural", "random")
 _CONSTANT_FITTING = ("never", "best", "all")

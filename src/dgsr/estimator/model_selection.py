@@ -27,12 +27,12 @@ from typing import Protocol
 
 import numpy as np
 
-from .constants import weighted_sum
-from .evaluate import as_columns, evaluate_columns
-from .expression import Expression
-from .pareto import SELECTION_RULES
+from dgsr.core.constants import weighted_sum
+from dgsr.core.evaluate import as_columns, evaluate_columns
+from dgsr.core.expression import Expression
+from dgsr.core.pareto import SELECTION_RULES
 
-#: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.pareto`
+#: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.core.pareto`
 #: and ``"validation"`` (rows held out from the search, :func:`validation_choice`).
 MODEL_SELECTION_RULES = (*SELECTION_RULES, "validation")
 #: Share of the training rows held out from the search by ``model_selection="validation"``.

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .display import equation_text, format_number
+from dgsr.core.display import equation_text, format_number
 
 # Losses more than this many decades below the largest are drawn at the floor.
 _FLOOR_DECADES = 12

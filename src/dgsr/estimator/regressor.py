@@ -1,9 +1,9 @@
 """``SymbolicRegressor``: the scikit-learn estimator, a facade over search, constants and Pareto front.
 
-``fit`` validates the data (:mod:`dgsr.validation`), pre-selects features only when asked to
+``fit`` validates the data (:mod:`dgsr.estimator.input_checks`), pre-selects features only when asked to
 (``max_features``) or when the policy names fewer variables than there are columns
-(:mod:`dgsr.features`), runs the MCTS search (:func:`dgsr.search.run_search`)
-under one :class:`~dgsr.budget.Budget`, refits the constants of the final Pareto front on all
+(:mod:`dgsr.estimator.features`), runs the MCTS search (:func:`dgsr.search.mcts.run_search`)
+under one :class:`~dgsr.core.budget.Budget`, refits the constants of the final Pareto front on all
 training rows, and builds the ``equations_`` table. ``predict`` never returns NaN/inf for
 finite input (CONTRACTS §6). The estimator contract is scikit-learn's (DESIGN §4 habit 9):
 ``__init__`` only stores, fitted attributes end in ``_``, ``check_estimator`` is a test.
@@ -23,14 +23,21 @@ import sympy
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .constants import fit_constants
-from .display import FrontTable, equation_latex, equation_text
-from .evaluate import as_columns, evaluate, evaluate_columns, r2_score, weighted_mean, weighted_var
-from .expression import Expression
-from .features import select_features
-from .pareto import front_scores, non_dominated
-from .scaling import Scaling, fit_scaling, is_constant_target
-from .selection import (
+from dgsr.core.constants import fit_constants
+from dgsr.core.display import FrontTable, equation_latex, equation_text
+from dgsr.core.evaluate import as_columns, evaluate, evaluate_columns, r2_score, weighted_mean, weighted_var
+from dgsr.core.exponent_scaling import Scaling, fit_scaling, is_constant_target
+from dgsr.core.expression import Expression
+from dgsr.core.pareto import front_scores, non_dominated
+from dgsr.core.simplify import complexity, round_floats, simplify
+from dgsr.estimator.features import select_features
+from dgsr.estimator.input_checks import (
+    validate_params,
+    validate_predict_data,
+    validate_sample_weight,
+    validate_training_data,
+)
+from dgsr.estimator.model_selection import (
     MIN_VALIDATION_ROWS,
     VALIDATION_SHARE,
     linear_candidate,
@@ -39,13 +46,6 @@ from .selection import (
     squared_errors,
     validation_choice,
     validation_split,
-)
-from .simplify import complexity, round_floats, simplify
-from .validation import (
-    validate_params,
-    validate_predict_data,
-    validate_sample_weight,
-    validate_training_data,
 )
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
@@ -93,7 +93,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     policy : {"semantic", "random", "neural"}, path or Policy, default="semantic"
         Mutation policy: mutations aimed at the data by semantic backpropagation (no training),
         uniform random mutations, the shipped pretrained weights, a ``.safetensors`` checkpoint,
-        or an object implementing :class:`dgsr.policy.Policy`.
+        or an object implementing :class:`dgsr.search.policy.Policy`.
     n_samples : int, default=16
         Mutations sampled per expansion (K).
     iterations_per_trial : int, default=1000
@@ -141,7 +141,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         warning and a plain search).
     n_jobs : int, default=1
         Processes running independent search units at once (-1: every CPU). The budget is cut
-        into units that depend only on ``max_evaluations`` (:mod:`dgsr.parallel`), so the result
+        into units that depend only on ``max_evaluations`` (:mod:`dgsr.search.parallel`), so the result
         is the same for any ``n_jobs`` at a fixed ``random_state`` and ``max_evaluations``.
     parallel_backend : {"local", "ray"}, default="local"
         Where the units run when ``n_jobs > 1``: a local process pool, or Ray tasks (the cluster
@@ -277,7 +277,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             self.validation_loss_ = None
             chosen: int | None = 0
         else:
-            from .policies import load_policy
+            from dgsr.policies.registry import load_policy
 
             policy = load_policy(self.policy, device=self.device, operators=self._allowed_operators())
             limit, why = _feature_limit(policy, self.max_features)
@@ -358,9 +358,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if split is not None:
             X, y = X_all[split[0]], y_all[split[0]]
             w = w_all[split[0]] if w_all is not None else None
-        from .budget import Budget
-        from .policies import load_policy
-        from .search import SearchConfig
+        from dgsr.core.budget import Budget
+        from dgsr.policies.registry import load_policy
+        from dgsr.search.mcts import SearchConfig
 
         allowed = self._allowed_operators()
         config_kwargs: dict[str, Any] = {"n_samples": self.n_samples, "p_uct": self.p_uct,
@@ -382,7 +382,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
         progress = None
         if self.verbose:
-            from .progress import ProgressLine
+            from dgsr.estimator.progress import ProgressLine
 
             progress = ProgressLine(max_time=self.max_time, max_evaluations=self.max_evaluations)
         try:
@@ -439,12 +439,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _run_search(self, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, rng: np.random.Generator,
                     budget: Any, previous: Any, on_progress: Any, w: np.ndarray | None = None) -> Any:
-        """The search's work units on ``n_jobs`` processes (:mod:`dgsr.parallel`), or expert iteration on
+        """The search's work units on ``n_jobs`` processes (:mod:`dgsr.search.parallel`), or expert iteration on
         this dataset when ``finetune`` is set."""
-        from .parallel import run_parallel_search
+        from dgsr.search.parallel import run_parallel_search
 
         if self.finetune:
-            from .online.finetune import finetune_search, is_finetunable
+            from dgsr.online.finetune import finetune_search, is_finetunable
 
             if is_finetunable(policy):
                 if w is not None:
@@ -502,7 +502,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _allowed_operators(self) -> tuple[str, ...] | None:
         """The Table 1 operators the search may use (None: all), from the three operator parameters."""
-        from .operators import resolve_operators
+        from dgsr.core.operators import resolve_operators
 
         return resolve_operators(self.operators, self.unary_operators, self.binary_operators)
 
@@ -520,7 +520,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return max(min(_SIMPLIFY_TOTAL, left), 0.5)
 
     def _select(self, entries: list[FrontEntry]) -> int:
-        from .pareto import select
+        from dgsr.core.pareto import select
 
         rule = "balanced" if self.model_selection == "validation" else self.model_selection
         return int(select(entries, rule))
@@ -622,7 +622,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return self._export(index, "jax")
 
     def _export(self, index: int | None, backend: str) -> Any:
-        from .export import export_function
+        from dgsr.estimator.export import export_function
 
         check_is_fitted(self, "expression_")
         return export_function(self.expressions_[self._row(index)], list(self._feature_index), backend)
@@ -638,7 +638,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             import matplotlib  # noqa: F401
         except ImportError as err:  # a dependency, but an environment may lack it: say how to get it
             raise ImportError("plot_front needs matplotlib: pip install matplotlib") from err
-        from .plotting import plot_front
+        from dgsr.estimator.plotting import plot_front
 
         return plot_front(self, ax, target)
 
@@ -672,7 +672,7 @@ def _root_rng(random_state: Any) -> np.random.Generator:
 
 
 def _snapshot(result: Any) -> Any:
-    from .search import SearchProgress
+    from dgsr.search.mcts import SearchProgress
 
     best = result.best
     return SearchProgress(result.elapsed, result.n_evaluations, best.r2 if best else -math.inf,

@@ -1,7 +1,7 @@
 """Model files and training checkpoints.
 
-* **Model weights** (what ``policy=`` accepts and what ships under ``src/dgsr/weights/``): one
-  safetensors file; its metadata holds the :class:`~dgsr.model.ModelConfig` as JSON
+* **Model weights** (what ``policy=`` accepts and what ships under ``src/dgsr/neural/weights/``): one
+  safetensors file; its metadata holds the :class:`~dgsr.neural.model.ModelConfig` as JSON
   (``dgsr_config``), a format tag, free-form training facts, ``dgsr_sha256``, the SHA-256 of
   the tensors (names, dtypes, shapes and bytes in name order), and ``dgsr_meta_sha256``, the
   SHA-256 of the other metadata fields and that tensor digest, so that a changed config (one
@@ -39,7 +39,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .model import ModelConfig, PolicyModel
+from dgsr.neural.model import ModelConfig, PolicyModel
 
 FORMAT = "dgsr-policy-1"
 
@@ -155,7 +155,7 @@ def load_model(path: str | os.PathLike, *, device: str | torch.device = "cpu") -
                                   "the file is corrupt")
     elif not sidecar.is_file():
         warnings.warn(f"{path} has no metadata checksum (written by an older dgsr): its config is not verified; "
-                      "re-save it with dgsr.checkpoint.save_model to add one.", UserWarning, stacklevel=2)
+                      "re-save it with dgsr.neural.checkpoint.save_model to add one.", UserWarning, stacklevel=2)
     try:
         config = ModelConfig.from_dict(json.loads(meta["dgsr_config"]))
         info = json.loads(meta.get("dgsr_info", "{}"))

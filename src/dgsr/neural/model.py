@@ -3,7 +3,7 @@
 An encoder-decoder transformer in three parts (pre-LayerNorm blocks, as nanoGPT):
 
 * **point encoder** (``ModelConfig.encoder``), whose output ``memory`` [B, M, d] depends only on
-  the dataset, so :mod:`dgsr.neural_policy` computes it once per trial and reuses it for every
+  the dataset, so :mod:`dgsr.neural.policy` computes it once per trial and reuses it for every
   expansion (a documented departure: the paper re-encodes a fresh point subset at each expansion):
 
   - ``"variables"`` (the default for new models; a departure, see docs/DESIGN.md): ONE memory
@@ -19,7 +19,7 @@ An encoder-decoder transformer in three parts (pre-LayerNorm blocks, as nanoGPT)
 * **expression encoder**: the current expression's prefix tokens, self-attention plus
   cross-attention to the point memory -> ``h`` [B, T, d].
 * **decoder**: the action ``I<node> <op> [B] <eos>`` token by token, causal self-attention plus
-  cross-attention to ``[memory; h]``, with a KV cache for sampling (:mod:`dgsr.sampling`).
+  cross-attention to ``[memory; h]``, with a KV cache for sampling (:mod:`dgsr.neural.sampling`).
 * **critic**: a value in [0, 1] from the masked mean of ``h`` (weights shared with the policy,
   Section 3.1).
 
@@ -41,9 +41,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .mutations import MAX_SIZE
-from .operators import CONSTANT, OPERATORS, variable_symbol
-from .tokens import FLOAT_WIDTH, MAX_EXPONENT, MAX_MANTISSA, MAX_VARIABLES, POINT_WIDTH, vocabulary
+from dgsr.core.operators import CONSTANT, OPERATORS, variable_symbol
+from dgsr.neural.tokens import FLOAT_WIDTH, MAX_EXPONENT, MAX_MANTISSA, MAX_VARIABLES, POINT_WIDTH, vocabulary
+from dgsr.search.mutations import MAX_SIZE
 
 #: Longest expression in tokens: every node a constant triple (60 nodes, 3 tokens each) + margin.
 MAX_EXPRESSION_TOKENS = FLOAT_WIDTH * MAX_SIZE + 4
@@ -86,7 +86,7 @@ class ModelConfig:
     #: first learn to route (issue 13); False in files written before this option existed, and
     #: always False with the "points" encoder
     variable_pointer: bool = False
-    vocab_size: int = 0  # 0 = the dgsr.tokens vocabulary
+    vocab_size: int = 0  # 0 = the dgsr.neural.tokens vocabulary
     max_points: int = 100
     max_expression_tokens: int = MAX_EXPRESSION_TOKENS
     max_action_tokens: int = MAX_ACTION_TOKENS

@@ -1,17 +1,17 @@
-"""The neural mutation policy and critic behind the :class:`dgsr.policy.Policy` seam.
+"""The neural mutation policy and critic behind the :class:`dgsr.search.policy.Policy` seam.
 
 * ``prepare`` samples at most ``n_points`` rows and encodes them ONCE per trial; every expansion
   of the trial reuses that memory. This departs from the paper, which samples a new subset of
   points at each expansion: on a CPU the point encoder would otherwise dominate the cost of an
   expansion (see docs/policy_bench.md). It also draws the trial's decoding temperature and
   length penalty from the paper's ranges (Appendix E.3) unless fixed values are given.
-* ``propose`` samples K actions in one batch (:func:`dgsr.sampling.sample_mutations`); priors
+* ``propose`` samples K actions in one batch (:func:`dgsr.neural.sampling.sample_mutations`); priors
   are the distinct valid mutations' normalised (length-penalised) sequence probabilities.
 * ``value`` runs the critic on a batch of expressions.
 
 :class:`RerankPolicy` is the other way to use the network: another policy (the uniform one, or a
 data-aimed one) proposes a longer list of candidates and the network scores them all in ONE
-batched teacher-forced pass (:func:`dgsr.sampling.score_mutations`), keeping the K it prefers:
+batched teacher-forced pass (:func:`dgsr.neural.sampling.score_mutations`), keeping the K it prefers:
 a neural prior over cheap candidates, several times faster per expansion than decoding K samples
 token by token.
 
@@ -32,12 +32,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from .checkpoint import load_model
-from .expression import Expression
-from .model import PolicyModel
-from .operators import MAX_VARIABLES, resolve_operators
-from .policy import Proposal
-from .sampling import expression_ids, operator_token_keep, points_ids, sample_mutations, score_mutations
+from dgsr.core.expression import Expression
+from dgsr.core.operators import MAX_VARIABLES, resolve_operators
+from dgsr.neural.checkpoint import load_model
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.sampling import (
+    expression_ids,
+    operator_token_keep,
+    points_ids,
+    sample_mutations,
+    score_mutations,
+)
+from dgsr.search.policy import Proposal
 
 #: The shipped default weights (CONTRACTS §6).
 WEIGHTS_DIR = Path(__file__).parent / "weights"
@@ -67,12 +73,12 @@ def _draw(value: float | tuple[float, float], rng: np.random.Generator) -> float
 
 
 class NeuralPolicy:
-    """Transformer mutation policy M_theta with critic C_psi (implements :class:`dgsr.policy.Policy`).
+    """Transformer mutation policy M_theta with critic C_psi (implements :class:`dgsr.search.policy.Policy`).
 
     Parameters
     ----------
     model:
-        A :class:`~dgsr.model.PolicyModel` (put in eval mode).
+        A :class:`~dgsr.neural.model.PolicyModel` (put in eval mode).
     device:
         Torch device for inference.
     temperature, length_penalty:
@@ -92,13 +98,13 @@ class NeuralPolicy:
         ten times cheaper per constant and loses nothing the search's constant fitting needs).
     use_critic:
         Node values from the critic head (the paper). False makes the search score new nodes by
-        their accuracy instead (:func:`dgsr.search.accuracy_value`), as it does for a policy
+        their accuracy instead (:func:`dgsr.search.mcts.accuracy_value`), as it does for a policy
         without a critic: the right choice while the critic has only been pre-trained (it learned
         "on a dismantling path or not", which says little about closeness to the data's law)
         and not yet refined by search (``dgsr search`` / ``finetune=True``).
     operators:
         The Table 1 operators it may sample (None: all): the others' tokens are masked while
-        decoding (:func:`dgsr.sampling.operator_token_keep`).
+        decoding (:func:`dgsr.neural.sampling.operator_token_keep`).
     """
 
     has_critic = True
@@ -133,7 +139,7 @@ class NeuralPolicy:
 
     @classmethod
     def from_pretrained(cls, device: str = "cpu", **kwargs) -> NeuralPolicy:
-        """The shipped default weights (``dgsr/weights/dgsr-small.safetensors``); no network."""
+        """The shipped default weights (``dgsr/neural/weights/dgsr-small.safetensors``); no network."""
         if not DEFAULT_WEIGHTS.is_file():
             raise FileNotFoundError(f"the shipped policy weights are missing: {DEFAULT_WEIGHTS}")
         return cls.from_checkpoint(DEFAULT_WEIGHTS, device=device, **kwargs)
@@ -219,7 +225,7 @@ class RerankContext:
 
 
 class RerankPolicy:
-    """A neural prior over another policy's candidates (implements :class:`dgsr.policy.Policy`).
+    """A neural prior over another policy's candidates (implements :class:`dgsr.search.policy.Policy`).
 
     Each expansion asks ``source`` for ``n_candidates`` distinct mutations, scores them with the
     network in one batched pass (log-probability, length-penalised as in sampling), and keeps
@@ -235,11 +241,11 @@ class RerankPolicy:
         The :class:`NeuralPolicy` whose model scores (its temperature, length penalty, point
         subset and thread settings are used).
     source:
-        The candidate policy, e.g. :class:`dgsr.random_policy.RandomPolicy` or a data-aimed one.
+        The candidate policy, e.g. :class:`dgsr.policies.random.RandomPolicy` or a data-aimed one.
     n_candidates:
         Candidates asked of ``source`` per expansion (at least ``k``).
     max_tokens:
-        Score only each action's first tokens (None: all; see :func:`dgsr.sampling.score_mutations`).
+        Score only each action's first tokens (None: all; see :func:`dgsr.neural.sampling.score_mutations`).
     source_weight:
         Weight of the source's own log-prior added to the network's score (1: the product of the
         two distributions; 0: the network alone). A uniform source's prior changes nothing.

@@ -3,9 +3,9 @@
 The K samples of one expansion decode together as one batch with a KV cache: the decoder memory
 (points + expression encoding) is encoded once and its cross-attention keys/values are computed
 once and broadcast over the K rows; rows that reach ``<eos>`` leave the batch. Every step is
-constrained by :class:`dgsr.tokens.ActionGrammar` (node index in range, ``root`` only on the
+constrained by :class:`dgsr.neural.tokens.ActionGrammar` (node index in range, ``root`` only on the
 empty expression, operand ``B`` well-formed and within the size budget), so decoding failures
-are rare; what remains invalid is what the rules of :mod:`dgsr.mutations` reject.
+are rare; what remains invalid is what the rules of :mod:`dgsr.search.mutations` reject.
 
 Priors: each distinct valid mutation gets ``exp(log p / len**length_penalty)`` normalised over the
 distinct valid mutations (``log p`` = the model's constrained log-probability at temperature 1;
@@ -24,11 +24,18 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from .expression import Expression
-from .model import PolicyModel
-from .mutations import MAX_SIZE, InvalidMutation, Mutation, apply_mutation
-from .operators import OPERATORS, TRANSCENDENTAL
-from .tokens import MANTISSA_DIGITS, MAX_EXPONENT, MAX_MANTISSA, ActionGrammar, DecodeFailure, vocabulary
+from dgsr.core.expression import Expression
+from dgsr.core.operators import OPERATORS, TRANSCENDENTAL
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.tokens import (
+    MANTISSA_DIGITS,
+    MAX_EXPONENT,
+    MAX_MANTISSA,
+    ActionGrammar,
+    DecodeFailure,
+    vocabulary,
+)
+from dgsr.search.mutations import MAX_SIZE, InvalidMutation, Mutation, apply_mutation
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,7 @@ def pad_ids(seqs: Sequence[Sequence[int]], pad: int, device: torch.device | str 
 
 
 def points_ids(X: np.ndarray, y: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
-    """Point tokens [1, n, POINT_WIDTH] of one dataset (non-finite values encode, see dgsr.tokens)."""
+    """Point tokens [1, n, POINT_WIDTH] of one dataset (non-finite values encode, see dgsr.neural.tokens)."""
     return torch.from_numpy(vocabulary().encode_points(X, y)).unsqueeze(0).to(device)
 
 
@@ -196,7 +203,7 @@ def score_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expres
 
     Teacher-forced: every candidate action is decoded at once against the shared memory (its
     cross-attention keys/values computed once), instead of K sequential sampling steps; this is
-    how the network re-ranks another policy's candidates (:class:`dgsr.neural_policy.RerankPolicy`).
+    how the network re-ranks another policy's candidates (:class:`dgsr.neural.policy.RerankPolicy`).
     Each token is normalised within its group (mantissa / exponent / other), as in training.
     Mantissa tokens are left out unless ``constants`` (the search refits constants, and their
     10,000-way softmax would dominate the pass). ``max_tokens`` scores only each action's first

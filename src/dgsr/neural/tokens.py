@@ -18,9 +18,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from .expression import Expression, MalformedExpression
-from .mutations import MAX_SIZE, MUTATION_OPERATORS, Mutation
-from .operators import BINARY, CONSTANT, MAX_VARIABLES, OPERATORS, UNARY, arity, variable_symbol
+from dgsr.core.expression import Expression, MalformedExpression
+from dgsr.core.operators import BINARY, CONSTANT, MAX_VARIABLES, OPERATORS, UNARY, arity, variable_symbol
+from dgsr.search.mutations import MAX_SIZE, MUTATION_OPERATORS, Mutation
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<sep>", "<empty>")
 MANTISSA_DIGITS = 4

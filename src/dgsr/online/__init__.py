@@ -7,7 +7,7 @@
 * :mod:`~dgsr.online.state`: atomic checkpoints of the whole learning state (exact resume);
 * :mod:`~dgsr.online.finetune`: the estimator's ``finetune=True`` mode on one dataset.
 
-Importing this package imports torch (the trainer); :mod:`dgsr.search` does not depend on it.
+Importing this package imports torch (the trainer); :mod:`dgsr.search.mcts` does not depend on it.
 """
 
 from .backends import OnlineResult, run_online, throughput

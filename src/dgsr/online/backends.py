@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..model import ModelConfig, PolicyModel
+from dgsr.neural.model import ModelConfig, PolicyModel
+
 from .controller import (
     Controller,
     Dataset,
@@ -516,7 +517,7 @@ def drive(controller: Controller, trainer: Any, executor: Any, *, max_time: floa
 
 def write_checkpoint(out: Path, controller: Controller, trainer: Any) -> None:
     """The learning state (atomic), the fine-tuned weights and one result file per dataset."""
-    from ..checkpoint import save_model
+    from dgsr.neural.checkpoint import save_model
 
     out.mkdir(parents=True, exist_ok=True)
     trainer_state = trainer.state_dict()

@@ -20,8 +20,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ..expression import Expression
-from ..mutations import Mutation
+from dgsr.core.expression import Expression
+from dgsr.search.mutations import Mutation
 
 T = TypeVar("T")
 
@@ -39,7 +39,7 @@ class Points:
 
 @dataclass(frozen=True, eq=False)
 class MutationItem:
-    """One policy example; the field names match :class:`dgsr.pretrain.Example` so ``collate`` takes it."""
+    """One policy example; the field names match :class:`dgsr.training.pretrain.Example` so ``collate`` takes it."""
 
     points: Points
     state: Expression
@@ -119,7 +119,7 @@ class ExpertBuffers:
     min_visits:
         N_min_visits: a critic target from a node off every solution path is kept only when the
         node was visited at least this often (targets given without a visit count are trusted:
-        :mod:`dgsr.search` applies the same threshold when it records them).
+        :mod:`dgsr.search.mcts` applies the same threshold when it records them).
     """
 
     def __init__(self, mutation_capacity: int = 20_000, critic_capacity: int = 20_000, min_visits: int = 5):

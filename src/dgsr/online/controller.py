@@ -25,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from ..budget import Budget
-from ..expression import Expression
-from ..mutations import Mutation
-from ..pareto import ParetoArchive, ParetoEntry, select
-from ..policy import Policy
-from ..search import SearchConfig, run_search
+from dgsr.core.budget import Budget
+from dgsr.core.expression import Expression
+from dgsr.core.pareto import ParetoArchive, ParetoEntry, select
+from dgsr.search.mcts import SearchConfig, run_search
+from dgsr.search.mutations import Mutation
+from dgsr.search.policy import Policy
+
 from .buffers import Points
 
 #: Depth decays of Appendix E.3.
@@ -160,7 +161,7 @@ class TrialOutcome:
 
 def make_policy(model: Any, spec: TrialSpec, device: str = "cpu") -> Policy:
     """The neural policy of one trial: ``model`` decoded with the trial's temperature and length penalty."""
-    from ..neural_policy import NeuralPolicy
+    from dgsr.neural.policy import NeuralPolicy
 
     return NeuralPolicy(model, device=device, temperature=spec.temperature, length_penalty=spec.length_penalty)
 
@@ -264,7 +265,7 @@ class Controller:
 
     Datasets are served round-robin (so several workers search different datasets at once); a
     trial whose worker died is re-queued first, with the same seed. Synthetic datasets are drawn
-    from :func:`dgsr.generator.random_problem` (never a held-out expression) and replaced once solved.
+    from :func:`dgsr.training.generator.random_problem` (never a held-out expression) and replaced once solved.
     """
 
     def __init__(self, datasets: Sequence[Dataset], config: OnlineConfig | None = None):
@@ -292,8 +293,8 @@ class Controller:
 
     # ------------------------------------------------------------------ queue
     def _add_synthetic(self) -> None:
-        from ..corpus import expression_key, heldout_keys
-        from ..generator import random_problem
+        from dgsr.training.corpus import expression_key, heldout_keys
+        from dgsr.training.generator import random_problem
 
         held = heldout_keys()
         while True:

@@ -1,11 +1,11 @@
 """``SymbolicRegressor(finetune=True)``: expert iteration on the one dataset being fitted.
 
-The search budget is spent in trials, as in :func:`dgsr.search.run_search`, but each trial draws
+The search budget is spent in trials, as in :func:`dgsr.search.mcts.run_search`, but each trial draws
 its hyper-parameters as Appendix E.3 does, trials alternate with and without constant fitting,
 and after each trial the policy and critic take a few training steps on what the search found
 (:mod:`dgsr.online.trainer`), so later trials use the fine-tuned policy. All trials share one
-:class:`~dgsr.budget.Budget` and one Pareto archive, so the result is a
-:class:`~dgsr.search.SearchResult` like a plain search's. The policy's model is copied first:
+:class:`~dgsr.core.budget.Budget` and one Pareto archive, so the result is a
+:class:`~dgsr.search.mcts.SearchResult` like a plain search's. The policy's model is copied first:
 the caller's policy is left as it was.
 """
 
@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..budget import Budget
-from ..pareto import ParetoArchive
-from ..search import SearchConfig, SearchProgress, SearchResult
+from dgsr.core.budget import Budget
+from dgsr.core.pareto import ParetoArchive
+from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult
+
 from .controller import Controller, Dataset, OnlineConfig, make_policy, run_trial
 from .trainer import OnlineTrainer, TrainerConfig
 

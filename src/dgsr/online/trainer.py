@@ -3,11 +3,11 @@
 Each step draws a batch with **equal shares** of mutation and critic samples and weighs the two
 objectives **equally**: ``loss = action cross-entropy + critic BCE``. To avoid forgetting
 (the paper follows AlphaStar and HTPS here), part of the mutation share is always drawn from
-the supervised pre-training corpus (:func:`dgsr.corpus.example_stream`); while the mutation
+the supervised pre-training corpus (:func:`dgsr.training.corpus.example_stream`); while the mutation
 buffer is still empty the whole mutation share comes from the corpus.
 
-The action loss is the pre-training one (:func:`dgsr.pretrain.grouped_action_loss` on batches
-from :func:`dgsr.pretrain.collate`); the critic loss is a binary cross-entropy against the soft
+The action loss is the pre-training one (:func:`dgsr.training.pretrain.grouped_action_loss` on batches
+from :func:`dgsr.training.pretrain.collate`); the critic loss is a binary cross-entropy against the soft
 targets of the critic buffer (1.0 on solution paths, else the MCTS value estimate). The synthetic
 examples of step ``s`` are a pure function of ``(seed, s)`` and the buffer draws come from the
 trainer's own generator, so a resumed trainer continues exactly (:meth:`OnlineTrainer.state_dict`).
@@ -23,10 +23,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..model import ModelConfig, PolicyModel
-from ..pretrain import collate, encode_point_sets, grouped_action_loss, teacher_forced
-from ..sampling import pad_ids
-from ..tokens import vocabulary
+from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.sampling import pad_ids
+from dgsr.neural.tokens import vocabulary
+from dgsr.training.pretrain import collate, encode_point_sets, grouped_action_loss, teacher_forced
+
 from .buffers import CriticItem, ExpertBuffers
 
 
@@ -80,7 +81,7 @@ def synthetic_examples(seed: int, step: int, n: int, *, n_points: int = 100, mut
     """``n`` pre-training examples for step ``step``: a pure function of ``(seed, step)``."""
     if n <= 0:
         return []
-    from ..corpus import example_stream
+    from dgsr.training.corpus import example_stream
 
     stream = example_stream([seed, 7_919, step], n_points=n_points, mutation_size=mutation_size)
     return [next(stream) for _ in range(n)]

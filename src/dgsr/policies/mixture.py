@@ -1,10 +1,10 @@
 """A mixture of mutation policies: each expansion's K proposals are shared out between them.
 
 Issue 13 asks for combinations of the learned policy with the data-aimed one to be measured: the
-re-ranking combination is :class:`dgsr.neural_policy.RerankPolicy` (one policy proposes, the
+re-ranking combination is :class:`dgsr.neural.policy.RerankPolicy` (one policy proposes, the
 network chooses); this is the other one, in which each member proposes its own share of the K
 mutations (e.g. 12 from the semantic policy and 4 from the network). Torch-free: members are any
-:class:`dgsr.policy.Policy`.
+:class:`dgsr.search.policy.Policy`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .expression import Expression
-from .mutations import InvalidMutation, apply_mutation
-from .policy import Proposal
+from dgsr.core.expression import Expression
+from dgsr.search.mutations import InvalidMutation, apply_mutation
+from dgsr.search.policy import Proposal
 
 
 @dataclass
@@ -39,7 +39,7 @@ def apportion(k: int, weights: Sequence[float]) -> list[int]:
 
 
 class MixturePolicy:
-    """Each member proposes its share of the K mutations (implements :class:`dgsr.policy.Policy`).
+    """Each member proposes its share of the K mutations (implements :class:`dgsr.search.policy.Policy`).
 
     Shares follow ``weights`` (:func:`apportion`). A mutation's prior is its member's weight times
     the prior that member gave it; a child proposed by several members is kept once with the sum

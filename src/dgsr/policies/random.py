@@ -1,7 +1,7 @@
 """The uniform baseline policy: random node, random operator, small random operand ``B``.
 
 It has no critic: :meth:`RandomPolicy.value` returns NaN, and the search then values a node
-by its own accuracy (:mod:`dgsr.search`). It proposes only valid, distinct mutations, so its
+by its own accuracy (:mod:`dgsr.search.mcts`). It proposes only valid, distinct mutations, so its
 expansions never waste an evaluation on a rejected mutation.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from .expression import Expression
-from .mutations import REVERSED_BINARY, InvalidMutation, Mutation, apply_mutation
-from .operators import BINARY, UNARY, resolve_operators
-from .policy import Proposal
+from dgsr.core.expression import Expression
+from dgsr.core.operators import BINARY, UNARY, resolve_operators
+from dgsr.search.mutations import REVERSED_BINARY, InvalidMutation, Mutation, apply_mutation
+from dgsr.search.policy import Proposal
 
 # Simple constants are common in laws (2, 1/2, pi...); the rest come from N(0, 1) and are
 # fitted by the search when constant fitting is on.

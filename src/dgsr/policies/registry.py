@@ -1,6 +1,6 @@
-"""Resolve the ``policy=`` argument of the estimator and the CLI into a :class:`~dgsr.policy.Policy`.
+"""Resolve the ``policy=`` argument of the estimator and the CLI into a :class:`~dgsr.search.policy.Policy`.
 
-``"random"`` is the uniform :class:`~dgsr.random_policy.RandomPolicy`; ``"neural"`` the shipped
+``"random"`` is the uniform :class:`~dgsr.policies.random.RandomPolicy`; ``"neural"`` the shipped
 pretrained weights (node values from accuracy: their critic is only pre-trained); a path to a
 ``.safetensors`` file a checkpoint (weights with the model config in the file's metadata,
 CONTRACTS §4); a Policy object passes through. The neural
@@ -13,7 +13,7 @@ import os
 import warnings
 from typing import Any
 
-from .policy import Policy
+from dgsr.search.policy import Policy
 
 
 def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
@@ -32,7 +32,7 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
     device:
         Torch device for the neural policy (ignored by the others).
     operators:
-        Allowed operators (from :func:`dgsr.operators.resolve_operators`), or None for all.
+        Allowed operators (from :func:`dgsr.core.operators.resolve_operators`), or None for all.
 
     Returns
     -------
@@ -53,11 +53,11 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         raise ValueError(f"policy must be 'neural', 'random', a checkpoint path or a Policy, got {spec!r}")
     text = os.fspath(spec)
     if text == "random":
-        from .random_policy import RandomPolicy
+        from dgsr.policies.random import RandomPolicy
 
         return RandomPolicy(operators=operators)
     if text == "semantic":
-        from .semantic_policy import SemanticPolicy
+        from dgsr.policies.semantic.policy import SemanticPolicy
 
         return SemanticPolicy(operators=operators)
     if text == "neural":
@@ -65,7 +65,7 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
     if text.endswith(".safetensors") or os.path.exists(text):
         if not os.path.isfile(text):
             raise FileNotFoundError(f"policy checkpoint not found: {text}")
-        from .neural_policy import NeuralPolicy
+        from dgsr.neural.policy import NeuralPolicy
 
         return NeuralPolicy.from_checkpoint(text, device=device, operators=operators)
     raise ValueError(f"policy must be 'semantic', 'neural', 'random', a path to a .safetensors checkpoint or a "
@@ -74,7 +74,7 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
 
 def _shipped_neural(device: str, operators: tuple[str, ...] | None = None) -> Policy:
     try:
-        from .neural_policy import NeuralPolicy
+        from dgsr.neural.policy import NeuralPolicy
 
         # The shipped critic is only pre-trained ("on a dismantling path or not"): node values from
         # accuracy searched better with these weights (docs/policy_bench.md). A checkpoint from
@@ -88,7 +88,7 @@ def _shipped_neural(device: str, operators: tuple[str, ...] | None = None) -> Po
             RuntimeWarning,
             stacklevel=3,
         )
-        from .random_policy import RandomPolicy
+        from dgsr.policies.random import RandomPolicy
 
         return RandomPolicy(operators=operators)
 

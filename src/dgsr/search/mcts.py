@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .budget import Budget
-from .constants import (
+from dgsr.core.budget import Budget
+from dgsr.core.constants import (
     DEFAULT_METHOD,
     additive_terms,
     fit_constants,
@@ -38,12 +38,12 @@ from .constants import (
     scale_expression,
     weighted_sum,
 )
-from .evaluate import as_columns, evaluate_columns
-from .expression import Expression
-from .mutations import InvalidMutation, Mutation, apply_mutation
-from .operators import mutation_uses_only, resolve_operators
-from .pareto import ParetoArchive, ParetoEntry
-from .policy import Policy
+from dgsr.core.evaluate import as_columns, evaluate_columns
+from dgsr.core.expression import Expression
+from dgsr.core.operators import mutation_uses_only, resolve_operators
+from dgsr.core.pareto import ParetoArchive, ParetoEntry
+from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
+from dgsr.search.policy import Policy
 
 CONSTANT_FITTING_MODES = ("never", "best", "all")
 _PROGRESS_EVERY = 8  # iterations between progress callbacks (the display rate-limits itself)
@@ -67,7 +67,7 @@ class SearchConfig:
         ``"never"``, ``"best"`` (each expression that improves on the trial's best so far) or
         ``"all"`` (every new one).
     constant_method, constant_time_limit, constant_batch_size:
-        Optimiser (None: :data:`dgsr.constants.DEFAULT_METHOD`), seconds and rows per fit.
+        Optimiser (None: :data:`dgsr.core.constants.DEFAULT_METHOD`), seconds and rows per fit.
     max_size:
         Node limit of an expression.
     solved_r2:
@@ -103,7 +103,7 @@ class SearchConfig:
         The Table 1 operators expressions may use (None: all). The search rejects any proposal
         that uses another one, whatever the policy (policies should not propose them: the
         random policy and the neural one take the same set as their ``operators`` argument,
-        see :func:`dgsr.policies.load_policy`). Linear scaling and term weights build ``add``
+        see :func:`dgsr.policies.registry.load_policy`). Linear scaling and term weights build ``add``
         and ``mul`` nodes, so they are off unless both are allowed.
     """
 
@@ -410,7 +410,7 @@ def run_search(
     X, y:
         Training rows ``[n_rows, n_features]`` and targets ``[n_rows]``, all finite.
     policy:
-        The mutation policy (:class:`dgsr.policy.Policy`).
+        The mutation policy (:class:`dgsr.search.policy.Policy`).
     config:
         Search hyper-parameters (default :class:`SearchConfig`).
     rng:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expression import Expression
-from .operators import BINARY, TRANSCENDENTAL, UNARY
+from dgsr.core.expression import Expression
+from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
 
 MAX_SIZE = 60
 REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)

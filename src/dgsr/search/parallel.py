@@ -2,7 +2,7 @@
 
 The evaluation budget is cut into *work units* that depend only on ``max_evaluations``, never on
 the number of processes: ``ceil(max_evaluations / UNIT_EVALUATIONS)`` units, each a
-:func:`dgsr.search.run_search` (its own trials, row subset and cache) with an equal share of the
+:func:`dgsr.search.mcts.run_search` (its own trials, row subset and cache) with an equal share of the
 evaluations and its own seed, spawned from the fit's generator in unit order. Results are merged
 in unit order, so the front, the evaluation count and the history are the same for any
 ``n_jobs`` (CONTRACTS §4), and one process runs exactly the same units one after the other.
@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .budget import Budget
-from .pareto import ParetoArchive
-from .search import SearchConfig, SearchProgress, SearchResult, run_search
+from dgsr.core.budget import Budget
+from dgsr.core.pareto import ParetoArchive
+from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
 UNIT_EVALUATIONS = 25_000
@@ -129,7 +129,7 @@ def _worker_init() -> None:
 
 def _worker_run(task: _Task, data: tuple[np.ndarray, np.ndarray, np.ndarray | None], policy_spec: Any,
                 device: str, operators: tuple[str, ...] | None, config: SearchConfig) -> UnitResult:
-    from .policies import load_policy
+    from dgsr.policies.registry import load_policy
 
     key = repr((policy_spec if isinstance(policy_spec, str) else id(policy_spec), device, operators))
     if key not in _WORKER_POLICY:  # loaded once per process (the neural policy's weights are big)
@@ -233,7 +233,7 @@ def run_parallel_search(
     n_jobs, backend:
         Processes (or Ray tasks) at a time; ``"local"`` or ``"ray"``.
     policy_spec, device, operators:
-        How a worker process builds its own policy (:func:`dgsr.policies.load_policy`); a Policy
+        How a worker process builds its own policy (:func:`dgsr.policies.registry.load_policy`); a Policy
         object is pickled to the workers. Default: ``policy`` itself.
     archive:
         An archive to continue (warm start): the units' fronts are merged into it.

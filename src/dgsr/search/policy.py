@@ -2,7 +2,7 @@
 
 Search sees a mutation policy only through :class:`Policy`: ``prepare`` once per trial,
 ``propose`` K mutations with priors per expansion, and a batched ``value`` for new children.
-This module must not import torch; the neural policy lives in :mod:`dgsr.neural_policy`.
+This module must not import torch; the neural policy lives in :mod:`dgsr.neural.policy`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .expression import Expression
-from .mutations import Mutation
+from dgsr.core.expression import Expression
+from dgsr.search.mutations import Mutation
 
 
 @dataclass(frozen=True)

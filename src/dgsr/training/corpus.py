@@ -1,7 +1,7 @@
 """The pre-training corpus: a stream of (data, current expression, target mutation) examples.
 
-Section 3.3 of the paper: a ground truth ``f*`` and its data are drawn (:mod:`dgsr.generator`),
-``f*`` is dismantled into ``f(0) = empty -> m1 -> ... -> mL = f*`` (:mod:`dgsr.dismantle`), and
+Section 3.3 of the paper: a ground truth ``f*`` and its data are drawn (:mod:`dgsr.training.generator`),
+``f*`` is dismantled into ``f(0) = empty -> m1 -> ... -> mL = f*`` (:mod:`dgsr.training.dismantle`), and
 every step ``(D, f(l-1)) -> m_l`` is one supervised example. Generation is cheap enough to run
 on the fly in data-loader workers (docs/corpus_bench.md), so there is no cache to build.
 
@@ -27,10 +27,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .dismantle import mutation_path
-from .evaluate import evaluate
-from .expression import Expression
-from .generator import (
+from dgsr.core.evaluate import evaluate
+from dgsr.core.expression import Expression
+from dgsr.search.mutations import Mutation
+from dgsr.training.dismantle import mutation_path
+from dgsr.training.generator import (
     DEFAULT_CONFIG,
     GeneratorConfig,
     Problem,
@@ -39,7 +40,6 @@ from .generator import (
     random_problem,
     sample_inputs,
 )
-from .mutations import Mutation
 
 #: Root seed of the held-out set; changing it (or the generator) changes every later benchmark.
 HELDOUT_SEED = 20230723
@@ -118,7 +118,7 @@ def encode_example(example: TrainingExample, vocab: Any = None) -> dict[str, np.
 
     ``points`` is read-only and shared by the consecutive steps of one problem.
     """
-    from .tokens import vocabulary
+    from dgsr.neural.tokens import vocabulary
 
     v = vocab if vocab is not None else vocabulary()
     # the steps of one problem come one after another and share X and y: encode the points once
@@ -176,7 +176,7 @@ def _corpus_class() -> type:
             return stream if self.transform is None else map(self.transform, stream)
 
     MutationCorpus.__module__ = __name__
-    MutationCorpus.__qualname__ = "MutationCorpus"  # picklable as dgsr.corpus.MutationCorpus
+    MutationCorpus.__qualname__ = "MutationCorpus"  # picklable as dgsr.training.corpus.MutationCorpus
     return MutationCorpus
 
 

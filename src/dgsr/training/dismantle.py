@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .expression import Expression
-from .mutations import Mutation
-from .operators import arity
+from dgsr.core.expression import Expression
+from dgsr.core.operators import arity
+from dgsr.search.mutations import Mutation
 
 
 def mutation_path(
@@ -55,7 +55,7 @@ def dismantle(expr: Expression, rng: np.random.Generator, mutation_size: float =
 
 def replay(mutations: list[Mutation]) -> Expression:
     """Apply ``mutations`` in order to the empty expression (raises ``InvalidMutation``)."""
-    from .mutations import apply_mutation
+    from dgsr.search.mutations import apply_mutation
 
     expr = Expression.empty()
     for m in mutations:

@@ -26,10 +26,18 @@ from typing import Literal
 
 import numpy as np
 
-from .evaluate import evaluate
-from .expression import Expression
-from .mutations import MAX_SIZE, validity_violation
-from .operators import BINARY, CONSTANT, MAX_VARIABLES, OPERATORS, TRANSCENDENTAL, UNARY, variable_symbol
+from dgsr.core.evaluate import evaluate
+from dgsr.core.expression import Expression
+from dgsr.core.operators import (
+    BINARY,
+    CONSTANT,
+    MAX_VARIABLES,
+    OPERATORS,
+    TRANSCENDENTAL,
+    UNARY,
+    variable_symbol,
+)
+from dgsr.search.mutations import MAX_SIZE, validity_violation
 
 
 @dataclass(frozen=True)
@@ -374,8 +382,8 @@ def sympy_simplify(expr: Expression, timeout: float = 1.0) -> Expression | None:
 
     Only for offline comparison and caches: about 0.1-1 s per expression.
     """
-    from .parser import ParseError, parse
-    from .simplify import simplify
+    from dgsr.core.parser import ParseError, parse
+    from dgsr.core.simplify import simplify
 
     folded = canonicalize(expr)  # SymPy does not fold undefined constants for us
     if folded is None:

@@ -1,7 +1,7 @@
 """Supervised pre-training of the mutation policy and a first critic (Section 3.3, Appendix A).
 
 ``dgsr pretrain --config small --steps N --out DIR [--resume]`` trains with cross-entropy on
-(dataset, state, next mutation) examples of the synthetic corpus (:mod:`dgsr.corpus`: random
+(dataset, state, next mutation) examples of the synthetic corpus (:mod:`dgsr.training.corpus`: random
 ground truths dismantled into mutation paths). The critic gets a sensible start from binary
 cross-entropy: positives are states on a dismantling path; negatives are the same states after a
 random mutation that leaves the path, and random expressions of similar size.
@@ -18,7 +18,7 @@ random mutation that leaves the path, and random expressions of similar size.
 Two more example sources can take a share of each batch, both labelled with data-dependent
 targets (issue 13): the semantic-policy teacher's choices (``--teacher-share``) and the steps of
 semantic-search solution paths collected ahead of time (``--paths FILES --paths-share S``;
-:mod:`dgsr.teacher`). ``--val-paths FILES`` scores path files held out of training at each
+:mod:`dgsr.training.teacher`). ``--val-paths FILES`` scores path files held out of training at each
 evaluation.
 """
 
@@ -40,14 +40,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .checkpoint import load_model, load_training_state, save_model, save_training_state
-from .expression import Expression
-from .model import ModelConfig, PolicyModel, symbol_targets
-from .mutations import Mutation
-from .operators import arity
-from .random_policy import RandomPolicy
-from .sampling import pad_ids, token_groups
-from .tokens import vocabulary
+from dgsr.core.expression import Expression
+from dgsr.core.operators import arity
+from dgsr.neural.checkpoint import load_model, load_training_state, save_model, save_training_state
+from dgsr.neural.model import ModelConfig, PolicyModel, symbol_targets
+from dgsr.neural.sampling import pad_ids, token_groups
+from dgsr.neural.tokens import vocabulary
+from dgsr.policies.random import RandomPolicy
+from dgsr.search.mutations import Mutation
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class TrainConfig:
     mantissa_weight: float = 1.0
     #: weight of the auxiliary "which symbols does the ground truth contain" loss (0 = off)
     aux_weight: float = 0.0
-    #: "corpus" (dgsr.corpus.example_stream) or "generator" (dgsr.generator + dgsr.dismantle
+    #: "corpus" (dgsr.training.corpus.example_stream) or "generator" (dgsr.training.generator + dgsr.training.dismantle
     #: directly); "auto" resolves to the first available when training starts and is recorded.
     data: str = "auto"
     #: point encoder of a new model ("variables" or "points"; "" = the preset's)
@@ -80,11 +80,11 @@ class TrainConfig:
     #: dismantling steps taken from each generated problem (0 = its whole path): fewer steps per
     #: problem put more distinct datasets in each batch, which is what the point encoder learns from
     steps_per_problem: int = 0
-    #: share of each batch labelled by the semantic-policy teacher (:mod:`dgsr.teacher`) instead of
+    #: share of each batch labelled by the semantic-policy teacher (:mod:`dgsr.training.teacher`) instead of
     #: the dismantling corpus: targets that depend on the x-y pairing (issue 13, item 3)
     teacher_share: float = 0.0
-    #: comma-separated files of semantic-search solution paths (:func:`dgsr.teacher.collect_search_paths`,
-    #: ``training/collect_paths.py``) and the share of each batch drawn from their steps
+    #: comma-separated files of semantic-search solution paths (:func:`dgsr.training.teacher.collect_search_paths`,
+    #: ``bench/training/collect_paths.py``) and the share of each batch drawn from their steps
     paths: str = ""
     paths_share: float = 0.0
     #: comma-separated path files held out of training: their steps' action loss is logged at each
@@ -108,7 +108,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class Example:
-    """One supervised example (the fields of ``dgsr.corpus.TrainingExample`` that training uses)."""
+    """One supervised example (the fields of ``dgsr.training.corpus.TrainingExample`` that training uses)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -140,7 +140,7 @@ def resolve_data(config: TrainConfig) -> TrainConfig:
     if config.data != "auto":
         return config
     try:
-        from .corpus import example_stream  # noqa: F401
+        from dgsr.training.corpus import example_stream  # noqa: F401
         source = "corpus"
     except ImportError:
         source = "generator"
@@ -150,16 +150,16 @@ def resolve_data(config: TrainConfig) -> TrainConfig:
 def _example_stream(seed: int, config: TrainConfig) -> Iterator[Any]:
     if resolve_data(config).data == "generator":
         return _fallback_stream(seed, config)
-    from .corpus import example_stream
+    from dgsr.training.corpus import example_stream
 
     return example_stream(seed, mutation_size=config.mutation_size, n_points=config.n_points,
                           steps_per_problem=config.steps_per_problem or None)
 
 
 def _fallback_stream(seed: int, config: TrainConfig) -> Iterator[Example]:
-    """Generator + dismantling directly (used only where :mod:`dgsr.corpus` is absent)."""
-    from .dismantle import mutation_path
-    from .generator import random_problem
+    """Generator + dismantling directly (used only where :mod:`dgsr.training.corpus` is absent)."""
+    from dgsr.training.dismantle import mutation_path
+    from dgsr.training.generator import random_problem
 
     rng = np.random.default_rng(seed)
     while True:
@@ -171,7 +171,7 @@ def _fallback_stream(seed: int, config: TrainConfig) -> Iterator[Example]:
 @lru_cache(maxsize=2)
 def _path_steps(files: str) -> tuple[Any, ...]:
     """Every step of the solution paths in the comma-separated ``files`` (loaded once per process)."""
-    from .teacher import load_search_paths
+    from dgsr.training.teacher import load_search_paths
 
     steps = tuple(step for path in load_search_paths(*files.split(",")) for step in path)
     if not steps:
@@ -182,7 +182,7 @@ def _path_steps(files: str) -> tuple[Any, ...]:
 def batch_examples(config: TrainConfig, step: int) -> list[Any]:
     """The training examples of ``step``: a pure function of ``(config.seed, step)`` (and the path
     files); a share ``config.teacher_share`` of them comes from the semantic-policy teacher
-    (:mod:`dgsr.teacher`), a share ``config.paths_share`` from semantic-search solution paths."""
+    (:mod:`dgsr.training.teacher`), a share ``config.paths_share`` from semantic-search solution paths."""
     n_teacher = round(config.batch_size * config.teacher_share)
     n_paths = round(config.batch_size * config.paths_share)  # > 0 only with path files (__post_init__)
     stream = _example_stream(int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0]), config)
@@ -192,7 +192,7 @@ def batch_examples(config: TrainConfig, step: int) -> list[Any]:
         picks = np.random.default_rng([config.seed, step, 3]).integers(len(steps), size=n_paths)
         examples += [steps[i] for i in picks]
     if n_teacher:
-        from .teacher import STEPS_PER_PROBLEM, teacher_stream
+        from dgsr.training.teacher import STEPS_PER_PROBLEM, teacher_stream
 
         taught = teacher_stream(int(np.random.SeedSequence([config.seed, step, 2]).generate_state(1)[0]),
                                 mutation_size=config.mutation_size, n_points=config.n_points,
@@ -202,7 +202,7 @@ def batch_examples(config: TrainConfig, step: int) -> list[Any]:
 
 
 def _random_expression_like(expr: Expression, n_features: int, rng: np.random.Generator) -> Expression:
-    from .generator import random_tree
+    from dgsr.training.generator import random_tree
 
     n_ops = max(1, sum(1 for s in expr.symbols if arity(s) > 0))
     for _ in range(20):
@@ -220,7 +220,7 @@ def negative_for(example: Any, rng: np.random.Generator) -> Expression:
         for proposal in RandomPolicy().propose(n_features, example.state, 4, rng):
             if proposal.mutation == example.mutation:
                 continue
-            from .mutations import apply_mutation
+            from dgsr.search.mutations import apply_mutation
 
             child = apply_mutation(example.state, proposal.mutation)
             if target is None or child.key() != target.key():
@@ -356,7 +356,7 @@ def with_new_y(examples: list[Any], new_y: Callable[[np.ndarray], np.ndarray]) -
 
 
 def validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool = False) -> list[Batch]:
-    """Held-out examples (``dgsr.corpus.load_heldout`` when available), collated once.
+    """Held-out examples (``dgsr.training.corpus.load_heldout`` when available), collated once.
 
     ``permute_y`` shuffles each dataset's y over its points (same marginal, no relation to x): the
     loss gap between the two sets measures how much the policy uses the data (0 = it ignores y).
@@ -374,7 +374,7 @@ def _collated(examples: list[Any], config: TrainConfig, size: int, permute_y: bo
 
 def teacher_validation_batches(config: TrainConfig, size: int = 64, *, permute_y: bool = False,
                                n_examples: int = 256) -> list[Batch]:
-    """Held-out in-domain problems labelled by the semantic-policy teacher (:mod:`dgsr.teacher`).
+    """Held-out in-domain problems labelled by the semantic-policy teacher (:mod:`dgsr.training.teacher`).
 
     The labels are computed on the true y; ``permute_y`` then shuffles y over the points, so the
     loss gap says how much the model's imitation of the teacher rests on the x-y pairing.
@@ -392,8 +392,8 @@ def path_validation_batches(config: TrainConfig, size: int = 64, *, permute_y: b
 
 
 def _teacher_heldout_examples(n_points: int, mutation_size: float, n_examples: int) -> list[Any]:
-    from .corpus import load_heldout
-    from .teacher import teacher_examples, teacher_policy
+    from dgsr.training.corpus import load_heldout
+    from dgsr.training.teacher import teacher_examples, teacher_policy
 
     teacher, rng, out = teacher_policy(), np.random.default_rng(8), []
     for problem in load_heldout("in"):
@@ -408,7 +408,7 @@ def _teacher_heldout_examples(n_points: int, mutation_size: float, n_examples: i
 
 def _heldout_examples(config: TrainConfig) -> list[Any]:
     try:
-        from .corpus import load_heldout
+        from dgsr.training.corpus import load_heldout
 
         held = load_heldout("in")  # in-domain: the distribution training draws from
         examples = _examples_from_heldout(held, config)
@@ -422,8 +422,8 @@ def _heldout_examples(config: TrainConfig) -> list[Any]:
 
 
 def _examples_from_heldout(held: Any, config: TrainConfig) -> list[Any]:
-    """Examples from whatever :func:`dgsr.corpus.load_heldout` returns (examples or problems)."""
-    from .dismantle import mutation_path
+    """Examples from whatever :func:`dgsr.training.corpus.load_heldout` returns (examples or problems)."""
+    from dgsr.training.dismantle import mutation_path
 
     items = list(held.values()) if isinstance(held, dict) else list(held)
     if items and isinstance(items[0], list):
@@ -669,7 +669,7 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", choices=("auto", "corpus", "generator"), default="auto",
-                   help="example source (default: dgsr.corpus when installed)")
+                   help="example source (default: dgsr.training.corpus when installed)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--eval-every", type=int, default=TrainConfig.eval_every)
@@ -687,9 +687,9 @@ def add_subparser(subparsers: Any) -> None:
                    help="point encoder (default: the preset's, 'variables'; 'points' = the paper's one token "
                         "per data point); with --init, a file with another encoder keeps all its other weights")
     p.add_argument("--teacher-share", type=float, default=TrainConfig.teacher_share,
-                   help="share of each batch labelled by the semantic-policy teacher (0-1; dgsr.teacher)")
+                   help="share of each batch labelled by the semantic-policy teacher (0-1; dgsr.training.teacher)")
     p.add_argument("--paths", default="", metavar="FILES",
-                   help="comma-separated semantic-search solution-path files (training/collect_paths.py)")
+                   help="comma-separated semantic-search solution-path files (bench/training/collect_paths.py)")
     p.add_argument("--paths-share", type=float, default=TrainConfig.paths_share,
                    help="share of each batch drawn from the --paths steps (0-1)")
     p.add_argument("--val-paths", default="", metavar="FILES",

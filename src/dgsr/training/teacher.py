@@ -1,9 +1,9 @@
 """Distillation examples whose target mutation depends on the data: the semantic policy as teacher.
 
-The dismantling corpus (:mod:`dgsr.corpus`) labels a state with the next step of a *random*
+The dismantling corpus (:mod:`dgsr.training.corpus`) labels a state with the next step of a *random*
 dismantling order of the ground truth; many orders are equally right, so the label is mostly
 predictable from the expression alone and a network can lower its loss without reading y.
-:class:`dgsr.semantic_policy.SemanticPolicy` instead picks the mutation whose operand best matches
+:class:`dgsr.policies.semantic.policy.SemanticPolicy` instead picks the mutation whose operand best matches
 what the data asks of a node (semantic backpropagation + least squares): its choice is a function
 of the x-y pairing. Training on ``(X, y, state, teacher's best mutation)`` therefore rewards a
 policy for reading the data (issue 13, item 3).
@@ -20,7 +20,7 @@ shortest mutation path to a solution (the expert-iteration target of Section 3.2
 semantic search as the expert). Each step of such a path is a mutation that led to a fit of
 *these* data, ground truth or not. A search costs about a third of a second, too slow to run inside a
 training step, so :func:`collect_search_paths` gathers paths ahead of time
-(``training/collect_paths.py``) and pre-training mixes them in (``dgsr pretrain --paths``).
+(``bench/training/collect_paths.py``) and pre-training mixes them in (``dgsr pretrain --paths``).
 
 Pure functions of their seed; numpy only (torch is not imported here).
 """
@@ -34,12 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import TrainingExample, training_problems
-from .dismantle import mutation_path
-from .expression import Expression
-from .generator import DEFAULT_CONFIG, GeneratorConfig
-from .mutations import InvalidMutation, Mutation, apply_mutation
-from .semantic_policy import SemanticPolicy
+from dgsr.core.expression import Expression
+from dgsr.policies.semantic.policy import SemanticPolicy
+from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
+from dgsr.training.corpus import TrainingExample, training_problems
+from dgsr.training.dismantle import mutation_path
+from dgsr.training.generator import DEFAULT_CONFIG, GeneratorConfig
 
 #: greedy teacher steps taken from the empty expression per problem
 ROLLOUT_STEPS = 4
@@ -91,7 +91,7 @@ def teacher_stream(seed: int | Sequence[int], *, config: GeneratorConfig = DEFAU
                    mutation_size: float = 10, n_points: int = 100, steps_per_problem: int = STEPS_PER_PROBLEM,
                    exclude: frozenset | None = None) -> Iterator[TrainingExample]:
     """Endless, seeded stream of teacher-labelled examples, ``steps_per_problem`` per drawn problem
-    (in random order); held-out expressions are excluded as in :func:`dgsr.corpus.example_stream`."""
+    (in random order); held-out expressions are excluded as in :func:`dgsr.training.corpus.example_stream`."""
     rng = np.random.default_rng(seed)
     teacher = teacher_policy()
     for problem in training_problems(rng, config, n_points, exclude):
@@ -117,9 +117,9 @@ def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: 
     when given). These are the moves that made progress on problems the teacher cannot solve in
     its budget, which solution paths alone never show.
     """
-    from .budget import Budget
-    from .evaluate import evaluate, r2_score
-    from .search import SearchConfig, run_search
+    from dgsr.core.budget import Budget
+    from dgsr.core.evaluate import evaluate, r2_score
+    from dgsr.search.mcts import SearchConfig, run_search
 
     config = SearchConfig(n_samples=16, record_training_data=True)
     result = run_search(X, y, teacher or SemanticPolicy(), config=config, rng=rng,
@@ -191,6 +191,6 @@ def load_search_paths(*files: str | Path) -> list[list[TrainingExample]]:
         with open(file, "rb") as f:
             data = pickle.load(f)
         if not isinstance(data, dict) or data.get("version") != 1:
-            raise ValueError(f"{file} is not a search-path file written by dgsr.teacher.save_search_paths")
+            raise ValueError(f"{file} is not a search-path file written by dgsr.training.teacher.save_search_paths")
         out.extend(data["paths"])
     return out

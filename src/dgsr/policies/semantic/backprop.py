@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from .expression import Expression
-from .operators import CONSTANT, OPERATORS
+from dgsr.core.expression import Expression
+from dgsr.core.operators import CONSTANT, OPERATORS
 
 _NUMPY_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
 _TWO_PI = 2.0 * math.pi
@@ -28,7 +28,7 @@ _TWO_PI = 2.0 * math.pi
 def node_values(expr: Expression, columns: np.ndarray) -> list[np.ndarray]:
     """Values of the subtree rooted at every prefix position, each of shape ``[n_rows]``.
 
-    ``columns`` is the data as ``[n_features, n_rows]`` (:func:`dgsr.evaluate.as_columns`).
+    ``columns`` is the data as ``[n_features, n_rows]`` (:func:`dgsr.core.evaluate.as_columns`).
     Non-finite values are kept (they mark rows where a subtree is undefined).
     """
     n_rows = columns.shape[1]

@@ -1,6 +1,6 @@
 """A library of small candidate operands ``B``, evaluated once per trial on the scoring rows.
 
-The semantic policy (:mod:`dgsr.semantic_policy`) matches desired values against every library
+The semantic policy (:mod:`dgsr.policies.semantic.policy`) matches desired values against every library
 operand at once with matrix products, so the library is a matrix ``[n_operands, n_rows]`` plus
 the expressions it came from. Entries are distinct by their values on the rows (two operands
 with the same values are one; the smaller is kept), finite on every row and not constant.
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .evaluate import evaluate_columns
-from .expression import Expression
-from .operators import BINARY, UNARY
+from dgsr.core.evaluate import evaluate_columns
+from dgsr.core.expression import Expression
+from dgsr.core.operators import BINARY, UNARY
 
 _C = Expression.constant
 

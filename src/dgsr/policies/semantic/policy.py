@@ -1,9 +1,9 @@
 """The semantic policy: mutations aimed at the data in closed form, with no training.
 
 For the expression to expand, the policy computes the *desired values* of its nodes by semantic
-backpropagation (:mod:`dgsr.semantic_backprop`), turns them into the values an operand ``B``
+backpropagation (:mod:`dgsr.policies.semantic.backprop`), turns them into the values an operand ``B``
 should take for each binary mutation (``A + B = D`` gives ``B = D - A``, ``A * B = D`` gives
-``B = D / A``, ...), and scores every operand of a library (:mod:`dgsr.operand_library`) against
+``B = D / A``, ...), and scores every operand of a library (:mod:`dgsr.policies.semantic.operand_library`) against
 every such target at once with matrix products: the score is the share of the target's variance
 a least-squares line ``c*B + d`` leaves unexplained. Unary mutations are scored the same way on
 their own values. The best-matching distinct valid mutations are proposed first, with priors
@@ -28,14 +28,14 @@ from functools import partial
 
 import numpy as np
 
-from .evaluate import as_columns
-from .expression import Expression
-from .mutations import InvalidMutation, Mutation, apply_mutation
-from .operand_library import OperandLibrary, build_library
-from .operators import BINARY, OPERATORS, UNARY, resolve_operators
-from .policy import Proposal
-from .random_policy import RandomPolicy
-from .semantic_backprop import chain_gradient, desired_values, node_values, parents, root_target
+from dgsr.core.evaluate import as_columns
+from dgsr.core.expression import Expression
+from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators
+from dgsr.policies.random import RandomPolicy
+from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents, root_target
+from dgsr.policies.semantic.operand_library import OperandLibrary, build_library
+from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
+from dgsr.search.policy import Proposal
 
 # Operators through which a constant factor on a subtree becomes a constant factor on the whole.
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})

@@ -40,9 +40,9 @@ from typing import Any
 #: Subcommands provided by other modules, imported lazily (see the module docstring).
 PLUGINS: dict[str, str] = {
     "bench": "dgsr.bench.cli",
-    "data": "dgsr.data_cli",
-    "pretrain": "dgsr.pretrain",
-    "search": "dgsr.search_cli",
+    "data": "dgsr.cli.data",
+    "pretrain": "dgsr.training.pretrain",
+    "search": "dgsr.cli.search",
 }
 
 
@@ -95,7 +95,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 def _version() -> str:
     """The version of the code that runs (``dgsr.__version__``, kept equal to pyproject's)."""
-    from . import __version__
+    from dgsr import __version__
 
     return __version__
 
@@ -146,8 +146,8 @@ def _add_fit(sub: Any) -> None:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """``dgsr fit``: fit, print the front, write ``front.csv`` and ``model.pkl``."""
-    from .regressor import SymbolicRegressor
-    from .validation import validate_params
+    from dgsr.estimator.input_checks import validate_params
+    from dgsr.estimator.regressor import SymbolicRegressor
 
     if (args.data is None) == (args.example is None):
         raise CLIError("give either a data file or --example NAME (see `dgsr example`)")
@@ -216,7 +216,7 @@ def front_frame(est: Any) -> Any:
     """The front as written to ``front.csv``: readable and exact equations, and the selection mark."""
     table = est.equations_.drop(columns=["sympy"]).copy()
     table["selected"] = [i == est.best_index_ for i in range(len(table))]
-    # Exact infix with full-precision constants: dgsr.parser.parse reads it back to the same tree.
+    # Exact infix with full-precision constants: dgsr.core.parser.parse reads it back to the same tree.
     table["expression"] = [e.format(est.selected_features_) for e in est.expressions_]
     return table
 
@@ -226,7 +226,7 @@ def print_front(est: Any, target: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .display import format_number
+    from dgsr.core.display import format_number
 
     table = Table(title=f"Pareto front for {target}", title_justify="left")
     # The equation first, wrapped by rich to the terminal's width; headers are equations_'s columns.
@@ -259,7 +259,7 @@ def _add_predict(sub: Any) -> None:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     """``dgsr predict``: predictions of a saved model for the rows of a table."""
-    from .regressor import SymbolicRegressor
+    from dgsr.estimator.regressor import SymbolicRegressor
 
     est = load_model(Path(args.model))
     df = read_table(Path(args.data))
@@ -289,7 +289,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def load_model(path: Path) -> Any:
     """Unpickle a fitted estimator, with a clear error for anything else."""
-    from .regressor import SymbolicRegressor
+    from dgsr.estimator.regressor import SymbolicRegressor
 
     if not path.is_file():
         raise CLIError(f"model file not found: {path}")
@@ -314,7 +314,7 @@ def _add_example(sub: Any) -> None:
 
 def cmd_example(args: argparse.Namespace) -> int:
     """``dgsr example [NAME] [--path]``."""
-    from .examples import EXAMPLES
+    from dgsr.examples import EXAMPLES
 
     if args.name is None:
         for ex in EXAMPLES.values():
@@ -333,7 +333,7 @@ def cmd_example(args: argparse.Namespace) -> int:
 
 
 def _example_path(name: str) -> Path:
-    from .examples import EXAMPLES
+    from dgsr.examples import EXAMPLES
 
     if name not in EXAMPLES:
         raise CLIError(f"no bundled example {name!r}; available: {', '.join(sorted(EXAMPLES))}")
