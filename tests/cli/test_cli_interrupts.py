@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import dgsr.cli.app as cli
-import dgsr.search.mcts as search
+import dgsr.search.tree as search
 from dgsr.estimator import regressor
 
 pytestmark = pytest.mark.timeout(120, method="thread")
@@ -64,7 +64,7 @@ def test_ctrl_c_during_tidying_still_writes_the_outputs(tmp_path, table, capsys,
 
 
 def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys, monkeypatch):
-    real = search._Trial.iterate
+    real = search.Trial.iterate
     count = [0]
 
     def iterate(self, fit):
@@ -73,7 +73,7 @@ def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys
             raise KeyboardInterrupt
         return real(self, fit)
 
-    monkeypatch.setattr(search._Trial, "iterate", iterate)
+    monkeypatch.setattr(search.Trial, "iterate", iterate)
     monkeypatch.setattr(regressor, "fit_constants", lambda *a, **k: pytest.fail("polished after Ctrl-C"))
     err = _fit_and_check(table, tmp_path / "run", capsys)
     assert "during the search" in err

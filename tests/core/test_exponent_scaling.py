@@ -45,8 +45,12 @@ def test_same_law_at_every_scale_gives_the_same_formula(scale):
     assert float(floats[0]) == pytest.approx(2.5 / scale, rel=1e-9)
     assert est.equations_["r2"].iloc[est.best_index_] > 1 - 1e-12
     np.testing.assert_allclose(pred, y, rtol=1e-9)
-    # The Expression in user units evaluates to the same values (they are representable here).
-    assert est.expression_.constants[0] == pytest.approx(2.5 / scale, rel=1e-9)
+    # The Expression in user units is the same law, whichever of the equivalent forms
+    # (c*x0*x1, x1*(x0/c'), ...) the search reached: its constants carry the scale exactly.
+    own = sympy.expand(est.expression_.to_sympy(["x0", "x1"]))
+    own_floats = list(own.atoms(sympy.Float))
+    assert len(own_floats) == 1 and own.xreplace({own_floats[0]: c}) == c * x0 * x1, own
+    assert float(own_floats[0]) == pytest.approx(2.5 / scale, rel=1e-9)
 
 
 def test_a_single_huge_target_value_does_not_break_the_fit():

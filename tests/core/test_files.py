@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -28,5 +29,5 @@ def test_writes_replace_the_file_and_are_readable_by_others(tmp_path):
     assert (tmp_path / "sub" / "a.txt").read_text() == "hello"
     atomic_write(tmp_path / "b.bin", lambda fh: fh.write(b"\x00\x01"))
     assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
-    atomic_write_path(tmp_path / "c.bin", lambda name: open(name, "wb").write(b"x"))
+    atomic_write_path(tmp_path / "c.bin", lambda name: Path(name).write_bytes(b"x"))
     assert (tmp_path / "c.bin").stat().st_mode & 0o777 == 0o644

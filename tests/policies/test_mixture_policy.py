@@ -25,6 +25,7 @@ class FixedPolicy:
         self.proposals = proposals
         self.asked: list[int] = []
         self.has_critic = values is not None
+        self.max_variables = None
         self._values = values
 
     def prepare(self, X, y, rng):
@@ -114,7 +115,7 @@ def test_the_most_limited_member_sets_max_variables():
     limited = FixedPolicy([])
     limited.max_variables = 10
     assert MixturePolicy([RandomPolicy(), limited], [1, 1]).max_variables == 10
-    assert not hasattr(MixturePolicy([RandomPolicy(), SemanticPolicy()], [1, 1]), "max_variables")
+    assert MixturePolicy([RandomPolicy(), SemanticPolicy()], [1, 1]).max_variables is None
 
 
 def test_a_search_with_a_mixture_finds_a_simple_law_and_is_reproducible():

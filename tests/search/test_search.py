@@ -14,9 +14,11 @@ from dgsr.core.expression import Expression
 from dgsr.core.pareto import ParetoArchive
 from dgsr.core.parser import parse
 from dgsr.policies.random import RandomPolicy
-from dgsr.search.mcts import SearchConfig, _Evaluator, _Trial, accuracy_value, run_search
+from dgsr.search.evaluator import Evaluator
+from dgsr.search.mcts import SearchConfig, accuracy_value, run_search
 from dgsr.search.mutations import Mutation, apply_mutation
 from dgsr.search.policy import Proposal
+from dgsr.search.tree import Trial
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 
@@ -29,6 +31,7 @@ class ScriptedPolicy:
     """Proposes fixed root operands on the empty expression and fixed mutations elsewhere."""
 
     has_critic = True
+    max_variables = None
 
     def __init__(self, roots: list[tuple[Expression, float]], values: dict[str, float] | None = None,
                  grow: list[Mutation] | None = None):
@@ -124,8 +127,8 @@ def test_selection_follows_equation_3_and_backprop_adds_decayed_values():
     a, b = parse("x0"), parse("x1")
     policy = ScriptedPolicy(roots=[(a, 0.9), (b, 0.1)], values={"x0": 0.2, "x1": 0.6})
     config = SearchConfig(p_uct=1.0, depth_decay=0.5, progressive_widening=0.0)
-    evaluator = _Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
-    trial = _Trial(0, policy, None, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
+    evaluator = Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    trial = Trial(0, policy, None, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
     trial.iterate(fit=False)
     root = trial.root
     assert [c.expression.key() for c in root.children] == [a.key(), b.key()]
@@ -142,8 +145,8 @@ def test_value_is_one_for_solutions_else_the_critic():
     y = X[:, 0]
     policy = ScriptedPolicy(roots=[(parse("x0"), 0.5), (parse("x1"), 0.5)], values={"x1": 0.25})
     config = SearchConfig(progressive_widening=0.0)
-    evaluator = _Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
-    trial = _Trial(0, policy, None, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
+    evaluator = Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    trial = Trial(0, policy, None, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
     trial.iterate(fit=False)
     values = {str(c.expression): c.value_sum for c in trial.root.children}
     assert values == {"x0": 1.0, "x1": 0.25}
@@ -269,8 +272,8 @@ def test_a_policy_without_critic_values_nodes_by_accuracy():
     X = _data()
     y = X[:, 0] + 0.3 * np.sin(3 * X[:, 1])
     config = SearchConfig(progressive_widening=0.0)
-    evaluator = _Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
-    trial = _Trial(0, RandomPolicy(), 2, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
+    evaluator = Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    trial = Trial(0, RandomPolicy(), 2, evaluator, config, np.random.default_rng(0), __import__("collections").Counter())
     trial.iterate(fit=False)
     children = trial.root.children
     assert children

@@ -11,6 +11,7 @@ finite input (CONTRACTS ยง6). The estimator contract is scikit-learn's (DESIGN ย
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
@@ -441,6 +442,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     budget: Any, previous: Any, on_progress: Any, w: np.ndarray | None = None) -> Any:
         """The search's work units on ``n_jobs`` processes (:mod:`dgsr.search.parallel`), or expert iteration on
         this dataset when ``finetune`` is set."""
+        from dgsr.policies.registry import load_policy
         from dgsr.search.parallel import run_parallel_search
 
         if self.finetune:
@@ -455,9 +457,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 return result
             warnings.warn("finetune=True needs the neural policy; running a plain search.", UserWarning,
                           stacklevel=4)
+        make_policy = functools.partial(load_policy, self.policy, device=self.device,
+                                        operators=self._allowed_operators())
         return run_parallel_search(X, y, policy, config=config, rng=rng, budget=budget, n_jobs=self.n_jobs,
-                                   backend=self.parallel_backend, policy_spec=self.policy, device=self.device,
-                                   operators=self._allowed_operators(), archive=previous,
+                                   backend=self.parallel_backend, make_policy=make_policy, archive=previous,
                                    on_progress=on_progress, sample_weight=w)
 
     def _polish(self, exprs: list[Expression], columns: np.ndarray, y: np.ndarray,

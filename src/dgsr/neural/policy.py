@@ -66,6 +66,24 @@ class NeuralContext:
     encodings: OrderedDict = field(default_factory=OrderedDict)
 
 
+@contextlib.contextmanager
+def torch_threads(num_threads: int | None) -> Iterator[None]:
+    """Run the block with torch on ``num_threads`` threads (None: leave it), restoring the count after.
+
+    torch's thread count is process-wide; a policy call sets it only for its own duration, so
+    the caller's setting is what holds between calls.
+    """
+    if num_threads is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def _draw(value: float | tuple[float, float], rng: np.random.Generator) -> float:
     if isinstance(value, tuple):
         return float(rng.uniform(value[0], value[1]))
@@ -144,18 +162,6 @@ class NeuralPolicy:
             raise FileNotFoundError(f"the shipped policy weights are missing: {DEFAULT_WEIGHTS}")
         return cls.from_checkpoint(DEFAULT_WEIGHTS, device=device, **kwargs)
 
-    @contextlib.contextmanager
-    def _torch_threads(self) -> Iterator[None]:
-        if self.num_threads is None:
-            yield
-            return
-        previous = torch.get_num_threads()
-        torch.set_num_threads(self.num_threads)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(previous)
-
     # ------------------------------------------------------------------ Policy protocol
     def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> NeuralContext:
         """Encode (a random subset of at most ``n_points``) rows once for the whole trial."""
@@ -170,7 +176,7 @@ class NeuralPolicy:
             rows = np.sort(rng.choice(X.shape[0], self.n_points, replace=False))
             X, y = X[rows], y[rows]
         seed = int(rng.integers(2**62))
-        with self._torch_threads(), torch.inference_mode():
+        with torch_threads(self.num_threads), torch.inference_mode():
             memory = self.model.encode_points(points_ids(X, y, self.device))
         return NeuralContext(memory=memory, n_features=X.shape[1], temperature=_draw(self.temperature, rng),
                              length_penalty=_draw(self.length_penalty, rng),
@@ -181,7 +187,7 @@ class NeuralPolicy:
         """Up to ``k`` distinct valid mutations of ``expression`` with normalised priors."""
         if k <= 0:
             return []
-        with self._torch_threads():
+        with torch_threads(self.num_threads):
             result = sample_mutations(self.model, context.memory, expression, k=k, n_features=context.n_features,
                                       temperature=context.temperature, length_penalty=context.length_penalty,
                                       generator=context.generator, rule_mask=self.rule_mask,
@@ -200,7 +206,7 @@ class NeuralPolicy:
     def value(self, context: NeuralContext, expressions: Sequence[Expression]) -> np.ndarray:
         """Critic values in [0, 1], shape [len(expressions)]."""
         out = np.empty(len(expressions))
-        with self._torch_threads(), torch.inference_mode():
+        with torch_threads(self.num_threads), torch.inference_mode():
             for start in range(0, len(expressions), _VALUE_BATCH):
                 chunk = list(expressions[start:start + _VALUE_BATCH])
                 tokens = expression_ids(chunk, self.device)
@@ -273,7 +279,7 @@ class RerankPolicy:
         if not candidates:
             return []
         ctx = context.neural
-        with self.neural._torch_threads():
+        with torch_threads(self.neural.num_threads):
             logp, lengths = score_mutations(self.neural.model, ctx.memory, expression,
                                             [c.mutation for c in candidates],
                                             encoded=ctx.encodings.pop(expression.key(), None),

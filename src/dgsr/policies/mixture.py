@@ -17,7 +17,7 @@ import numpy as np
 
 from dgsr.core.expression import Expression
 from dgsr.search.mutations import InvalidMutation, apply_mutation
-from dgsr.search.policy import Proposal
+from dgsr.search.policy import Policy, Proposal
 
 
 @dataclass
@@ -55,7 +55,7 @@ class MixturePolicy:
         One positive weight per member (normalised here).
     """
 
-    def __init__(self, members: Sequence[Any], weights: Sequence[float]):
+    def __init__(self, members: Sequence[Policy], weights: Sequence[float]):
         if len(members) == 0 or len(members) != len(weights):
             raise ValueError(f"need one weight per member, got {len(members)} members and {len(weights)} weights")
         w = np.asarray(weights, dtype=float)
@@ -63,12 +63,12 @@ class MixturePolicy:
             raise ValueError(f"weights must be positive and finite, got {list(weights)}")
         self.members = tuple(members)
         self.weights = tuple((w / w.sum()).tolist())
-        critics = [i for i, m in enumerate(self.members) if getattr(m, "has_critic", False)]
+        critics = [i for i, m in enumerate(self.members) if m.has_critic]
         self._critic = critics[0] if critics else None
         self.has_critic = self._critic is not None
-        limits = [m.max_variables for m in self.members if getattr(m, "max_variables", None) is not None]
-        if limits:  # the estimator pre-selects columns for the most limited member
-            self.max_variables = min(limits)
+        limits = [m.max_variables for m in self.members if m.max_variables is not None]
+        # the estimator pre-selects columns for the most limited member
+        self.max_variables = min(limits) if limits else None
 
     def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> MixtureContext:
         return MixtureContext(tuple(m.prepare(X, y, rng) for m in self.members))

@@ -38,6 +38,7 @@ class RandomPolicy:
     """
 
     has_critic = False
+    max_variables = None
 
     def __init__(self, max_operand_size: int = 3, max_attempts: int = 4, max_size: int = 60,
                  operators: Collection[str] | None = None):

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
 
 from dgsr.search.policy import Policy
+
+#: The names ``policy=`` accepts besides a checkpoint path or a Policy object.
+BUILTIN_POLICIES = ("semantic", "neural", "random")
+#: What an object needs to be used as a policy (the :class:`~dgsr.search.policy.Policy` Protocol).
+POLICY_MEMBERS = ("prepare", "propose", "value", "has_critic", "max_variables")
 
 
 def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
@@ -48,9 +52,11 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         Anything else.
     """
     if not isinstance(spec, (str, os.PathLike)):
-        if _is_policy(spec):
+        if isinstance(spec, Policy):
             return spec
-        raise ValueError(f"policy must be 'neural', 'random', a checkpoint path or a Policy, got {spec!r}")
+        missing = [name for name in POLICY_MEMBERS if not hasattr(spec, name)]
+        raise ValueError(f"policy must be one of {BUILTIN_POLICIES}, a checkpoint path or a Policy object, got "
+                         f"{spec!r}" + (f" (it lacks {', '.join(missing)})" if missing else ""))
     text = os.fspath(spec)
     if text == "random":
         from dgsr.policies.random import RandomPolicy
@@ -68,7 +74,7 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         from dgsr.neural.policy import NeuralPolicy
 
         return NeuralPolicy.from_checkpoint(text, device=device, operators=operators)
-    raise ValueError(f"policy must be 'semantic', 'neural', 'random', a path to a .safetensors checkpoint or a "
+    raise ValueError(f"policy must be one of {BUILTIN_POLICIES}, a path to a .safetensors checkpoint or a "
                      f"Policy object, got {text!r}")
 
 
@@ -92,6 +98,3 @@ def _shipped_neural(device: str, operators: tuple[str, ...] | None = None) -> Po
 
         return RandomPolicy(operators=operators)
 
-
-def _is_policy(obj: Any) -> bool:
-    return all(callable(getattr(obj, name, None)) for name in ("prepare", "propose", "value"))

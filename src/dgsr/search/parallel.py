@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import functools
 import math
-import multiprocessing
 import os
 import time
 from collections import Counter
@@ -38,10 +38,11 @@ import numpy as np
 from dgsr.core.budget import Budget
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
+from dgsr.search.policy import Policy
+from dgsr.search.workers import check_backend, discard_pool, spawn_pool, start_ray
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
 UNIT_EVALUATIONS = 25_000
-BACKENDS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -120,23 +121,13 @@ def _slim(index: int, result: SearchResult) -> UnitResult:
 
 
 # ---------------------------------------------------------------------- worker side (other processes)
-_WORKER_POLICY: dict[str, Any] = {}
-
-
-def _worker_init() -> None:
-    os.environ["OMP_NUM_THREADS"] = "1"  # one thread per process: the processes share the cores
-
-
-def _worker_run(task: _Task, data: tuple[np.ndarray, np.ndarray, np.ndarray | None], policy_spec: Any,
-                device: str, operators: tuple[str, ...] | None, config: SearchConfig) -> UnitResult:
-    from dgsr.policies.registry import load_policy
-
-    key = repr((policy_spec if isinstance(policy_spec, str) else id(policy_spec), device, operators))
-    if key not in _WORKER_POLICY:  # loaded once per process (the neural policy's weights are big)
-        _WORKER_POLICY.clear()
-        _WORKER_POLICY[key] = load_policy(policy_spec, device=device, operators=operators)
+def _worker_run(task: _Task, data: tuple[np.ndarray, np.ndarray, np.ndarray | None],
+                make_policy: Callable[[], Policy], config: SearchConfig) -> UnitResult:
+    # Each unit builds its own policy: policies keep no state between units (a unit's result does
+    # not depend on which process ran it), and loading even the neural one takes a fraction of
+    # a unit's time, so no per-process cache is kept.
     X, y, w = data
-    return _run_unit(task, X, y, w, _WORKER_POLICY[key], config)
+    return _run_unit(task, X, y, w, make_policy(), config)
 
 
 # ---------------------------------------------------------------------- the driver
@@ -212,9 +203,7 @@ def run_parallel_search(
     budget: Budget,
     n_jobs: int = 1,
     backend: str = "local",
-    policy_spec: Any = None,
-    device: str = "cpu",
-    operators: tuple[str, ...] | None = None,
+    make_policy: Callable[[], Policy] | None = None,
     archive: ParetoArchive | None = None,
     on_progress: Callable[[SearchProgress], Any] | None = None,
     sample_weight: np.ndarray | None = None,
@@ -232,9 +221,10 @@ def run_parallel_search(
         (evaluations split over the units, time shared, target R² per unit).
     n_jobs, backend:
         Processes (or Ray tasks) at a time; ``"local"`` or ``"ray"``.
-    policy_spec, device, operators:
-        How a worker process builds its own policy (:func:`dgsr.policies.registry.load_policy`); a Policy
-        object is pickled to the workers. Default: ``policy`` itself.
+    make_policy:
+        How a worker process builds its own policy: a picklable callable, such as a
+        ``functools.partial`` of :func:`dgsr.policies.load_policy`. Default: ``policy`` itself,
+        pickled to the workers.
     archive:
         An archive to continue (warm start): the units' fronts are merged into it.
 
@@ -244,8 +234,7 @@ def run_parallel_search(
         Merged: the archive, summed evaluations, trials and iterations, the history of
         improvements in unit order; ``trials`` is empty (per-trial records stay in the units).
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    check_backend(backend)
     n_jobs = resolve_n_jobs(n_jobs)
     start = time.perf_counter()
     deadline = None if budget.max_time is None else start + budget.max_time
@@ -276,7 +265,7 @@ def run_parallel_search(
         left = time_left()
         return merger.result(interrupted, left is not None and left <= 0)
 
-    spec = policy if policy_spec is None else policy_spec
+    make_policy = make_policy if make_policy is not None else functools.partial(_same_policy, policy)
     runner = _RayRunner(n_jobs) if backend == "ray" else _PoolRunner(n_jobs)
     data = (X, y, sample_weight)
     in_flight: dict[Any, int] = {}
@@ -296,7 +285,7 @@ def run_parallel_search(
                 if merger.target_at is not None and item[0] > merger.target_at:
                     exhausted = True  # a unit already reached the target: later units are not needed
                     break
-                handle = runner.submit(make(*item), data, spec, device, operators, config)
+                handle = runner.submit(make(*item), data, make_policy, config)
                 in_flight[handle] = item[0]
             if not in_flight:
                 break
@@ -313,6 +302,10 @@ def run_parallel_search(
         runner.close(busy=bool(in_flight))
     left = time_left()
     return merger.result(interrupted, left is not None and left <= 0)
+
+
+def _same_policy(policy: Policy) -> Policy:
+    return policy
 
 
 def _offset_progress(on_progress: Callable[[SearchProgress], Any] | None, merger: _Merger,
@@ -334,11 +327,10 @@ class _PoolRunner:
     """Units on a local ``spawn`` process pool."""
 
     def __init__(self, n_jobs: int):
-        self.pool = cf.ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn"),
-                                           initializer=_worker_init)
+        self.pool = spawn_pool(n_jobs)
 
-    def submit(self, task: _Task, data: Any, spec: Any, device: str, operators: Any, config: SearchConfig) -> Any:
-        return self.pool.submit(_worker_run, task, data, spec, device, operators, config)
+    def submit(self, task: _Task, data: Any, make_policy: Callable[[], Policy], config: SearchConfig) -> Any:
+        return self.pool.submit(_worker_run, task, data, make_policy, config)
 
     def wait(self, handles: list[Any]) -> list[Any]:
         done, _ = cf.wait(handles, return_when=cf.FIRST_COMPLETED)
@@ -349,15 +341,10 @@ class _PoolRunner:
 
     def close(self, busy: bool = False) -> None:
         """Shut the pool down: wait for idle workers to exit, kill busy ones (their units are not needed)."""
-        if not busy:
+        if busy:  # units still running (target reached, Ctrl-C): not needed any more
+            discard_pool(self.pool)
+        else:
             self.pool.shutdown(wait=True)
-            return
-        processes = list((getattr(self.pool, "_processes", None) or {}).values())
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:  # units still running (target reached, Ctrl-C): not needed any more
-            with contextlib.suppress(Exception):
-                if process.is_alive():
-                    process.kill()
 
 
 class _RayRunner:
@@ -367,21 +354,15 @@ class _RayRunner:
         import ray
 
         self.ray = ray
-        self.started = False
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
-            if not os.environ.get("RAY_ADDRESS"):
-                kwargs.update(num_cpus=n_jobs, include_dashboard=False)
-            ray.init(**kwargs)
-            self.started = True
+        self.started = start_ray(n_jobs)
         self.remote = ray.remote(num_cpus=1)(_worker_run)
         self.data_ref: Any = None
         self.in_flight: set[Any] = set()
 
-    def submit(self, task: _Task, data: Any, spec: Any, device: str, operators: Any, config: SearchConfig) -> Any:
+    def submit(self, task: _Task, data: Any, make_policy: Callable[[], Policy], config: SearchConfig) -> Any:
         if self.data_ref is None:  # the data goes to the object store once
             self.data_ref = self.ray.put(data)
-        handle = self.remote.remote(task, self.data_ref, spec, device, operators, config)
+        handle = self.remote.remote(task, self.data_ref, make_policy, config)
         self.in_flight.add(handle)
         return handle
 

@@ -27,12 +27,20 @@ class Proposal:
 
 @runtime_checkable
 class Policy(Protocol):
-    """A mutation policy with a critic.
+    """A mutation policy, with or without a critic: everything the search and the estimator ask of one.
 
-    A policy that can only name a limited number of input variables (the neural one: 10) says so
-    in an integer attribute ``max_variables``; the estimator then pre-selects that many columns.
-    Without it, the search uses every column.
+    Attributes
+    ----------
+    has_critic:
+        True when :meth:`value` estimates node values; False when it returns NaN, and the
+        search then values a node by its own accuracy (:func:`dgsr.search.tree.accuracy_value`).
+    max_variables:
+        How many input variables the policy can name (the neural one: 10), or None for any
+        number; the estimator pre-selects that many columns when the data has more.
     """
+
+    has_critic: bool
+    max_variables: int | None
 
     def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> Any:
         """Per-trial context (e.g. the encoded data points), reused by every expansion."""

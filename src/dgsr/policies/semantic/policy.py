@@ -82,6 +82,7 @@ class SemanticPolicy:
     """
 
     has_critic = False
+    max_variables = None
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,

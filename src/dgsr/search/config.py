@@ -1,0 +1,109 @@
+"""Hyper-parameters of the search (CONTRACTS §4, Appendix E of the paper)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dgsr.core.operators import resolve_operators
+
+CONSTANT_FITTING_MODES = ("never", "best", "all")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Hyper-parameters of the search (defaults: CONTRACTS §4 and Appendix E).
+
+    Attributes
+    ----------
+    n_samples:
+        K, mutations asked of the policy per expansion.
+    iterations_per_trial:
+        MCTS iterations before the tree is reset.
+    p_uct:
+        Exploration constant of equation 3.
+    depth_decay:
+        Back-propagated values are multiplied by ``depth_decay ** distance`` (Appendix E.3).
+    constant_fitting:
+        ``"never"``, ``"best"`` (each expression that improves on the trial's best so far) or
+        ``"all"`` (every new one).
+    constant_method, constant_time_limit, constant_batch_size:
+        Optimiser (None: :data:`dgsr.core.constants.DEFAULT_METHOD`), seconds and rows per fit.
+    max_size:
+        Node limit of an expression.
+    solved_r2:
+        R² at which an expression counts as a solution (value 1).
+    max_trials:
+        Stop after this many trials (None: only the budget stops the search).
+    record_training_data:
+        Keep, per trial, the shortest mutation path to a solution and the critic targets
+        (for expert iteration); off by default because it holds on to the trees' expressions.
+    min_visits:
+        N_min_visits: nodes visited fewer times give no critic target.
+    linear_scaling:
+        Score an expression evaluated without constant fitting as ``a*f + b`` with the
+        closed-form best ``a, b`` (free: no extra evaluation), as Operon does; the archive gets
+        both the scaled and the unscaled expression.
+    linear_terms:
+        Also score an expression that is a sum of terms (through ``add``/``sub``) with each term's
+        own least-squares weight, ``b + sum_i w_i * t_i`` (one small linear solve on the values
+        already computed, no extra evaluation); that expression is offered to the archive and
+        its R² is the node's accuracy. Gives sums the per-term coefficients that mutations
+        rarely find (black-box data, Feynman sums).
+    progressive_widening:
+        A node expanded ``e`` times is expanded again (K more proposals, new children only)
+        once ``e < progressive_widening * sqrt(visits / K)``, at most 8 times; 0 turns it off
+        (the paper's one expansion per node).
+    max_rows:
+        The search scores expressions on a fixed random subset of at most this many training
+        rows (drawn once per search; each pass counts ``max_rows / n_rows`` evaluations); the
+        final front is refitted and scored on all rows by the estimator. None: all rows.
+    cache_size:
+        Evaluations remembered by expression key; the cache is cleared when it is full.
+    operators:
+        The Table 1 operators expressions may use (None: all). The search rejects any proposal
+        that uses another one, whatever the policy (policies should not propose them: the
+        random policy and the neural one take the same set as their ``operators`` argument,
+        see :func:`dgsr.policies.registry.load_policy`). Linear scaling and term weights build ``add``
+        and ``mul`` nodes, so they are off unless both are allowed.
+    """
+
+    n_samples: int = 16
+    iterations_per_trial: int = 1000
+    p_uct: float = 1.0
+    depth_decay: float = 1.0
+    constant_fitting: str = "best"
+    constant_method: str | None = None
+    constant_time_limit: float = 1.0
+    constant_batch_size: int = 256
+    max_size: int = 60
+    solved_r2: float = 0.99
+    max_trials: int | None = None
+    record_training_data: bool = False
+    min_visits: int = 5
+    linear_scaling: bool = True
+    linear_terms: bool = True
+    progressive_widening: float = 1.0
+    max_rows: int | None = 1000
+    cache_size: int = 200_000
+    operators: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.operators is not None:
+            allowed = resolve_operators(self.operators)
+            object.__setattr__(self, "operators", allowed)
+            if allowed is not None and not {"add", "mul"} <= set(allowed):
+                object.__setattr__(self, "linear_scaling", False)
+                object.__setattr__(self, "linear_terms", False)
+        if self.constant_fitting not in CONSTANT_FITTING_MODES:
+            raise ValueError(f"constant_fitting must be one of {CONSTANT_FITTING_MODES}, "
+                             f"got {self.constant_fitting!r}")
+        if self.n_samples < 1:
+            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
+        if self.iterations_per_trial < 1:
+            raise ValueError(f"iterations_per_trial must be >= 1, got {self.iterations_per_trial}")
+        if not self.p_uct >= 0:
+            raise ValueError(f"p_uct must be >= 0, got {self.p_uct}")
+        if not 0 < self.depth_decay <= 1:
+            raise ValueError(f"depth_decay must be in (0, 1], got {self.depth_decay}")
+        if not 1 <= self.max_size <= 60:
+            raise ValueError(f"max_size must be in 1..60, got {self.max_size}")

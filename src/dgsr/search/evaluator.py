@@ -1,0 +1,168 @@
+"""Scoring candidate expressions on the training rows: the search's hot path.
+
+An :class:`Evaluator` computes one candidate on the rows (a fixed subsample of at most
+``max_rows``), values it by R² with its outer linear coefficients fitted in closed form (linear
+scaling, per-term least squares), fits inner constants when asked, caches by expression key,
+counts evaluations as CONTRACTS §2 says, and offers what it scores to the Pareto archive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from dgsr.core.budget import Budget
+from dgsr.core.constants import (
+    DEFAULT_METHOD,
+    additive_terms,
+    fit_constants,
+    fit_term_weights,
+    scale_expression,
+    weighted_sum,
+)
+from dgsr.core.evaluate import as_columns, evaluate_columns
+from dgsr.core.expression import Expression
+from dgsr.core.pareto import ParetoArchive
+from dgsr.search.config import SearchConfig
+
+
+class Evaluator:
+    """Scores expressions on the training rows, caching by key, counting, feeding the archive."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, config: SearchConfig, budget: Budget,
+                 archive: ParetoArchive, rng: np.random.Generator, sample_weight: np.ndarray | None = None):
+        y = np.asarray(y, dtype=np.float64)
+        self.weight = 1.0  # evaluations counted per scoring pass (CONTRACTS §2: b rows of N count b/N)
+        if config.max_rows is not None and len(y) > config.max_rows:
+            rows = np.sort(rng.choice(len(y), size=config.max_rows, replace=False))
+            self.weight = config.max_rows / len(y)
+            X, y = X[rows], y[rows]
+            sample_weight = sample_weight[rows] if sample_weight is not None else None
+        self.columns = as_columns(X)
+        self.y = y
+        self.n = len(self.y)
+        # Row weights normalised to mean 1, so every weighted mean is dot(w, .) / n; None = equal.
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if w is not None and (np.ptp(w) == 0 or not np.sum(w) > 0):
+            w = None
+        self.w = None if w is None else w * (self.n / float(np.sum(w)))
+        self.y_mean = float(np.mean(self.y)) if self.w is None else float(np.dot(self.w, self.y)) / self.n
+        self.y_centered = self.y - self.y_mean
+        self.wy_centered = self.y_centered if self.w is None else self.w * self.y_centered
+        self.y_var = float(np.dot(self.y_centered, self.wy_centered)) / self.n
+        self.config = config
+        self.budget = budget
+        self.archive = archive
+        self.rng = rng
+        self.method = config.constant_method or DEFAULT_METHOD
+        self.cache: dict[tuple, float] = {}
+        self.fitted: set[tuple] = set()
+        self.best_r2 = -math.inf
+        self.best_size = 0
+
+    def score(self, expr: Expression, fit: bool, key: tuple | None = None) -> float:
+        """R² of ``expr`` (constants fitted first when ``fit`` and it has any); -inf if invalid.
+
+        ``key`` is ``expr.key()`` when the caller already has it.
+        """
+        key = expr.key() if key is None else key
+        hit = self.cache.get(key)
+        if hit is not None and (not fit or key in self.fitted or not expr.n_constants):
+            return hit
+        if fit and expr.n_constants:
+            result = fit_constants(expr, self.columns, self.y, method=self.method, rng=self.rng,
+                                   time_limit=self.budget.cap(self.config.constant_time_limit),
+                                   batch_size=self.config.constant_batch_size, y_var=self.y_var,
+                                   max_evaluations=self.budget.evaluations_left() / self.weight,
+                                   sample_weight=self.w)
+            self.budget.add(result.evaluations * self.weight)
+            self.fitted.add(key)
+            r2 = result.r2
+            self._offer(result.expression, r2)
+            if hit is not None and hit > r2:  # the mutated constants were better than the fit
+                r2 = hit
+        else:
+            terms = additive_terms(expr) if self.config.linear_terms else []
+            if sum(1 for _, t in terms if t.variables) >= 2:
+                # evaluated term by term (the same work as the whole), so the terms can be reweighted
+                values = [evaluate_columns(t, self.columns) for _, t in terms]
+                with np.errstate(all="ignore"):
+                    pred = sum(sign * v for (sign, _), v in zip(terms, values))
+                self.budget.add(self.weight)
+                r2 = max(self._score_prediction(expr, pred), self._score_terms(terms, values))
+            else:
+                pred = evaluate_columns(expr, self.columns)
+                self.budget.add(self.weight)
+                r2 = self._score_prediction(expr, pred)
+        if len(self.cache) >= self.config.cache_size:
+            self.cache.clear()
+            self.fitted.clear()
+        self.cache[key] = r2
+        return r2
+
+    def _score_prediction(self, expr: Expression, pred: np.ndarray) -> float:
+        """R² of ``pred``, or of its least-squares rescaling ``a*pred + b`` when linear scaling is on.
+
+        Both come from the first two moments of ``pred`` and its covariance with ``y``: one pass,
+        no second evaluation; the scaled expression is built only when the archive keeps it.
+        """
+        n, y_var = self.n, self.y_var
+        w = self.w
+        with np.errstate(all="ignore"):
+            mean = float(np.add.reduce(pred) if w is None else np.dot(w, pred)) / n
+            centered = pred - mean
+            var = float(np.dot(centered, centered if w is None else w * centered)) / n
+            cov = float(np.dot(centered, self.wy_centered)) / n
+        if not (math.isfinite(var) and math.isfinite(cov)):
+            return -math.inf  # NaN or inf somewhere in pred (or an overflow of its moments)
+        offset = self.y_mean - mean
+        mse = max(y_var + var - 2.0 * cov + offset * offset, 0.0)  # float * overflows to inf, ** raises
+        r2 = 1.0 - mse / y_var if y_var > 0 else (1.0 if mse == 0 else -math.inf)
+        self._offer(expr, r2, mse)
+        if not self.config.linear_scaling or var <= 1e-300 * max(mean * mean, 1.0) or y_var <= 0:
+            return r2
+        scaled_r2 = min((cov / var) * (cov / y_var), 1.0)  # var * y_var can underflow to 0
+        scaled_size = expr.size + 4
+        if not math.isfinite(scaled_r2) or scaled_r2 <= r2 or scaled_size > self.config.max_size:
+            return r2
+        a = cov / var
+        self._offer_built(scaled_size, scaled_r2, (1.0 - scaled_r2) * y_var,
+                          lambda: scale_expression(expr, a, self.y_mean - a * mean))
+        return scaled_r2
+
+    def _score_terms(self, terms: list[tuple[float, Expression]], values: list[np.ndarray]) -> float:
+        """R² of the least-squares reweighting ``b + sum w_i t_i`` of the non-constant additive terms
+        (offered to the archive as an expression); -inf when it cannot be built within ``max_size``."""
+        keep = [i for i, (_, t) in enumerate(terms) if t.variables]
+        size = sum(terms[i][1].size for i in keep) + 3 * len(keep) + 1
+        if size > self.config.max_size or self.y_var <= 0:
+            return -math.inf
+        fit = fit_term_weights(np.stack([np.broadcast_to(values[i], (self.n,)) for i in keep]), self.y, self.w)
+        if fit is None:
+            return -math.inf
+        weights, intercept, mse = fit
+        r2 = 1.0 - mse / self.y_var
+        self._offer_built(size, r2, mse, lambda: weighted_sum([terms[i][1] for i in keep], weights, intercept))
+        return r2
+
+    def _offer_built(self, size: int, r2: float, mse: float, build: Callable[[], Expression]) -> None:
+        """Offer the expression ``build()`` makes (of ``size`` nodes), building it only when the
+        archive would keep it; otherwise only the best-so-far statistics are updated."""
+        if self.archive.accepts(size, mse):
+            self._offer(build(), r2, mse)
+        else:
+            self._note_best(r2, size)
+
+    def _offer(self, expr: Expression, r2: float, mse: float | None = None) -> None:
+        if not math.isfinite(r2):
+            return
+        if mse is None:  # R² = 1 - mse / var(y): the loss needs no second pass over the rows
+            mse = max(1.0 - r2, 0.0) * self.y_var
+        self.archive.add(expr, mse, r2)
+        self._note_best(r2, expr.size)
+
+    def _note_best(self, r2: float, size: int) -> None:
+        if r2 > self.best_r2 or (r2 == self.best_r2 and size < self.best_size):
+            self.best_r2, self.best_size = r2, size
