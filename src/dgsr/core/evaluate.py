@@ -12,9 +12,8 @@ import math
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import CONSTANT, OPERATORS
+from dgsr.core.operators import CONSTANT, NUMPY_FUNCTIONS, OPERATORS
 
-_NUMPY_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
 _ARITY = {name: op.arity for name, op in OPERATORS.items()}
 
 
@@ -42,13 +41,13 @@ def evaluate_columns(expr: Expression, columns: np.ndarray) -> np.ndarray:
             if s == CONSTANT:
                 ci -= 1
                 stack.append(np.float64(expr.constants[ci]))
-            elif s[0] == "x" and s not in _NUMPY_FNS:
+            elif s[0] == "x" and s not in NUMPY_FUNCTIONS:
                 stack.append(columns[int(s[1:])])
             elif _ARITY[s] == 1:
-                stack[-1] = _NUMPY_FNS[s](stack[-1])
+                stack[-1] = NUMPY_FUNCTIONS[s](stack[-1])
             else:
                 a = stack.pop()
-                stack[-1] = _NUMPY_FNS[s](a, stack[-1])
+                stack[-1] = NUMPY_FUNCTIONS[s](a, stack[-1])
     out = stack[0]
     if np.ndim(out) == 0:
         return np.full(n_rows, out, dtype=np.float64)

@@ -57,6 +57,8 @@ OPERATORS: dict[str, Operator] = {
 
 BINARY: tuple[str, ...] = tuple(n for n, op in OPERATORS.items() if op.arity == 2)
 UNARY: tuple[str, ...] = tuple(n for n, op in OPERATORS.items() if op.arity == 1)
+#: Operator name -> its numpy function: the lookup every evaluation loop uses.
+NUMPY_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {name: op.numpy_fn for name, op in OPERATORS.items()}
 TRANSCENDENTAL: frozenset[str] = frozenset(n for n, op in OPERATORS.items() if op.transcendental)
 
 #: Symbol used in a prefix sequence for a numeric constant; values live in ``Expression.constants``.

@@ -19,9 +19,8 @@ import math
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import CONSTANT, OPERATORS
+from dgsr.core.operators import CONSTANT, NUMPY_FUNCTIONS, OPERATORS
 
-_NUMPY_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
 _TWO_PI = 2.0 * math.pi
 
 
@@ -41,14 +40,14 @@ def node_values(expr: Expression, columns: np.ndarray) -> list[np.ndarray]:
             if s == CONSTANT:
                 ci -= 1
                 v = np.full(n_rows, expr.constants[ci])
-            elif s not in _NUMPY_FNS:
+            elif s not in NUMPY_FUNCTIONS:
                 v = columns[int(s[1:])]
             elif OPERATORS[s].arity == 1:
-                v = np.asarray(_NUMPY_FNS[s](stack.pop()), dtype=np.float64)
+                v = np.asarray(NUMPY_FUNCTIONS[s](stack.pop()), dtype=np.float64)
             else:
                 a = stack.pop()
                 b = stack.pop()
-                v = np.asarray(_NUMPY_FNS[s](a, b), dtype=np.float64)
+                v = np.asarray(NUMPY_FUNCTIONS[s](a, b), dtype=np.float64)
             if v.shape != (n_rows,):
                 v = np.broadcast_to(v, (n_rows,)).astype(np.float64)
             stack.append(v)

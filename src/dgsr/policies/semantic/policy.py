@@ -30,7 +30,7 @@ import numpy as np
 
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators
+from dgsr.core.operators import BINARY, NUMPY_FUNCTIONS, OPERATORS, UNARY, resolve_operators
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents, root_target
 from dgsr.policies.semantic.operand_library import OperandLibrary, build_library
@@ -42,7 +42,6 @@ _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
 _ADDITIVE = frozenset({"add", "sub"})
 # Binary mutation kinds and how each turns desired values D and current values A into a target for B.
 _MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
-OPERATOR_FNS = {name: op.numpy_fn for name, op in OPERATORS.items()}
 
 
 @dataclass
@@ -283,7 +282,7 @@ class SemanticPolicy:
         ops = [op for op in UNARY if op in self.operators]
         cur, d, w = current[ok], desired[ok], g2[ok]
         with np.errstate(all="ignore"):
-            outs = np.array([OPERATOR_FNS[op](cur) for op in ops])
+            outs = np.array([NUMPY_FUNCTIONS[op](cur) for op in ops])
             # An operator undefined where the node has values would make the child invalid.
             defined = np.isfinite(outs).all(axis=1)
             outs[~defined] = 0.0
