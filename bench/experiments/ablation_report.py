@@ -1,9 +1,9 @@
-"""Pool the per-problem JSON lines of ``bench/policy_ablation.py`` runs and compare each policy with
+"""Pool the per-problem JSON lines of ``bench/experiments/policy_ablation.py`` runs and compare each policy with
 the random one, problem by problem.
 
-    python bench/ablation_report.py results/abl/feyn_2000.jsonl results/abl/feyn_2000_b.jsonl
-    python bench/ablation_report.py --baseline results/abl/in_2000.jsonl results/abl/online_in.jsonl
-    python bench/ablation_report.py --seeds s0_random.jsonl,s0_neural.jsonl s1.jsonl s2.jsonl
+    python bench/experiments/ablation_report.py results/abl/feyn_2000.jsonl results/abl/feyn_2000_b.jsonl
+    python bench/experiments/ablation_report.py --baseline results/abl/in_2000.jsonl results/abl/online_in.jsonl
+    python bench/experiments/ablation_report.py --seeds s0_random.jsonl,s0_neural.jsonl s1.jsonl s2.jsonl
 
 For every policy: problems, solved (test R² >= 0.99), training R² >= 0.99, median training R²; and
 against ``random`` on the problems both ran (``--baseline FILE`` takes the random rows from another
@@ -159,7 +159,7 @@ def plot_solved_curves(seeds: list[dict[str, dict[int, dict]]], path: str, title
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("jsonl", nargs="+", help="stderr files of bench/policy_ablation.py")
+    parser.add_argument("jsonl", nargs="+", help="stderr files of bench/experiments/policy_ablation.py")
     parser.add_argument("--baseline", default=None, help="a run whose random-policy rows are the baseline")
     parser.add_argument("--seeds", action="store_true",
                         help="each argument is one seed's run of the same problems (comma list: several files)")

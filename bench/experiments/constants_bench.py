@@ -6,7 +6,7 @@ relative noise, and all ones. Reported per method: mean final R² (clipped at 0,
 fit does not dominate), the fraction reaching R² >= 0.99, mean seconds and evaluations per fit,
 and R² >= 0.99 fits per second of fitting ("accuracy per second").
 
-    python bench/constants_bench.py [--n 80] [--seed 0]
+    python bench/experiments/constants_bench.py [--n 80] [--seed 0]
 
 One thread (CONTRACTS §2): the thread variables are set before numpy loads.
 """

@@ -1,7 +1,7 @@
 """Pre-training corpus benchmark: throughput, rejections, size distributions, cheap vs SymPy simplification.
 
-    python bench/corpus_bench.py                 # about 3 minutes on one core
-    python bench/corpus_bench.py --quick         # about 30 s (smaller samples, no SymPy)
+    python bench/experiments/corpus_bench.py                 # about 3 minutes on one core
+    python bench/experiments/corpus_bench.py --quick         # about 30 s (smaller samples, no SymPy)
 
 Rates are per core: examples (or problems) per second of this process's CPU time, so that other
 jobs on a shared machine do not distort them. Results are printed as Markdown.

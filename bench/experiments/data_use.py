@@ -6,7 +6,7 @@ relation to x), and with y replaced by Gaussian noise. A policy that uses y lose
 it is shuffled; equal losses mean it proposes mutations from the expression (and the number of
 variables) alone. Also prints the loss and accuracy per kind of action token.
 
-    python bench/data_use.py src/dgsr/neural/weights/dgsr-small.safetensors
+    python bench/experiments/data_use.py src/dgsr/neural/weights/dgsr-small.safetensors
 """
 
 from __future__ import annotations

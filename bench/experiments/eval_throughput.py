@@ -8,7 +8,7 @@ call per expression and all of them in one ``EvaluateTrees`` call (one thread), 
 an infix string with ``InfixParser`` (Operon evaluates in float32; its variables carry a weight,
 so each variable leaf is one multiply more). One thread throughout (CONTRACTS §2).
 
-    python bench/eval_throughput.py [--n 200] [--seed 0] [--method lm]
+    python bench/experiments/eval_throughput.py [--n 200] [--seed 0] [--method lm]
 """
 
 from __future__ import annotations

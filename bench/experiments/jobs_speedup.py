@@ -4,7 +4,7 @@ The fit is ``SymbolicRegressor(policy="random", max_time=None)`` on a black-box 
 generated one); the script prints wall time, CPU time of this process, the speed-up over the
 first ``--jobs`` value and whether every fit produced the same front.
 
-    OMP_NUM_THREADS=1 nice -n 10 python bench/jobs_speedup.py --evals 100000 --jobs 1,2
+    OMP_NUM_THREADS=1 nice -n 10 python bench/experiments/jobs_speedup.py --evals 100000 --jobs 1,2
 """
 
 from __future__ import annotations

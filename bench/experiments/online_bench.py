@@ -1,9 +1,9 @@
 """Expert-iteration benchmark: fine-tuned vs frozen policy, synthetic datasets mixed in or not, 1 vs 2 workers.
 
-    python bench/online_bench.py run --arm finetune|frozen|synthetic|sequential --weights W.safetensors \
+    python bench/experiments/online_bench.py run --arm finetune|frozen|synthetic|sequential --weights W.safetensors \
         [--rounds 3] [--iterations 50] [--trial-evals 600] [--seed 0] --out DIR
-    python bench/online_bench.py run --arm throughput --workers 1|2 [--backend ray] --seconds 240 --weights W --out DIR
-    python bench/online_bench.py report DIR [DIR ...]
+    python bench/experiments/online_bench.py run --arm throughput --workers 1|2 [--backend ray] --seconds 240 --weights W --out DIR
+    python bench/experiments/online_bench.py report DIR [DIR ...]
 
 The fixed set: 6 Feynman problems (200 rows regenerated from ``../shared/data/feynman``'s ranges,
 seeded by name) and the first 6 in-domain held-out synthetic problems (``dgsr.training.corpus.load_heldout``,

@@ -5,7 +5,7 @@ Scores each weights file on the steps of path files it was not trained on (the s
 shuffled over the points), so snapshots of a run that had no ``--val-paths`` can be compared after
 the fact.
 
-    python bench/path_loss.py --val-paths training/ckpt/gpaths-41.pkl training/ckpt/g3/step-*.safetensors
+    python bench/experiments/path_loss.py --val-paths training/ckpt/gpaths-41.pkl training/ckpt/g3/step-*.safetensors
 """
 
 from __future__ import annotations

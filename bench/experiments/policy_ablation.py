@@ -1,6 +1,6 @@
 """Ablation: MCTS with the neural or semantic policy vs. the random policy, at equal evaluations or time.
 
-    python bench/policy_ablation.py [--weights PATH] [--domain in|out|feynman] [--problems 20]
+    python bench/experiments/policy_ablation.py [--weights PATH] [--domain in|out|feynman] [--problems 20]
         [--evals 3000 | --time 10] [--seed 0] [--threads 1] [--policies neural,semantic,random]
 
 Held-out synthetic problems (``dgsr.training.corpus.load_heldout``) or Feynman problems (200 regenerated
@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
+from dgsr.bench.protocol import expression_r2
 from dgsr.core.budget import Budget
-from dgsr.core.evaluate import evaluate, r2_score
 from dgsr.policies.mixture import MixturePolicy
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.policy import SemanticPolicy
@@ -55,10 +55,7 @@ def run_one(policy, X, y, X_test, y_test, *, evals: float | None, seconds: float
     result = run_search(X, y, policy, config=SearchConfig(n_samples=16), rng=seed, budget=budget)
     elapsed = time.perf_counter() - t
     best = max(result.archive.front(), key=lambda e: e.r2, default=None)
-    test_r2 = -np.inf
-    if best is not None:
-        pred = evaluate(best.expression, X_test)
-        test_r2 = r2_score(y_test, pred) if np.all(np.isfinite(pred)) else -np.inf
+    test_r2 = expression_r2(best.expression, X_test, y_test) if best is not None else -np.inf
     return {"train_r2": best.r2 if best else -np.inf, "test_r2": float(test_r2), "solved": bool(test_r2 >= 0.99),
             "evaluations": result.n_evaluations, "seconds": elapsed, "size": best.size if best else 0}
 

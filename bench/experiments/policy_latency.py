@@ -1,6 +1,6 @@
 """Neural policy benchmark: latency per expansion, FLOP floor, mutation validity, points-once ablation.
 
-    python bench/policy_latency.py [--weights PATH] [--k 16] [--expansions 200] [--threads 1]
+    python bench/experiments/policy_latency.py [--weights PATH] [--k 16] [--expansions 200] [--threads 1]
 
 * latency: median milliseconds of one ``propose`` (K samples, 100 points, a state of ~20 nodes
   from a held-out in-domain dismantling path), of ``value`` on its children, and of ``prepare``;

@@ -6,8 +6,8 @@ that do each job; "bookkeeping" is the rest (selection, back-propagation, tree a
 Also prints end-to-end evaluations per second (profiling overhead included, so compare runs of
 this script with each other, not with un-profiled timings).
 
-    python bench/profile_fit.py --policy semantic --time 10 --problems 5
-    python bench/profile_fit.py --policy random --time 10 --problems 5
+    python bench/experiments/profile_fit.py --policy semantic --time 10 --problems 5
+    python bench/experiments/profile_fit.py --policy random --time 10 --problems 5
 """
 
 from __future__ import annotations

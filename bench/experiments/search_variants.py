@@ -6,9 +6,9 @@ features) under the same evaluation budget; the figures are the share of problem
 training R² reaches 0.99 (and 0.999999), the median size of the smallest expression reaching 0.99
 (else of the best), and the median training and test R² of the most accurate expression.
 
-    python bench/search_variants.py --evals 4000 --problems 20 --variants base,puct2,max
-    python bench/search_variants.py --suite blackbox --evals 20000 --problems 20 --variants base,noterms
-    python bench/search_variants.py --evals 1e9 --time 5 --problems 20 --variants random,semantic
+    python bench/experiments/search_variants.py --evals 4000 --problems 20 --variants base,puct2,max
+    python bench/experiments/search_variants.py --suite blackbox --evals 20000 --problems 20 --variants base,noterms
+    python bench/experiments/search_variants.py --evals 1e9 --time 5 --problems 20 --variants random,semantic
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
+from dgsr.bench.protocol import expression_r2
 from dgsr.core.budget import Budget
-from dgsr.core.evaluate import evaluate, r2_score
 from dgsr.core.pareto import select
 from dgsr.policies.registry import load_policy
 from dgsr.search.mcts import SearchConfig, run_search
@@ -63,12 +63,6 @@ def _variant(name: str) -> tuple[dict, object]:
 
         return settings, SemanticPolicy(**kwargs)
     return settings, policy
-
-
-def _test_r2(expression, X: np.ndarray, y: np.ndarray, fallback: float) -> float:
-    """Test R² of ``expression``; non-finite predictions fall back to the training mean (as ``predict``)."""
-    pred = np.nan_to_num(evaluate(expression, X), nan=fallback, posinf=fallback, neginf=fallback)
-    return r2_score(y, pred)
 
 
 def main() -> None:
@@ -114,14 +108,14 @@ def main() -> None:
             result = run_search(X, y, load_policy(policy_spec), config=config, rng=args.seed,
                                 budget=Budget(max_evaluations=args.evals, max_time=args.time, target_r2=1 - 1e-9))
             best = result.best
+            X_test, y_test, mean = X_all[order[n:]], y_all[order[n:]], float(np.mean(y))
             if best is not None:
                 train_r2.append(best.r2)
-                test_r2.append(_test_r2(best.expression, X_all[order[n:]], y_all[order[n:]], float(np.mean(y))))
+                test_r2.append(expression_r2(best.expression, X_test, y_test, fallback=mean))
                 front = result.archive.front()
                 for rule in rules:
                     chosen = front[select(front, rule)]
-                    by_rule[rule].append((_test_r2(chosen.expression, X_all[order[n:]], y_all[order[n:]],
-                                                   float(np.mean(y))), chosen.size))
+                    by_rule[rule].append((expression_r2(chosen.expression, X_test, y_test, fallback=mean), chosen.size))
             solved += best is not None and best.r2 >= 0.99
             exact += best is not None and best.r2 >= 0.999999
             good = [e for e in result.archive.front() if e.r2 >= 0.99]

@@ -15,9 +15,9 @@ Every rule then goes through the estimator's pole preference. Figures: median (b
 scikit-learn sets one by one) or mean (Feynman) test R², the share of Feynman problems with test
 R² > 0.999999 (exact recovery) and the median size (nodes) of the chosen expression.
 
-    OMP_NUM_THREADS=1 nice -n 10 python bench/selection_bench.py --suite sklearn --evals 10000
-    OMP_NUM_THREADS=1 nice -n 10 python bench/selection_bench.py --suite feynman --problems 30 --evals 4000
-    OMP_NUM_THREADS=1 nice -n 10 python bench/selection_bench.py --suite blackbox --evals 10000
+    OMP_NUM_THREADS=1 nice -n 10 python bench/experiments/selection_bench.py --suite sklearn --evals 10000
+    OMP_NUM_THREADS=1 nice -n 10 python bench/experiments/selection_bench.py --suite feynman --problems 30 --evals 4000
+    OMP_NUM_THREADS=1 nice -n 10 python bench/experiments/selection_bench.py --suite blackbox --evals 10000
 
 ``--jsonl FILE`` appends one line per dataset (resumable: datasets already there are skipped).
 """

@@ -1,7 +1,7 @@
 """Cost of the semantic policy: library preparation vs number of features, and one expansion (K=16)
 compared with the random policy and with evaluating K children, in CPU time on one thread.
 
-    python bench/semantic_cost.py
+    python bench/experiments/semantic_cost.py
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Tables are copied from the files the benchmark commands wrote, never typed in:
 
-    python bench/write_benchmarks_md.py --full results/full10 --quick results/quick \
+    python bench/experiments/write_benchmarks_md.py --full results/full10 --quick results/quick \
         --f20-10 results/f20_10s_from_full --f20-60 results/f20_60s \
         --table SV_BB=results/sv_bb.out,results/sv_bb_sel.out --table SV_F=results/sv_f.out,results/sv_f_sel.out \
         --report FULL_NEW=results/full10_new
@@ -91,7 +91,7 @@ def main() -> None:
         "{{POLICY_ABLATION}}": section(DOCS / "policy_bench.md", "### Neural vs random policy in MCTS", "### "),
         "{{CONSTANTS}}": section(DOCS / "constants_bench.md", "### BFGS vs Levenberg-Marquardt vs linear scaling", "### "),
         "{{THROUGHPUT}}": section(DOCS / "constants_bench.md", "### Evaluation throughput (1,000 rows)", "### "),
-        "{{CORPUS}}": section(DOCS / "corpus_bench.md", "## Measurements (`python bench/corpus_bench.py`)"),
+        "{{CORPUS}}": section(DOCS / "corpus_bench.md", "## Measurements (`python bench/experiments/corpus_bench.py`)"),
         "{{ONLINE_SOLVED}}": section(DOCS / "online_bench.md",
                                      "## Solved rate over trials: fine-tuned vs frozen policy (equal evaluations)"),
         "{{ONLINE_THROUGHPUT}}": section(DOCS / "online_bench.md", "## Throughput: 1 vs 2 workers (in-process, process pool, Ray)"),

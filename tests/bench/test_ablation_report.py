@@ -1,4 +1,4 @@
-"""bench/ablation_report.py's multi-seed comparison counts problems, not (problem, seed) pairs."""
+"""bench/experiments/ablation_report.py's multi-seed comparison counts problems, not (problem, seed) pairs."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def test_dgsr_variant_names():
 @pytest.mark.timeout(60)
 def test_dgsr_adapter_passes_budget_and_variant(monkeypatch):
     import dgsr.estimator.regressor
-    from dgsr.bench.methods import Budget
+    from dgsr.bench.methods import RunBudget
 
     seen = {}
 
@@ -123,7 +123,20 @@ def test_dgsr_adapter_passes_budget_and_variant(monkeypatch):
     monkeypatch.setattr("dgsr.bench.methods.limit_threads", lambda: None)
     X = pd.DataFrame({"a": np.arange(8.0)})
     split = make_split(X, np.arange(8.0), 0)
-    result = get_method("dgsr-random-const-best-k8").fn(split, Budget(time=3.0, evaluations=1000, seed=7))
+    result = get_method("dgsr-random-const-best-k8").fn(split, RunBudget(time=3.0, evaluations=1000, seed=7))
     assert seen == {"max_time": 3.0, "max_evaluations": 1000, "random_state": 7, "verbose": False,
                     "policy": "random", "constant_fitting": "best", "n_samples": 8}
     assert result.n_evaluations == 42.0 and result.curve == [(10.0, 0.5)] and str(result.model) == "a"
+
+
+def test_expression_r2_falls_back_where_the_expression_is_not_finite():
+    from dgsr.bench.protocol import expression_r2
+    from dgsr.core.parser import parse
+
+    X = np.array([[1.0], [2.0], [0.0], [4.0]])
+    y = np.array([1.0, 0.5, 3.0, 0.25])
+    inverse = parse("1/x0")
+    assert expression_r2(inverse, X, y) == float("-inf")  # 1/0 at the third row
+    # with the fallback, the third row predicts 3.0 exactly and the others are exact too
+    assert expression_r2(inverse, X, y, fallback=3.0) == pytest.approx(1.0)
+    assert expression_r2(inverse, X[[0, 1, 3]], y[[0, 1, 3]]) == pytest.approx(1.0)

@@ -261,7 +261,7 @@ def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_tr
     n_held = sum(map(len, collected_paths[1:]))
     assert sum(len(b.states) for b in path_validation_batches(config)) == min(4, n_held)
 
-    # bench/path_loss.py gives the same figure for a weights file after the fact
+    # bench/experiments/path_loss.py gives the same figure for a weights file after the fact
     import importlib.util
     from pathlib import Path
 

@@ -8,16 +8,16 @@ report with the paper's Figure 3 / Figure 4 plots. Optional dependencies load la
 from __future__ import annotations
 
 from .datasets import DatasetRef, Problem, list_datasets, load_problem, resolve_data_dir
-from .methods import METHODS, Budget, Method, MethodResult, get_method, register_method
+from .methods import METHODS, Method, MethodResult, RunBudget, get_method, register_method
 from .protocol import is_symbolic_solution, make_split, model_size, r2_score
 
 __all__ = [
     "METHODS",
-    "Budget",
     "DatasetRef",
     "Method",
     "MethodResult",
     "Problem",
+    "RunBudget",
     "get_method",
     "is_symbolic_solution",
     "list_datasets",

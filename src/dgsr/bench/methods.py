@@ -1,6 +1,6 @@
 """Method adapters: one function per method, registered by name.
 
-An adapter takes a run's :class:`~dgsr.bench.protocol.Split` and :class:`Budget` and returns a
+An adapter takes a run's :class:`~dgsr.bench.protocol.Split` and :class:`RunBudget` and returns a
 :class:`MethodResult`. Adding a method is one function and one :func:`register_method` call.
 Optional dependencies (dgsr's estimator, pyoperon, gplearn) are imported inside the adapters.
 Every run executes in its own process with one thread (CONTRACTS §2).
@@ -27,7 +27,7 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUM
 
 
 @dataclass(frozen=True)
-class Budget:
+class RunBudget:
     """What a run may spend: wall seconds, evaluations (None = the method's default) and the seed."""
 
     time: float
@@ -46,7 +46,7 @@ class MethodResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-MethodFn = Callable[[Split, Budget], MethodResult]
+MethodFn = Callable[[Split, RunBudget], MethodResult]
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def limit_threads() -> None:
 
 
 def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
-    def run(split: Split, budget: Budget) -> MethodResult:
+    def run(split: Split, budget: RunBudget) -> MethodResult:
         if options.get("policy") == "neural":
             # Imported first so its thread pool is sized to 1 below; the random policy never
             # loads torch, and its import (seconds on a busy machine) would count as fit time.
@@ -170,7 +170,7 @@ def _array(X) -> np.ndarray:
 OPERON_SYMBOLS = "add,sub,mul,div,sin,cos,tan,exp,log,sqrt,square,constant,variable"
 
 
-def run_operon(split: Split, budget: Budget) -> MethodResult:
+def run_operon(split: Split, budget: RunBudget) -> MethodResult:
     """pyoperon with its own defaults (GP with linear scaling, 1000 individuals, max length 50),
     one thread, stopped by ``max_time`` (whole seconds).
 
@@ -242,7 +242,7 @@ def _gplearn_sympy(program: list, names: list[str]):
     return build()
 
 
-def run_gplearn(split: Split, budget: Budget) -> MethodResult:
+def run_gplearn(split: Split, budget: RunBudget) -> MethodResult:
     """gplearn has no time limit: grow one generation at a time (warm start) until the budget is spent."""
     limit_threads()
     from gplearn.genetic import SymbolicRegressor
@@ -278,7 +278,7 @@ register_method("gplearn", run_gplearn, "gplearn SymbolicRegressor, warm-started
 # ---------------------------------------------------------------- reference points
 
 
-def run_linear(split: Split, budget: Budget) -> MethodResult:
+def run_linear(split: Split, budget: RunBudget) -> MethodResult:
     """Ordinary least squares: a cheap floor for accuracy and a sanity check of the harness."""
     import sympy
 

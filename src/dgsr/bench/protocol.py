@@ -67,6 +67,24 @@ def r2_score(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return 1.0 - ss_res / ss_tot
 
 
+def expression_r2(expression, X: np.ndarray, y: np.ndarray, *, fallback: float | None = None) -> float:
+    """Held-out R² of a dgsr :class:`~dgsr.core.expression.Expression` on the rows ``X``.
+
+    Where the expression is not finite the prediction is ``fallback`` (the estimator's ``predict``
+    falls back to the training mean); with ``fallback=None`` any non-finite value gives -inf.
+    """
+    from dgsr.core.evaluate import evaluate
+    from dgsr.core.evaluate import r2_score as expression_r2_score
+
+    with np.errstate(all="ignore"):
+        pred = evaluate(expression, np.asarray(X, dtype=np.float64))
+    if fallback is not None:
+        pred = np.nan_to_num(pred, nan=fallback, posinf=fallback, neginf=fallback)
+    elif not np.all(np.isfinite(pred)):
+        return float("-inf")
+    return float(expression_r2_score(y, pred))
+
+
 class TimeCapExceeded(Exception):
     """Raised inside a :func:`time_cap` block when it runs past its allowance."""
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import DatasetRef, list_datasets, load_problem, parse_formula, quick_datasets
-from .methods import THREAD_ENV, Budget, get_method
+from .methods import THREAD_ENV, RunBudget, get_method
 
 RESULTS_FILE = "runs.jsonl"
 SIZE_CAP_S = 10.0  # cap on simplifying one model for its size
@@ -119,7 +119,7 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
     method = get_method(spec.method)
     t_fit = time.perf_counter()
     try:
-        result = method.fn(split, Budget(spec.time, spec.evals, spec.seed))
+        result = method.fn(split, RunBudget(spec.time, spec.evals, spec.seed))
     except Exception as exc:  # noqa: BLE001  (a failing method is a result to record, not a harness crash)
         row.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=8)[-4000:],
                    fit_time=time.perf_counter() - t_fit)
