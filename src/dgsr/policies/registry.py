@@ -10,7 +10,6 @@ policy's module imports torch, so it is imported only when asked for.
 from __future__ import annotations
 
 import os
-import warnings
 
 from dgsr.search.policy import Policy
 
@@ -37,12 +36,6 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         Torch device for the neural policy (ignored by the others).
     operators:
         Allowed operators (from :func:`dgsr.core.operators.resolve_operators`), or None for all.
-
-    Returns
-    -------
-    Policy
-        For ``"neural"`` when the neural policy or its shipped weights are not available in
-        this installation, a RandomPolicy, with a warning that says so.
 
     Raises
     ------
@@ -79,22 +72,9 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
 
 
 def _shipped_neural(device: str, operators: tuple[str, ...] | None = None) -> Policy:
-    try:
-        from dgsr.neural.policy import NeuralPolicy
+    from dgsr.neural.policy import NeuralPolicy
 
-        # The shipped critic is only pre-trained ("on a dismantling path or not"): node values from
-        # accuracy searched better with these weights (docs/policy_bench.md). A checkpoint from
-        # `dgsr search` carries a critic refined by search and keeps the paper's critic values.
-        return NeuralPolicy.from_pretrained(device=device, use_critic=False, operators=operators)
-    except (ImportError, FileNotFoundError, AttributeError) as err:
-        # Until the pretrained weights ship, the default estimator still has to work.
-        warnings.warn(
-            f"The neural policy is not available in this installation ({err}); "
-            "using the random policy instead. Pass policy='random' to silence this warning.",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-        from dgsr.policies.random import RandomPolicy
-
-        return RandomPolicy(operators=operators)
-
+    # The shipped critic is only pre-trained ("on a dismantling path or not"): node values from
+    # accuracy searched better with these weights (docs/notes/policy_bench.md). A checkpoint from
+    # `dgsr search` carries a critic refined by search and keeps the paper's critic values.
+    return NeuralPolicy.from_pretrained(device=device, use_critic=False, operators=operators)

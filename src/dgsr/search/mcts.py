@@ -32,7 +32,7 @@ from dgsr.core.pareto import ParetoArchive
 from dgsr.search.config import CONSTANT_FITTING_MODES, SearchConfig
 from dgsr.search.evaluator import Evaluator
 from dgsr.search.policy import Policy
-from dgsr.search.results import SearchProgress, SearchResult, TrialRecord
+from dgsr.search.results import SearchProgress, SearchResult, TrialRecord, history_point
 from dgsr.search.tree import Trial, accuracy_value
 
 __all__ = ["CONSTANT_FITTING_MODES", "SearchConfig", "SearchProgress", "SearchResult", "TrialRecord",
@@ -85,15 +85,7 @@ def run_search(
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     budget = (budget or Budget(max_evaluations=100_000)).start()
     archive = archive if archive is not None else ParetoArchive()
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-        raise ValueError(f"X must be [n_rows, n_features] and y [n_rows]; got {X.shape} and {y.shape}")
-
-    if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != y.shape:
-            raise ValueError(f"sample_weight must have shape {y.shape}, got {sample_weight.shape}")
+    X, y, sample_weight = _training_data(X, y, sample_weight)
     evaluator = Evaluator(X, y, config, budget, archive, rng, sample_weight)
     stats: Counter[str] = Counter()
     history: list[dict[str, float]] = []
@@ -103,8 +95,8 @@ def run_search(
 
     def record_history(trial: int) -> None:
         if not history or evaluator.best_r2 > history[-1]["best_r2"]:
-            history.append({"evaluations": budget.evaluations, "time": budget.elapsed,
-                            "best_r2": evaluator.best_r2, "best_size": evaluator.best_size, "trial": trial})
+            history.append(history_point(budget.evaluations, budget.elapsed, evaluator.best_r2,
+                                         evaluator.best_size, trial))
 
     def progress(trial: int) -> None:
         if on_progress is not None:
@@ -112,8 +104,8 @@ def run_search(
                                        evaluator.best_size, trial))
 
     try:
-        trial = 0
         while stop_reason is None:
+            trial = len(trials)
             if config.max_trials is not None and trial >= config.max_trials:
                 stop_reason = "trials"
                 break
@@ -132,7 +124,6 @@ def run_search(
                     progress(trial + 1)
             search.finish()
             record_history(trial)
-            trial += 1
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     record_history(len(trials))
@@ -142,3 +133,16 @@ def run_search(
     return SearchResult(archive=archive, best=archive.best(), n_evaluations=budget.evaluations,
                         n_trials=len(trials), n_iterations=n_iterations, elapsed=budget.elapsed,
                         stop_reason=stop_reason, history=history, mutation_stats=dict(stats), trials=trials)
+
+
+def _training_data(X: Any, y: Any, sample_weight: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``X``, ``y`` and the row weights as float arrays of matching shapes (ValueError otherwise)."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be [n_rows, n_features] and y [n_rows]; got {X.shape} and {y.shape}")
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != y.shape:
+            raise ValueError(f"sample_weight must have shape {y.shape}, got {sample_weight.shape}")
+    return X, y, sample_weight

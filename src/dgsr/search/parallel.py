@@ -39,6 +39,7 @@ from dgsr.core.budget import Budget
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 from dgsr.search.policy import Policy
+from dgsr.search.results import history_point
 from dgsr.search.workers import check_backend, discard_pool, spawn_pool, start_ray
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
@@ -165,8 +166,8 @@ class _Merger:
         for h in r.history:
             if h["best_r2"] > self.best_r2 or (h["best_r2"] == self.best_r2 and h["best_size"] < self.best_size):
                 self.best_r2, self.best_size = h["best_r2"], int(h["best_size"])
-                self.history.append({**h, "evaluations": self.evaluations + h["evaluations"],
-                                     "time": elapsed, "trial": self.trials + h["trial"]})
+                self.history.append(history_point(self.evaluations + h["evaluations"], elapsed, h["best_r2"],
+                                                  h["best_size"], self.trials + h["trial"]))
         self.evaluations += r.n_evaluations
         self.trials += r.n_trials
         self.iterations += r.n_iterations

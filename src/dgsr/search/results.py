@@ -22,6 +22,12 @@ class SearchProgress:
 
 
 
+def history_point(evaluations: float, time: float, best_r2: float, best_size: int, trial: int) -> dict[str, float]:
+    """One point of a search's history (``SearchResult.history``, the estimator's ``history_``):
+    where the best R² so far improved, in evaluations, seconds and trials."""
+    return {"evaluations": evaluations, "time": time, "best_r2": best_r2, "best_size": best_size, "trial": trial}
+
+
 @dataclass
 class TrialRecord:
     """Summary of one trial, with expert-iteration data when the config asks for it.
