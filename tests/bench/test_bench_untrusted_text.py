@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 import sympy
 
+from dgsr.bench import methods
 from dgsr.bench.datasets import parse_formula
-from dgsr.bench.methods import RunBudget, run_operon
+from dgsr.bench.methods import RunBudget
 from dgsr.bench.protocol import Split, is_symbolic_solution
 
 pytestmark = pytest.mark.timeout(60, method="thread")
@@ -18,7 +19,8 @@ def _hostile(marker) -> str:
     return f"__import__('pathlib').Path({str(marker)!r}).touch()"
 
 
-def test_operon_adapter_does_not_execute_column_names(tmp_path):
+@pytest.mark.parametrize("adapter", ["run_operon", "run_operon_strong"])
+def test_operon_adapter_does_not_execute_column_names(tmp_path, adapter):
     pytest.importorskip("pyoperon")
     marker = tmp_path / "PWNED"
     name = _hostile(marker)
@@ -27,7 +29,7 @@ def test_operon_adapter_does_not_execute_column_names(tmp_path):
     y = 2.0 * X[name] + X["b c"]
     yv = np.array(y, dtype=np.float64)
     split = Split(X.iloc[:45].reset_index(drop=True), yv[:45].copy(), X.iloc[45:].reset_index(drop=True), yv[45:].copy())
-    result = run_operon(split, RunBudget(time=1.0, evaluations=2000, seed=0))
+    result = getattr(methods, adapter)(split, RunBudget(time=1.0, evaluations=2000, seed=0))
     assert not marker.exists()
     assert {s.name for s in result.model.free_symbols} <= {name, "b c"}
     assert np.isfinite(result.predictions).all()

@@ -31,7 +31,7 @@ def run_parser() -> argparse.ArgumentParser:
                                 "(`dgsr bench report DIR` for the report, `dgsr bench list` for suites and methods).")
     p.add_argument("--suite", default="feynman", help="feynman, blackbox, strogatz, blackbox-narrow or all "
                    "(comma-separated for several; default feynman)")
-    p.add_argument("--methods", default="dgsr,operon,gplearn", help="comma-separated method names")
+    p.add_argument("--methods", default="dgsr,operon-strong,operon,gplearn", help="comma-separated method names")
     p.add_argument("--time", type=float, default=None, help="seconds per run (default 60; 10 with --quick)")
     p.add_argument("--evals", type=int, default=None, help="evaluation budget per run (default: the method's)")
     p.add_argument("--seeds", default=None, help="number of seeds (0..N-1) or a comma-separated list "
@@ -92,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 # Methods whose package comes with the [bench] extra: checked before any run starts.
-_METHOD_PACKAGES = {"operon": "pyoperon", "gplearn": "gplearn"}
+_METHOD_PACKAGES = {"operon": "pyoperon", "operon-strong": "pyoperon", "gplearn": "gplearn"}
 
 
 def _check_method_packages(methods: Sequence[str]) -> None:
