@@ -184,7 +184,7 @@ def fit_constants(
     y: np.ndarray,
     *,
     method: Method = DEFAULT_METHOD,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None,
     time_limit: float = 1.0,
     batch_size: int = 256,
     patience: int = 10,
@@ -216,7 +216,7 @@ def fit_constants(
         (Levenberg-Marquardt, MINPACK, analytic Jacobian; BFGS when there are fewer rows than
         constants).
     rng:
-        Draws the row subset.
+        Draws the row subset (may be None when there are at most ``batch_size`` rows).
     time_limit:
         Seconds for the optimiser (the caller scales it down to the remaining budget); checked
         at every objective call, so a fit overruns by at most one call plus the final scoring.
@@ -256,6 +256,8 @@ def fit_constants(
 
     batch_w = w
     if n_rows > batch_size:
+        if rng is None:
+            raise ValueError(f"rng is needed to draw {batch_size} of {n_rows} rows")
         rows = np.sort(rng.choice(n_rows, size=batch_size, replace=False))
         batch_columns, batch_y = columns[:, rows], y[rows]
         batch_w = w[rows] if w is not None else None

@@ -53,6 +53,12 @@ class SearchConfig:
         A node expanded ``e`` times is expanded again (K more proposals, new children only)
         once ``e < progressive_widening * sqrt(visits / K)``, at most 8 times; 0 turns it off
         (the paper's one expansion per node).
+    inner_fit_steps, inner_fit_rows:
+        A new child whose constants include inner ones (inside a nonlinear part, beyond each
+        term's own coefficient) first gets at most ``inner_fit_steps`` Levenberg-Marquardt
+        steps on a fixed subsample of ``inner_fit_rows`` training rows
+        (:func:`dgsr.core.inner_fit.fit_inner_constants`), and the tree keeps the fitted
+        constants, so its children start from them. 0 turns it off.
     max_rows:
         The search scores expressions on a fixed random subset of at most this many training
         rows (drawn once per search; each pass counts ``max_rows / n_rows`` evaluations); the
@@ -85,6 +91,8 @@ class SearchConfig:
     progressive_widening: float = 1.0
     max_rows: int | None = 1000
     cache_size: int = 200_000
+    inner_fit_steps: int = 0
+    inner_fit_rows: int = 64
     operators: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -105,5 +113,8 @@ class SearchConfig:
             raise ValueError(f"p_uct must be >= 0, got {self.p_uct}")
         if not 0 < self.depth_decay <= 1:
             raise ValueError(f"depth_decay must be in (0, 1], got {self.depth_decay}")
+        if self.inner_fit_steps < 0 or self.inner_fit_rows < 1:
+            raise ValueError(f"inner_fit_steps must be >= 0 and inner_fit_rows >= 1, got "
+                             f"{self.inner_fit_steps} and {self.inner_fit_rows}")
         if not 1 <= self.max_size <= 60:
             raise ValueError(f"max_size must be in 1..60, got {self.max_size}")

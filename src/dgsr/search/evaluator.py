@@ -24,6 +24,7 @@ from dgsr.core.constants import (
 )
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.core.inner_fit import fit_inner_constants, inner_constant_count
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.config import SearchConfig
 
@@ -61,6 +62,28 @@ class Evaluator:
         self.fitted: set[tuple] = set()
         self.best_r2 = -math.inf
         self.best_size = 0
+        self.fitted_forms: dict[tuple, Expression] = {}  # child key -> its inner-fitted form
+        if config.inner_fit_steps:  # one fixed subsample for every child's inner fit
+            rows = rng.choice(self.n, size=min(config.inner_fit_rows, self.n), replace=False)
+            rows.sort()
+            self.fit_columns, self.fit_y = self.columns[:, rows], self.y[rows]
+            self.fit_y_var = float(np.var(self.fit_y))
+
+    def score_child(self, expr: Expression, key: tuple) -> tuple[float, Expression]:
+        """R² of a new child and the form the tree keeps: with its inner constants fitted first
+        (``inner_fit_steps``), else the child itself. ``key`` is the child's own key."""
+        if not self.config.inner_fit_steps or inner_constant_count(expr) == 0:
+            return self.score(expr, False, key), expr
+        form = self.fitted_forms.get(key)
+        if form is None:
+            fit = fit_inner_constants(expr, self.fit_columns, self.fit_y, steps=self.config.inner_fit_steps,
+                                      y_var=self.fit_y_var)
+            self.budget.add(fit.passes * self.fit_y.shape[0] / self.n * self.weight)
+            form = fit.expression
+            if len(self.fitted_forms) >= self.config.cache_size:
+                self.fitted_forms.clear()
+            self.fitted_forms[key] = form
+        return self.score(form, False), form
 
     def score(self, expr: Expression, fit: bool, key: tuple | None = None) -> float:
         """R² of ``expr`` (constants fitted first when ``fit`` and it has any); -inf if invalid.

@@ -155,7 +155,10 @@ class Trial:
             if self.evaluator.budget.evaluations_left() <= 0:
                 break  # the budget ran out mid-expansion: the remaining proposals are not scored
             self.keys.add(key)
-            r2 = self.evaluator.score(child, fit, key)
+            if fit:
+                r2 = self.evaluator.score(child, fit, key)
+            else:  # the tree keeps the child with its inner constants fitted, when it has any
+                r2, child = self.evaluator.score_child(child, key)
             if self.fit_improvements and child.n_constants and r2 > self.record.best_r2:
                 # "best" mode: each new best of the trial gets its constants fitted at once.
                 r2 = max(r2, self.evaluator.score(child, fit=True, key=key))

@@ -30,9 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgsr.core.constants import fit_term_weights
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.operators import BINARY, UNARY
+
+#: Levenberg-Marquardt steps that fit a parametric operand's constants to y when the library is built.
+_PARAMETRIC_STEPS = 12
 
 _C = Expression.constant
 
@@ -141,6 +146,51 @@ def _pair_forms(i: int, j: int, allowed: frozenset[str]) -> Iterable[Expression]
             yield _u("exp", _b("mul", _C(-1.0), _b(inner, a, b)))
 
 
+def _parametric_pair_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
+                           allowed: frozenset[str]) -> Iterable[list[Expression]]:
+    """Operands of two variables with constants inside a nonlinear part, each as a list of
+    starting points: ``sin(c*(x_i + a)*(x_j + b))``, ``sin(c*u + d)``, ``sq(u - c)`` and
+    ``inv(u + c)`` with ``u`` the product or sum of the two. A sine's frequency has many local
+    optima, so it starts at a half and at a whole period over the range of its argument."""
+    a, b = _var(i), _var(j)
+    with np.errstate(all="ignore"):
+        shift_i, shift_j = -float(np.min(xi)), -float(np.min(xj))  # makes both factors >= 0
+        shifted = (xi + shift_i) * (xj + shift_j)
+        forms = [("mul", _b("mul", a, b), xi * xj), ("add", _b("add", a, b), xi + xj)]
+    forms = [f for f in forms if f[0] in allowed]
+
+    def periods(u: np.ndarray) -> list[float]:
+        spread = float(np.ptp(u)) if np.all(np.isfinite(u)) else 0.0
+        return [math.pi / spread, 2 * math.pi / spread] if spread > 0 and math.isfinite(spread) else [1.0]
+
+    for trig in ("sin", "cos"):
+        if {trig, "mul", "add"} <= allowed:
+            product = _b("mul", _b("add", a, _C(shift_i)), _b("add", b, _C(shift_j)))
+            yield [_u(trig, _b("mul", _C(c), product)) for c in periods(shifted)]
+            for _, u, values in forms:
+                yield [_u(trig, _b("add", _b("mul", _C(c), u), _C(0.0))) for c in periods(values)]
+    for _, u, values in forms:
+        middle = float(np.median(values)) if np.all(np.isfinite(values)) else 0.0
+        if {"sq", "sub"} <= allowed:
+            yield [_u("sq", _b("sub", u, _C(middle)))]
+        if {"inv", "add"} <= allowed:
+            yield [_u("inv", _b("add", u, _C(1.0 - float(np.min(values)) if np.all(np.isfinite(values)) else 1.0)))]
+
+
+def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray, y_var: float) -> Expression | None:
+    """The start whose constants, fitted to ``y`` with a few Levenberg-Marquardt steps, explain most
+    of it (as ``w*B + b``); None when no start gives finite values."""
+    best, best_loss = None, math.inf
+    for start in starts:
+        form = fit_inner_constants(start, columns, y, steps=_PARAMETRIC_STEPS, y_var=y_var).expression
+        with np.errstate(all="ignore"):
+            v = evaluate_columns(form, columns)
+            fit = fit_term_weights(v[None, :], y) if np.all(np.isfinite(v)) else None
+        if fit is not None and fit[2] < best_loss:
+            best, best_loss = form, fit[2]
+    return best
+
+
 def _rank(v: np.ndarray) -> np.ndarray:
     return np.argsort(np.argsort(v, kind="stable"), kind="stable").astype(np.float64)
 
@@ -173,11 +223,14 @@ def _relevance(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] | None = None,
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
-                  max_size: int = 6) -> OperandLibrary:
+                  max_size: int = 6, fit_parametric: bool = False,
+                  max_parametric_variables: int = 4) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
-    ``max_size`` nodes are left out.
+    ``max_size`` nodes are left out, except the parametric pair forms that ``fit_parametric``
+    adds for the ``max_parametric_variables`` variables most related to ``y``: their constants are
+    fitted to ``y`` here, a guess that the search's inner-constant fits refine in place.
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features, n_rows = columns.shape
@@ -190,12 +243,22 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     for a_i, i in enumerate(pairs):
         for j in pairs[a_i + 1:]:
             candidates.extend(_pair_forms(i, j, allowed_ops))
+    parametric: list[Expression] = []
+    if fit_parametric and n_rows >= 8:
+        y_var = float(np.var(y))
+        for a_i, i in enumerate(pairs[:max_parametric_variables]):
+            for j in pairs[a_i + 1:max_parametric_variables]:
+                for starts in _parametric_pair_forms(i, j, columns[i], columns[j], allowed_ops):
+                    form = _fitted(starts, columns, y, y_var)
+                    if form is not None:
+                        parametric.append(form)
 
     exprs: list[Expression] = []
     rows: list[np.ndarray] = []
     seen: set[bytes] = set()
-    for expr in sorted(candidates, key=lambda e: e.size):
-        if expr.size > max_size:
+    ordered = [(e, False) for e in sorted(candidates, key=lambda e: e.size)] + [(e, True) for e in parametric]
+    for expr, is_parametric in ordered:
+        if expr.size > max_size and not is_parametric:
             continue
         v = evaluate_columns(expr, columns)
         with np.errstate(all="ignore"):

@@ -78,6 +78,10 @@ class SemanticPolicy:
     operators:
         Table 1 operators the proposals may use, in mutations and operands (default: all); the
         estimator passes its ``operators`` / ``unary_operators`` / ``binary_operators`` here.
+    parametric_operands:
+        Add operands of two variables with constants inside a nonlinear part (``sin(c*u + d)``,
+        ``sq(u - c)``, ``inv(u + c)``, ``sin(c*(x_i + a)*(x_j + b))``) to the library, their
+        constants fitted to ``y`` per trial (:func:`~dgsr.policies.semantic.operand_library.build_library`).
     """
 
     has_critic = False
@@ -85,7 +89,7 @@ class SemanticPolicy:
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
-                 size_penalty: float = 0.03):
+                 size_penalty: float = 0.03, parametric_operands: bool = False):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
@@ -93,6 +97,7 @@ class SemanticPolicy:
         self.max_nodes = max_nodes
         self.temperature = temperature
         self.size_penalty = size_penalty
+        self.parametric_operands = parametric_operands
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -107,7 +112,7 @@ class SemanticPolicy:
         rows = np.sort(rng.choice(n, size=self.n_rows, replace=False)) if n > self.n_rows else np.arange(n)
         columns = as_columns(X[rows])
         y_rows = y[rows]
-        library = build_library(columns, y_rows, allowed=self.operators)
+        library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands)
         return SemanticContext(columns, y_rows, library, X.shape[1])
 
     def propose(self, context: SemanticContext, expression: Expression, k: int,
