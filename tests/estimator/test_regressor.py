@@ -13,9 +13,11 @@ import pytest
 import sympy
 
 from dgsr.core.expression import Expression
+from dgsr.core.pareto import front_scores
 from dgsr.core.parser import parse
 from dgsr.estimator.features import select_features
-from dgsr.estimator.regressor import FrontEntry, SymbolicRegressor, front_scores
+from dgsr.estimator.front import FrontEntry, tidy_constants
+from dgsr.estimator.regressor import SymbolicRegressor
 
 # The thread method: SymPy's time cap in dgsr.core.simplify uses SIGALRM, as pytest-timeout's signal
 # method does.
@@ -255,8 +257,6 @@ def test_neural_falls_back_to_random_with_a_warning_until_weights_ship():
 
 def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
     from dgsr.core.evaluate import as_columns
-    from dgsr.core.parser import parse
-    from dgsr.estimator.regressor import tidy_constants
 
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 3, size=(100, 2))
