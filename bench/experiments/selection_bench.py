@@ -36,7 +36,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-import dgsr.estimator.regressor as regressor_module
+import dgsr.estimator.display as display_module
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.bench.protocol import make_split
 from dgsr.core.evaluate import r2_score
@@ -143,7 +143,7 @@ def main() -> None:
     p.add_argument("--simplify-seconds", type=float, default=0.0,
                    help="SymPy simplification per fit (sizes here are node counts; 0 saves CPU)")
     args = p.parse_args()
-    regressor_module._SIMPLIFY_TOTAL = max(args.simplify_seconds, 1e-3)
+    display_module._SIMPLIFY_TOTAL = max(args.simplify_seconds, 1e-3)
 
     if args.suite == "sklearn":
         problems = [(n, lambda X=X, y=y: (X, y)) for n, X, y in sklearn_problems(args.seed)]

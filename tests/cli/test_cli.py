@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import pickle
+import sys
+import types
 
 import numpy as np
 import pandas as pd
@@ -139,12 +141,22 @@ def test_example_command(capsys):
     assert cli.main(["example", "gravity", "--path"]) == 0
     assert capsys.readouterr().out.strip() == str(EXAMPLES["gravity"].path)
     assert cli.main(["example", "gravity"]) == 0
-    assert "m1" in capsys.readouterr().out
+    shown = capsys.readouterr().out.splitlines()
+    ex = EXAMPLES["gravity"]
+    header = next(i for i, line in enumerate(shown) if line.split() == [*ex.inputs, ex.target])
+    assert len([line for line in shown[header + 1:] if line.strip()]) == 5 + 1  # 5 rows, then the hint
 
 
 def test_fit_example(tmp_path, capsys):
     assert cli.main(["fit", "--example", "pendulum", "--out", str(tmp_path), *FAST]) == 0
-    assert "Pareto front for T" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Pareto front for T" in printed
+    est = pickle.loads((tmp_path / "model.pkl").read_bytes())
+    assert list(est.feature_names_in_) == list(EXAMPLES["pendulum"].inputs)
+    # The line naming the selection shows the selected row of the written front.
+    front = pd.read_csv(tmp_path / "front.csv")
+    selection_line = " ".join(printed[printed.index("selected (→"):].split())  # rich may wrap it
+    assert " ".join(f"T = {front.loc[front['selected'], 'equation'].item()}".split()) in selection_line
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
@@ -160,6 +172,19 @@ def test_bundled_examples_follow_their_laws(name):
     np.testing.assert_allclose(df[ex.target], law, rtol=1e-9)
     _, rows = generate(name)  # the committed file is what the generator writes
     np.testing.assert_allclose(df.to_numpy(), rows, rtol=1e-9)
+
+
+def test_a_module_in_the_plugin_table_adds_its_command(monkeypatch, capsys):
+    plugin = types.ModuleType("dgsr_test_plugin")
+
+    def add_subparser(sub):
+        sub.add_parser("hello", help="say hello").set_defaults(func=lambda args: print("hello") or 0)
+
+    plugin.add_subparser = add_subparser
+    monkeypatch.setitem(sys.modules, "dgsr_test_plugin", plugin)
+    monkeypatch.setitem(cli.PLUGINS, "hello", "dgsr_test_plugin")
+    assert cli.main(["hello"]) == 0
+    assert capsys.readouterr().out == "hello\n"
 
 
 def test_plugins_are_optional(monkeypatch):

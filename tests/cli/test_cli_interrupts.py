@@ -11,7 +11,7 @@ import pytest
 
 import dgsr.cli.app as cli
 import dgsr.search.tree as search
-from dgsr.estimator import regressor
+from dgsr.estimator import display, polish, regressor
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -44,22 +44,22 @@ def _fit_and_check(path, out, capsys) -> str:
 
 
 def test_ctrl_c_during_simplification_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(regressor, "simplify", _interrupt)
+    monkeypatch.setattr(display, "simplify", _interrupt)
     err = _fit_and_check(table, tmp_path / "run", capsys)
     assert "during simplification" in err
 
 
 def test_ctrl_c_during_polishing_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(regressor, "fit_constants", _interrupt)
+    monkeypatch.setattr(polish, "fit_constants", _interrupt)
     calls = []
-    monkeypatch.setattr(regressor, "simplify", lambda e, timeout: calls.append(e) or e)
+    monkeypatch.setattr(display, "simplify", lambda e, timeout: calls.append(e) or e)
     err = _fit_and_check(table, tmp_path / "run", capsys)
     assert "during constant polishing" in err
     assert not calls  # the rest of the fit skipped simplification
 
 
 def test_ctrl_c_during_tidying_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(regressor, "tidy_constants", _interrupt)
+    monkeypatch.setattr(polish, "tidy_constants", _interrupt)
     _fit_and_check(table, tmp_path / "run", capsys)
 
 
@@ -74,14 +74,14 @@ def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys
         return real(self, fit)
 
     monkeypatch.setattr(search.Trial, "iterate", iterate)
-    monkeypatch.setattr(regressor, "fit_constants", lambda *a, **k: pytest.fail("polished after Ctrl-C"))
+    monkeypatch.setattr(polish, "fit_constants", lambda *a, **k: pytest.fail("polished after Ctrl-C"))
     err = _fit_and_check(table, tmp_path / "run", capsys)
     assert "during the search" in err
 
 
 def test_a_second_ctrl_c_aborts_at_once(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(regressor, "fit_constants", _interrupt)  # first Ctrl-C: polishing
-    monkeypatch.setattr(regressor, "complexity", _interrupt)  # second: while building the table
+    monkeypatch.setattr(polish, "fit_constants", _interrupt)  # first Ctrl-C: polishing
+    monkeypatch.setattr(display, "complexity", _interrupt)  # second: while building the table
     out = tmp_path / "run"
     assert cli.main(["fit", str(table), "--out", str(out), *FAST]) == 130
     assert not (out / "model.pkl").exists()

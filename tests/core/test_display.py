@@ -15,6 +15,7 @@ import sympy
 from rich.console import Console
 
 import dgsr.cli.app as cli
+from dgsr.cli.tables import print_front
 from dgsr.core.display import equation_latex, equation_text, format_front, format_number
 from dgsr.estimator.progress import ProgressLine, budget_fraction
 from dgsr.estimator.regressor import SymbolicRegressor
@@ -109,7 +110,7 @@ def test_readme_names_the_real_columns(gravity):
 def test_cli_front_table_fits_80_columns_with_real_headers(gravity, capsys, monkeypatch):
     est, _, _ = gravity
     monkeypatch.setenv("COLUMNS", "80")
-    cli.print_front(est, "energy")
+    print_front(est, "energy")
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines()), out
     header = next(line for line in out.splitlines() if "equation" in line)

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from dgsr.core.parser import parse
-from dgsr.estimator.regressor import FrontEntry, SymbolicRegressor
+from dgsr.estimator.front import FrontEntry
+from dgsr.estimator.regressor import SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 

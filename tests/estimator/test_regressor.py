@@ -12,10 +12,13 @@ import pandas as pd
 import pytest
 import sympy
 
+from dgsr.core.evaluate import evaluate
 from dgsr.core.expression import Expression
+from dgsr.core.pareto import front_scores
 from dgsr.core.parser import parse
 from dgsr.estimator.features import select_features
-from dgsr.estimator.regressor import FrontEntry, SymbolicRegressor, front_scores
+from dgsr.estimator.front import FrontEntry, tidy_constants
+from dgsr.estimator.regressor import SymbolicRegressor
 
 # The thread method: SymPy's time cap in dgsr.core.simplify uses SIGALRM, as pytest-timeout's signal
 # method does.
@@ -54,7 +57,7 @@ def test_column_names_in_equations_and_sympy(fitted, product_data):
     assert list(fitted.feature_names_in_) == ["mass", "height"] and fitted.n_features_in_ == 2
 
 
-def test_front_table_is_a_pareto_front_with_pysr_scores(fitted):
+def test_front_table_is_a_pareto_front_with_pysr_scores(fitted, product_data):
     t = fitted.equations_
     assert (np.diff(t["complexity"]) > 0).all(), "sorted by complexity, one row per size"
     assert (np.diff(t["loss"]) < 0).all(), "each larger expression is strictly more accurate"
@@ -65,7 +68,11 @@ def test_front_table_is_a_pareto_front_with_pysr_scores(fitted):
             t["complexity"].iloc[i] - t["complexity"].iloc[i - 1])
         assert t["score"].iloc[i] == pytest.approx(expected)
     # The loss column is the MSE of the row's expression on the training data.
-    assert fitted.n_evaluations_ > 0 and fitted.stop_reason_ in ("evaluations", "time", "target")
+    X, y = product_data
+    for expr, loss in zip(fitted.expressions_, t["loss"]):
+        mse = float(np.mean((evaluate(expr, X.to_numpy()) - y.to_numpy()) ** 2))
+        assert mse == pytest.approx(loss, rel=1e-9, abs=1e-12)
+    assert fitted.stop_reason_ in ("evaluations", "time", "target")
 
 
 def test_predict_index_sympy_latex(fitted, product_data):
@@ -255,8 +262,6 @@ def test_neural_falls_back_to_random_with_a_warning_until_weights_ship():
 
 def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
     from dgsr.core.evaluate import as_columns
-    from dgsr.core.parser import parse
-    from dgsr.estimator.regressor import tidy_constants
 
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 3, size=(100, 2))

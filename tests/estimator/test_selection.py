@@ -11,6 +11,7 @@ import pytest
 from dgsr.core.evaluate import evaluate
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
+from dgsr.estimator.front import FrontEntry
 from dgsr.estimator.model_selection import (
     has_pole,
     linear_candidate,
@@ -20,7 +21,7 @@ from dgsr.estimator.model_selection import (
     validation_choice,
     validation_split,
 )
-from dgsr.estimator.regressor import FrontEntry, SymbolicRegressor
+from dgsr.estimator.regressor import SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 

@@ -67,7 +67,8 @@ def add_subparser(subparsers: Any) -> None:
 
 def load_dataset(path: Path, target: str | None, rng: np.random.Generator, name: str) -> Any:
     """A :class:`~dgsr.online.Dataset` from a table: numeric, finite, at most ``MAX_ROWS`` rows, <= 10 columns."""
-    from dgsr.cli.app import CLIError, read_table
+    from dgsr.cli.errors import CLIError
+    from dgsr.cli.tables import read_table
     from dgsr.core.operators import MAX_VARIABLES
     from dgsr.estimator.features import select_features
     from dgsr.online import Dataset
@@ -114,7 +115,7 @@ def _names(paths: list[Path]) -> list[str]:
 
 
 def _start_model(spec: str, device: str) -> Any:
-    from dgsr.cli.app import CLIError
+    from dgsr.cli.errors import CLIError
     from dgsr.neural.policy import NeuralPolicy
 
     if spec == "neural":
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     """Handler of ``dgsr search``."""
     import torch
 
-    from dgsr.cli.app import CLIError
+    from dgsr.cli.errors import CLIError
     from dgsr.online import OnlineConfig, TrainerConfig, run_online
     from dgsr.online.state import STATE_FILE
 

@@ -12,11 +12,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import sympy
+from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.expression import Expression
+from dgsr.estimator.front import front_row
 
 #: Backend name -> the module SymPy's lambdify prints for (and the package that must be installed).
 BACKENDS: dict[str, str] = {"numpy": "numpy", "torch": "torch", "jax": "jax"}
+
+
+def export_row(est: Any, index: int | None, backend: str) -> Callable[[Any], Any]:
+    """Row ``index`` (None: the selected one) of a fitted estimator's front as ``f(X)`` of the same
+    ``X`` that ``predict`` takes (:func:`export_function`)."""
+    check_is_fitted(est, "expression_")
+    return export_function(est.expressions_[front_row(est, index)], list(est._feature_index), backend)
 
 
 def export_function(expr: Expression, columns: Sequence[int], backend: str = "numpy") -> Callable[[Any], Any]:

@@ -19,9 +19,12 @@ from sklearn.utils.validation import validate_data
 
 from dgsr.core.operators import resolve_operators
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
+from dgsr.policies.registry import BUILTIN_POLICIES
+from dgsr.search.mcts import CONSTANT_FITTING_MODES
 
-_POLICY_NAMES = ("semantic", "neural", "random")
-_CONSTANT_FITTING = ("never", "best", "all")
+#: The policies a name selects (besides a ``.safetensors`` path or a Policy object). Its home
+#: should be :mod:`dgsr.policies.registry`, which resolves them; until it is there, this is the
+#: one copy the estimator and the command line use.
 
 
 @dataclass(frozen=True)
@@ -197,8 +200,8 @@ def validate_params(est: Any) -> None:
         raise ValueError(f"n_jobs must be None, a positive integer or a negative one (-1: every CPU), got {n_jobs!r}.")
     if est.parallel_backend not in ("local", "ray"):
         raise ValueError(f"parallel_backend must be 'local' or 'ray', got {est.parallel_backend!r}.")
-    if est.constant_fitting is not None and est.constant_fitting not in _CONSTANT_FITTING:
-        raise ValueError(f"constant_fitting must be None or one of {_CONSTANT_FITTING}, "
+    if est.constant_fitting is not None and est.constant_fitting not in CONSTANT_FITTING_MODES:
+        raise ValueError(f"constant_fitting must be None or one of {CONSTANT_FITTING_MODES}, "
                          f"got {est.constant_fitting!r}.")
     if est.model_selection not in _MODEL_SELECTION:
         raise ValueError(f"model_selection must be one of {_MODEL_SELECTION}, got {est.model_selection!r}.")
@@ -208,9 +211,10 @@ def validate_params(est: Any) -> None:
     resolve_operators(getattr(est, "operators", None), getattr(est, "unary_operators", None),
                       getattr(est, "binary_operators", None))
     policy = est.policy
-    if isinstance(policy, str) and policy not in _POLICY_NAMES and not policy.endswith(".safetensors"):
-        raise ValueError(f"policy must be 'semantic', 'neural', 'random', a path to a .safetensors checkpoint "
-                         f"or a Policy object, got {policy!r}.")
+    if isinstance(policy, str) and policy not in BUILTIN_POLICIES and not policy.endswith(".safetensors"):
+        names = ", ".join(repr(name) for name in BUILTIN_POLICIES)
+        raise ValueError(f"policy must be {names}, a path to a .safetensors checkpoint or a Policy object, "
+                         f"got {policy!r}.")
 
 
 def _positive_int(value: Any, name: str, *, allow_none: bool = False) -> None:

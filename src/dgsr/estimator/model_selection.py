@@ -22,6 +22,7 @@ Three pieces the estimator combines after a search (docs/DESIGN.md, "Model selec
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -30,7 +31,7 @@ import numpy as np
 from dgsr.core.constants import weighted_sum
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
-from dgsr.core.pareto import SELECTION_RULES
+from dgsr.core.pareto import SELECTION_RULES, select
 
 #: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.core.pareto`
 #: and ``"validation"`` (rows held out from the search, :func:`validation_choice`).
@@ -183,3 +184,22 @@ def prefer_pole_free(entries: Sequence[_Entry], chosen: int, probes: np.ndarray,
         if i != chosen and not has_pole(entries[i].expression, probes):
             return int(i), False
     return chosen, True
+
+
+# ---------------------------------------------------------------------- the estimator's choice
+def choose_entry(entries: Sequence[_Entry], chosen: int | None, X: np.ndarray, model_selection: str,
+                 errors: np.ndarray | None = None) -> int:
+    """The front entry ``predict`` uses: ``chosen`` (picked on validation rows, whose squared
+    ``errors`` are given) or else ``model_selection``'s rule, then :func:`prefer_pole_free` on the
+    box of ``X`` (warns when the selected entry keeps a pole)."""
+    if chosen is None:
+        rule = "balanced" if model_selection == "validation" else model_selection
+        chosen = int(select(entries, rule))
+    if not entries or X.shape[1] == 0:
+        return chosen
+    index, pole = prefer_pole_free(entries, chosen, probe_points(X), errors)
+    if pole:
+        warnings.warn("The selected expression has a pole (or is undefined) inside the range of the training "
+                      "data and no equally good expression of the front avoids it: predictions near it can be "
+                      "huge. See equations_ for the alternatives.", UserWarning, stacklevel=3)
+    return index

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.display import equation_text, format_number
 
@@ -25,7 +26,11 @@ def plot_front(est: Any, ax: Any = None, target: str | None = None) -> Any:
 
     ``target`` names y in the label (default: the name ``fit`` saw, ``est.target_name_``).
     """
-    import matplotlib.pyplot as plt
+    check_is_fitted(est, "expression_")
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:  # a dependency, but an environment may lack it: say how to get it
+        raise ImportError("plot_front needs matplotlib: pip install matplotlib") from err
     from matplotlib.ticker import MaxNLocator
 
     table = est.equations_

@@ -1,0 +1,70 @@
+"""``predict`` where the chosen formula is undefined (CONTRACTS §6): finite input never gives NaN
+or inf. Such rows take the value of the next front expression that is finite there (most
+accurate first), else the training mean, with a warning naming the rows and what was used."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from dgsr.core.evaluate import evaluate
+from dgsr.estimator.display import equation_line
+from dgsr.estimator.front import front_row
+
+
+def predict_front(est: Any, X_sel: np.ndarray, index: int | None, strict: bool) -> np.ndarray:
+    """Predictions of row ``index`` (None: the selected one) of ``est``'s front on ``X_sel`` (the
+    selected columns, in the search's units), with the fallback above (``strict``: NaN there)."""
+    first = front_row(est, index)
+    order = _fallback_order(est, first)
+    out = _values(est, order[0], X_sel)
+    bad = ~np.isfinite(out)
+    if not bad.any():
+        return out
+    bad_rows = np.flatnonzero(bad)
+    if strict:
+        out[bad] = np.nan
+        warnings.warn(f"Row {first} of equations_ is undefined on {len(bad_rows)} of {len(out)} rows "
+                      f"({_list_rows(bad_rows)}); they are NaN (strict=True).", RuntimeWarning, stacklevel=3)
+        return out
+    used = []
+    for i in order[1:]:
+        rows = np.flatnonzero(bad)
+        values = _values(est, i, X_sel[rows])
+        ok = np.isfinite(values)
+        if ok.any():
+            out[rows[ok]] = values[ok]
+            bad[rows[ok]] = False
+            used.append(f"row {i} of equations_ ({equation_line(est, i)}) on {_list_rows(rows[ok])}")
+        if not bad.any():
+            break
+    if bad.any():
+        scaling = getattr(est, "_scaling", None)
+        mean = est._y_mean if scaling is None else float(scaling.unscale_y(np.array(est._y_mean)))
+        out[bad] = mean
+        used.append(f"the training mean ({mean:.6g}) on {_list_rows(np.flatnonzero(bad))}")
+    warnings.warn(f"The selected expression (row {first} of equations_: {equation_line(est, first)}) is undefined "
+                  f"on {len(bad_rows)} of {len(out)} rows ({_list_rows(bad_rows)}); used instead: {'; '.join(used)}. "
+                  "predict(..., strict=True) gives NaN there instead.", RuntimeWarning, stacklevel=3)
+    return out
+
+
+def _values(est: Any, i: int, X_scaled: np.ndarray) -> np.ndarray:
+    """Front entry ``i`` on scaled inputs, in the user's units (non-finite where undefined)."""
+    values = evaluate(est._front[i].expression, X_scaled)
+    scaling = getattr(est, "_scaling", None)
+    return values if scaling is None else scaling.unscale_y(values)
+
+
+def _fallback_order(est: Any, first: int) -> list[int]:
+    rest = sorted((i for i in range(len(est._front)) if i != first), key=lambda i: est._front[i].mse)
+    return [first, *rest]
+
+
+def _list_rows(rows: np.ndarray, limit: int = 10) -> str:
+    """``rows 3, 8, 20`` (the first ``limit`` of them, then how many more)."""
+    shown = ", ".join(str(int(r)) for r in rows[:limit])
+    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"row{'s' if len(rows) > 1 else ''} {shown}{more}"

@@ -1,0 +1,98 @@
+"""The fitted front's entries: scoring an expression on the training rows, tidying its constants,
+keeping the non-dominated ones, and finding the row a caller asks for.
+
+Everything here works in the search's units (data scaled by powers of two); the estimator maps
+expressions back to the user's units for display (:mod:`dgsr.estimator.display`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
+from dgsr.core.expression import Expression
+
+
+@dataclass(frozen=True)
+class FrontEntry:
+    """One expression of the final Pareto front (after refitting its constants on all rows)."""
+
+    size: int
+    expression: Expression
+    mse: float
+    r2: float
+
+
+def front_entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | None = None,
+                w: np.ndarray | None = None) -> FrontEntry:
+    """``expr`` scored on ``columns, y`` (weighted MSE and R²; an MSE that is not finite is inf)."""
+    with np.errstate(all="ignore"):
+        pred = evaluate_columns(expr, columns)
+        mse = weighted_mean((pred - y) ** 2, w)
+    if not math.isfinite(mse):
+        mse = math.inf
+    return FrontEntry(expr.size, expr, mse, r2_score(y, pred, y_var, w))
+
+
+def best_of_each_size(entries: Iterable[FrontEntry]) -> dict[int, FrontEntry]:
+    """The most accurate entry of each size (the first among equals), for
+    :func:`dgsr.core.pareto.non_dominated`: refitting constants can make a small expression beat
+    a larger one, which then drops out of the front."""
+    best: dict[int, FrontEntry] = {}
+    for e in entries:
+        if e.size not in best or e.mse < best[e.size].mse:
+            best[e.size] = e
+    return best
+
+
+def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
+                   digits: int = 4, tolerance: float = 1e-9, w: np.ndarray | None = None) -> tuple[Expression, int]:
+    """Zero negligible constants and round the others to ``digits`` significant digits where that
+    costs (almost) nothing: ``6.674*m1*(m2 + 1.2e-10)`` becomes ``6.674*m1*(m2 + 0)``, which SymPy
+    then shows as ``6.674*m1*m2``.
+
+    A change is kept when the training MSE grows by at most ``tolerance`` relative to the
+    variance of ``y`` (an R² loss below 1e-9). Returns the expression and the evaluations spent.
+    """
+    y_var = weighted_var(y, w)
+    slack = tolerance * (y_var if y_var > 0 else 1.0)
+
+    def mse_of(candidate: Expression) -> float:
+        with np.errstate(all="ignore"):
+            value = weighted_mean((evaluate_columns(candidate, columns) - y) ** 2, w)
+        return value if math.isfinite(value) else math.inf
+
+    limit = mse_of(expr) + slack
+    spent = 1
+    values = list(expr.constants)
+    # All at once first: constants that cancel (c - 206.0157 + 206.0157) round together.
+    rounded = [float(f"{v:.{digits}g}") for v in values]
+    if rounded != values:
+        spent += 1
+        if mse_of(expr.with_constants(rounded)) <= limit:
+            values = rounded
+    for i in sorted(range(len(values)), key=lambda j: abs(values[j])):
+        for candidate in (0.0, float(f"{values[i]:.{digits}g}")):
+            if candidate == values[i]:
+                break
+            trial = values[:i] + [candidate] + values[i + 1:]
+            spent += 1
+            if mse_of(expr.with_constants(trial)) <= limit:
+                values = trial
+                break
+    return expr.with_constants(values), spent
+
+
+def front_row(est: Any, index: int | None) -> int:
+    """Row of ``est.equations_`` that ``index`` names (None: the selected one); IndexError if none."""
+    if index is None:
+        return est.best_index_
+    n = len(est._front)
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -n <= index < n:
+        raise IndexError(f"index must be an integer row of equations_ (0..{n - 1}), got {index!r}")
+    return int(index) % n
