@@ -285,6 +285,8 @@ class SemanticPolicy:
         weighted error of ``op(A)`` against the desired values, with the free factor and offset
         that the position absorbs."""
         ops = [op for op in UNARY if op in self.operators]
+        if not ops:  # a binary-only operator set (PySR's default +,-,*,/)
+            return []
         cur, d, w = current[ok], desired[ok], g2[ok]
         with np.errstate(all="ignore"):
             outs = np.array([NUMPY_FUNCTIONS[op](cur) for op in ops])
