@@ -22,9 +22,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
+from dgsr.training.batches import encode_point_sets
 from dgsr.training.generator import sample_inputs
-from dgsr.training.pretrain import encode_point_sets
 
 SHAPES = (np.sin, np.cos, np.square, np.tanh, lambda x: np.exp(np.clip(x, -5, 5)), lambda x: x, np.abs)
 

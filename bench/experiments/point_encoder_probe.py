@@ -20,9 +20,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dgsr.neural.model import ModelConfig, PolicyModel, symbol_targets
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig, symbol_targets
+from dgsr.training.batches import encode_point_sets
 from dgsr.training.generator import random_problem
-from dgsr.training.pretrain import encode_point_sets
 
 
 def tensors(problems: list, rng: np.random.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -13,7 +13,8 @@ import torch
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
 from dgsr.neural.checkpoint import CheckpointError, file_sha256, load_model, read_metadata, save_model
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.policy import DEFAULT_WEIGHTS, NeuralPolicy
 from dgsr.search.mutations import apply_mutation
 from dgsr.search.policy import Policy, Proposal
@@ -301,10 +302,12 @@ def test_shipped_weights_read_y():
     """The shipped policy's held-out action loss rises when y is shuffled over the points (same X,
     same marginal of y): it uses the x-y pairing. The file shipped before 2026-11-24 gave -0.000003
     here; this one gives about +0.03 nats per token on these 256 steps."""
-    from dgsr.training.pretrain import TrainConfig, _heldout_examples, collate, evaluate_batches, with_new_y
+    from dgsr.training.batches import collate, heldout_examples, with_new_y
+    from dgsr.training.pretrain import evaluate_batches
+    from dgsr.training.pretrain_config import TrainConfig
 
     model, _ = load_model(DEFAULT_WEIGHTS)
-    examples = _heldout_examples(TrainConfig(data="corpus", val_examples=256))[:256]
+    examples = heldout_examples(TrainConfig(data="corpus", val_examples=256))[:256]
 
     def loss(exs):
         batches = [collate(exs[i:i + 64], np.random.default_rng(0)) for i in range(0, len(exs), 64)]

@@ -8,7 +8,8 @@ import torch
 
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.sampling import points_ids, sample_mutations
 from dgsr.neural.tokens import vocabulary
 from dgsr.search.mutations import MAX_SIZE, Mutation, apply_mutation

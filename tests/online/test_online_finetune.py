@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from dgsr import SymbolicRegressor
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.policy import NeuralPolicy
 
 

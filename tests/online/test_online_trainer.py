@@ -8,7 +8,8 @@ import torch
 
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.online.buffers import CriticItem, ExpertBuffers, Points
 from dgsr.online.trainer import OnlineTrainer, TrainBatch, TrainerConfig
 from dgsr.search.mutations import Mutation

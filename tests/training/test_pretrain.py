@@ -11,17 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from dgsr.neural.checkpoint import CheckpointError, load_model, load_training_state
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.tokens import MAX_EXPONENT, MAX_MANTISSA, vocabulary
-from dgsr.training.pretrain import (
-    TrainConfig,
-    batch_examples,
-    collate,
-    grouped_action_loss,
-    losses,
-    lr_at,
-    train,
-)
+from dgsr.training.batches import batch_examples, collate
+from dgsr.training.pretrain import grouped_action_loss, losses, lr_at, train
+from dgsr.training.pretrain_config import TrainConfig
 
 TINY = TrainConfig(model="tiny", batch_size=6, warmup=2, eval_every=2, checkpoint_every=2, val_examples=4,
                    n_points=20, data="generator")
@@ -195,7 +190,7 @@ def test_init_switches_the_point_encoder_and_keeps_every_other_weight(tmp_path):
 
 def test_symbol_targets_mark_the_ground_truths_operators_variables_and_constants():
     from dgsr.core.parser import parse
-    from dgsr.neural.model import SYMBOLS, symbol_targets
+    from dgsr.neural.model_config import SYMBOLS, symbol_targets
 
     hot = dict(zip(SYMBOLS, symbol_targets(parse("sin(x1) * 2.5 + x3", ["x0", "x1", "x2", "x3"]))))
     assert {s for s, h in hot.items() if h} == {"sin", "mul", "add", "x1", "x3", "c"}

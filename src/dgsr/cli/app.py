@@ -41,7 +41,7 @@ from typing import Any
 PLUGINS: dict[str, str] = {
     "bench": "dgsr.bench.cli",
     "data": "dgsr.cli.data",
-    "pretrain": "dgsr.training.pretrain",
+    "pretrain": "dgsr.cli.pretrain",
     "search": "dgsr.cli.search",
 }
 
