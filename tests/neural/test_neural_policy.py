@@ -190,7 +190,12 @@ def test_search_runs_with_the_neural_policy(tiny_model, tmp_path):
     policy = NeuralPolicy(tiny_model, num_threads=1)
     result = run_search(X, y, policy, config=SearchConfig(n_samples=4, iterations_per_trial=20, max_trials=1),
                         rng=0)
-    assert result is not None
+    assert result.n_trials == 1 and result.n_evaluations > 1  # the neural proposals were evaluated
+    front = result.archive.front()
+    assert result.best in front
+    # a front: each larger expression fits strictly better, and only the dataset's variables appear
+    assert all(a.size < b.size and a.mse > b.mse for a, b in zip(front, front[1:]))
+    assert all(e.expression.variables <= set(range(X.shape[1])) for e in front)
 
 
 @pytest.mark.timeout(60, method="thread")

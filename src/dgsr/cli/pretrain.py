@@ -28,7 +28,7 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--lr", type=float, default=TrainConfig.lr)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", choices=("auto", "corpus", "generator"), default="auto",
-                   help="example source (default: dgsr.training.corpus when installed)")
+                   help="example source (default: auto, the corpus of dgsr.training.corpus)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--eval-every", type=int, default=TrainConfig.eval_every)

@@ -257,7 +257,6 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
         config = config or OnlineConfig()
         controller = Controller(datasets, config)
         trainer = OnlineTrainer(model, trainer_config or TrainerConfig(seed=config.seed), device=device)
-        trainer.buffers.min_visits = config.min_visits
         for buf, cap in ((trainer.buffers.mutations, config.mutation_capacity),
                          (trainer.buffers.critic, config.critic_capacity)):
             buf.load_state_dict({"capacity": cap, "items": [], "total_added": 0})

@@ -9,8 +9,7 @@ The held-out set of Section 4.1 (500 in-domain, 500 out-of-domain expressions wi
 operators) ships as ``dgsr/data/heldout.jsonl.gz`` with the data seed of each problem; its
 expressions are excluded from the training stream by :func:`expression_key`.
 
-``torch`` is imported only when :class:`MutationCorpus` is first used, so the held-out set and
-the plain-Python stream work without it.
+This module does not import ``torch``: the held-out set and the plain-Python stream work without it.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -134,59 +133,6 @@ def encode_example(example: TrainingExample, vocab: Any = None) -> dict[str, np.
         "expression": np.asarray(v.encode_expression(example.state), dtype=np.int64),
         "action": np.asarray(v.encode_action(example.mutation), dtype=np.int64),
     }
-
-
-def _corpus_class() -> type:
-    import torch.utils.data
-
-    class MutationCorpus(torch.utils.data.IterableDataset):
-        """:func:`example_stream` as a torch ``IterableDataset``, deterministic per (seed, worker id).
-
-        Each ``DataLoader`` worker streams from its own generator seeded with ``(seed, worker_id)``;
-        ``transform`` (e.g. :func:`encode_example`) runs in the worker.
-        """
-
-        def __init__(
-            self,
-            seed: int,
-            *,
-            config: GeneratorConfig = DEFAULT_CONFIG,
-            mutation_size: float = 10,
-            n_points: int = 100,
-            exclude: frozenset | None = None,
-            steps_per_problem: int | None = None,
-            transform: Callable[[TrainingExample], Any] | None = None,
-        ) -> None:
-            super().__init__()
-            self.seed = seed
-            self.config = config
-            self.mutation_size = mutation_size
-            self.n_points = n_points
-            self.exclude = heldout_keys() if exclude is None else exclude
-            self.steps_per_problem = steps_per_problem
-            self.transform = transform
-
-        def __iter__(self) -> Iterator[Any]:
-            info = torch.utils.data.get_worker_info()
-            worker = 0 if info is None else info.id
-            stream = example_stream(
-                (self.seed, worker), config=self.config, mutation_size=self.mutation_size,
-                n_points=self.n_points, exclude=self.exclude, steps_per_problem=self.steps_per_problem,
-            )
-            return stream if self.transform is None else map(self.transform, stream)
-
-    MutationCorpus.__module__ = __name__
-    MutationCorpus.__qualname__ = "MutationCorpus"  # picklable as dgsr.training.corpus.MutationCorpus
-    return MutationCorpus
-
-
-def __getattr__(name: str) -> Any:
-    # PEP 562: build the torch-backed class on first use, so importing this module stays torch-free.
-    if name == "MutationCorpus":
-        cls = _corpus_class()
-        globals()[name] = cls
-        return cls
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------- held-out set
@@ -323,7 +269,7 @@ def heldout_keys() -> frozenset:
         return frozenset()
 
 
-__all__ = [  # noqa: F822 (MutationCorpus is built lazily by __getattr__)
-    "HeldoutProblem", "MutationCorpus", "TrainingExample", "build_heldout", "encode_example", "example_stream",
+__all__ = [
+    "HeldoutProblem", "TrainingExample", "build_heldout", "encode_example", "example_stream",
     "expression_key", "heldout_keys", "load_heldout", "read_heldout", "write_heldout",
 ]

@@ -28,7 +28,7 @@ class TrainConfig:
     #: weight of the auxiliary "which symbols does the ground truth contain" loss (0 = off)
     aux_weight: float = 0.0
     #: "corpus" (dgsr.training.corpus.example_stream) or "generator" (dgsr.training.generator + dgsr.training.dismantle
-    #: directly); "auto" resolves to the first available when training starts and is recorded.
+    #: directly); "auto" means "corpus", resolved when training starts and recorded.
     data: str = "auto"
     #: point encoder of a new model ("variables" or "points"; "" = the preset's)
     encoder: str = ""
