@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +195,7 @@ def test_search_runs_with_the_neural_policy(tiny_model, tmp_path):
     front = result.archive.front()
     assert result.best in front
     # a front: each larger expression fits strictly better, and only the dataset's variables appear
-    assert all(a.size < b.size and a.mse > b.mse for a, b in zip(front, front[1:]))
+    assert all(a.size < b.size and a.mse > b.mse for a, b in pairwise(front))
     assert all(e.expression.variables <= set(range(X.shape[1])) for e in front)
 
 
