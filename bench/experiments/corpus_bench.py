@@ -27,7 +27,7 @@ import numpy as np
 from dgsr.core.evaluate import evaluate
 from dgsr.core.operators import OPERATORS
 from dgsr.search.mutations import validity_violation
-from dgsr.training.corpus import encode_example, example_stream, expression_key, heldout_keys, load_heldout
+from dgsr.training.corpus import ExampleEncoder, example_stream, expression_key, heldout_keys, load_heldout
 from dgsr.training.dismantle import dismantle
 from dgsr.training.generator import (
     GeneratorConfig,
@@ -59,6 +59,7 @@ def throughput(seconds: float) -> None:
         row = []
         for encode in (False, True):
             stream = example_stream(0, mutation_size=size)
+            encode_example = ExampleEncoder()
             next(stream)
             problems, n, last = 0, 0, None
             start = time.process_time()
@@ -206,7 +207,7 @@ def heldout_stats() -> None:
 def mutation_corpus(seed: int, transform: Callable[[Any], Any] | None = None) -> Any:
     """:func:`example_stream` as a torch ``IterableDataset``, deterministic per (seed, worker id):
     each ``DataLoader`` worker streams from its own generator seeded with ``(seed, worker_id)``, and
-    ``transform`` (e.g. :func:`encode_example`) runs in the worker. (Only this benchmark feeds a
+    ``transform`` (e.g. an :class:`ExampleEncoder`) runs in the worker. (Only this benchmark feeds a
     ``DataLoader``; training draws its batches directly, :mod:`dgsr.training.batches`.)"""
     import torch.utils.data
 
@@ -224,7 +225,7 @@ def loader_throughput(workers: int, seconds: float) -> None:
     from torch.utils.data import DataLoader
 
     torch.set_num_threads(1)
-    ds = mutation_corpus(0, transform=encode_example)
+    ds = mutation_corpus(0, transform=ExampleEncoder())
     # batches of 64 (a list, as a padding collate would receive them): one message per batch
     loader = DataLoader(ds, batch_size=64, num_workers=workers, collate_fn=list)
     it = iter(loader)

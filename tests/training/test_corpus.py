@@ -19,6 +19,7 @@ from dgsr.neural.tokens import POINT_WIDTH, vocabulary
 from dgsr.search.mutations import apply_mutation, validity_violation
 from dgsr.training.corpus import (
     HELDOUT_PER_DOMAIN,
+    ExampleEncoder,
     TrainingExample,
     build_heldout,
     encode_example,
@@ -87,9 +88,14 @@ def test_encode_example_shapes():
     assert enc["points"].shape == (100, POINT_WIDTH)
     assert v.decode_action(list(enc["action"])).op == ex.mutation.op
     assert enc["expression"].dtype == np.int64 and enc["expression"].ndim == 1
-    # the points cache is keyed by the problem: always equal to a fresh encoding
+    # the encoder's points cache is keyed by the problem: always equal to a fresh encoding, and one
+    # array for the consecutive steps of one problem
+    encoder, last_X, last_points = ExampleEncoder(), None, None
     for ex in islice(example_stream(2, exclude=frozenset(), n_points=10), 40):
-        np.testing.assert_array_equal(encode_example(ex)["points"], v.encode_points(ex.X, ex.y))
+        points = encoder(ex)["points"]
+        np.testing.assert_array_equal(points, v.encode_points(ex.X, ex.y))
+        assert (points is last_points) == (ex.X is last_X)
+        last_X, last_points = ex.X, points
 
 
 def test_importing_corpus_does_not_import_torch():

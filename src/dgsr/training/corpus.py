@@ -109,30 +109,38 @@ def training_problems(rng: np.random.Generator, config: GeneratorConfig = DEFAUL
             yield problem
 
 
-_last_points: list = [None, None, None, None]  # X, y, vocabulary, encoded points of the latest example
+class ExampleEncoder:
+    """Token ids of examples (:meth:`__call__`), encoding each problem's points once.
+
+    The steps of one problem come one after another and share X and y, so the encoder keeps the
+    latest problem's encoded points: one encoder per stream (e.g. per ``DataLoader`` worker).
+    """
+
+    def __init__(self, vocab: Any = None) -> None:
+        from dgsr.neural.tokens import vocabulary
+
+        self.vocab = vocab if vocab is not None else vocabulary()
+        self._last: tuple[Any, Any, np.ndarray | None] = (None, None, None)  # X, y, their encoded points
+
+    def __call__(self, example: TrainingExample) -> dict[str, np.ndarray]:
+        """``points`` [n_points, POINT_WIDTH] (read-only, shared by one problem's steps),
+        ``expression`` [T] and ``action`` [A]."""
+        v = self.vocab
+        X, y, points = self._last
+        if points is None or X is not example.X or y is not example.y:
+            points = v.encode_points(example.X, example.y)
+            points.setflags(write=False)
+            self._last = (example.X, example.y, points)
+        return {
+            "points": points,
+            "expression": np.asarray(v.encode_expression(example.state), dtype=np.int64),
+            "action": np.asarray(v.encode_action(example.mutation), dtype=np.int64),
+        }
 
 
 def encode_example(example: TrainingExample, vocab: Any = None) -> dict[str, np.ndarray]:
-    """Token ids of an example: ``points`` [n_points, POINT_WIDTH], ``expression`` [T], ``action`` [A].
-
-    ``points`` is read-only and shared by the consecutive steps of one problem.
-    """
-    from dgsr.neural.tokens import vocabulary
-
-    v = vocab if vocab is not None else vocabulary()
-    # the steps of one problem come one after another and share X and y: encode the points once
-    cached = _last_points
-    if cached[0] is example.X and cached[1] is example.y and cached[2] is v:
-        points = cached[3]
-    else:
-        points = v.encode_points(example.X, example.y)
-        points.setflags(write=False)
-        _last_points[:] = [example.X, example.y, v, points]
-    return {
-        "points": points,
-        "expression": np.asarray(v.encode_expression(example.state), dtype=np.int64),
-        "action": np.asarray(v.encode_action(example.mutation), dtype=np.int64),
-    }
+    """Token ids of one example (see :class:`ExampleEncoder`, which reuses a problem's points)."""
+    return ExampleEncoder(vocab)(example)
 
 
 # ---------------------------------------------------------------------------- held-out set
@@ -270,6 +278,6 @@ def heldout_keys() -> frozenset:
 
 
 __all__ = [
-    "HeldoutProblem", "TrainingExample", "build_heldout", "encode_example", "example_stream",
+    "ExampleEncoder", "HeldoutProblem", "TrainingExample", "build_heldout", "encode_example", "example_stream",
     "expression_key", "heldout_keys", "load_heldout", "read_heldout", "write_heldout",
 ]
