@@ -24,8 +24,8 @@ def _buffers() -> ExpertBuffers:
     buffers = ExpertBuffers()
     path = [(Expression.empty(), Mutation(0, "root", parse("x0", NAMES))),
             (parse("x0", NAMES), Mutation(0, "mul", parse("x1", NAMES)))]
-    targets = [(parse("x0", NAMES), 1.0), (parse("x0*x1", NAMES), 1.0), (parse("sin(x1)", NAMES), 0.1, 9),
-               (parse("x1 + 2.5", NAMES), 0.3, 9)]
+    targets = [(parse("x0", NAMES), 1.0), (parse("x0*x1", NAMES), 1.0), (parse("sin(x1)", NAMES), 0.1),
+               (parse("x1 + 2.5", NAMES), 0.3)]
     buffers.add_trial(points, [path], targets)
     return buffers
 
