@@ -20,6 +20,10 @@ targets (issue 13): the semantic-policy teacher's choices (``--teacher-share``) 
 semantic-search solution paths collected ahead of time (``--paths FILES --paths-share S``;
 :mod:`dgsr.training.teacher`). ``--val-paths FILES`` scores path files held out of training at each
 evaluation.
+
+This module holds the losses and the loop; the settings are :class:`~dgsr.training.pretrain_config.TrainConfig`,
+the examples and batches come from :mod:`dgsr.training.batches`, and the command line is
+:mod:`dgsr.cli.pretrain`.
 """
 
 from __future__ import annotations
