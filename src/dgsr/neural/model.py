@@ -407,4 +407,5 @@ class PolicyModel(nn.Module):
         return logits
 
     def n_parameters(self) -> int:
+        """Number of scalar parameters."""
         return sum(p.numel() for p in self.parameters())

@@ -68,10 +68,12 @@ class ModelConfig:
             object.__setattr__(self, "variable_pointer", False)
 
     def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (what model files store)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
+        """The config :meth:`to_dict` wrote (unknown fields are an error)."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -38,15 +38,15 @@ from dgsr.core.files import atomic_write_text
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
 
-from .controller import Controller, Dataset, DatasetResult, OnlineConfig, TrialSpec
+from .controller import Controller, Dataset, DatasetResult, OnlineConfig, TrialOutcome, TrialSpec
 from .local_backend import InProcessExecutor, LocalTrainer, PoolExecutor, SearchWorker, WorkerLost
 from .ray_backend import RayExecutor, RaySearchWorker, RayTrainer, TrainerActor
 from .state import STATE_FILE, load_state, save_state
 from .trainer import OnlineTrainer, TrainerConfig
 
 #: the executors and trainer handles, importable from here as before the split
-__all__ = ["BACKENDS", "POLICY_FILE", "InProcessExecutor", "LocalTrainer", "OnlineResult", "PoolExecutor",
-           "RayExecutor", "RaySearchWorker", "RayTrainer", "SearchWorker", "TrainerActor", "WorkerLost", "drive",
+__all__ = ["BACKENDS", "POLICY_FILE", "Executor", "InProcessExecutor", "LocalTrainer", "OnlineResult", "PoolExecutor",
+           "RayExecutor", "RaySearchWorker", "RayTrainer", "SearchWorker", "TrainerActor", "TrainerHandle", "WorkerLost", "drive",
            "run_online", "throughput", "write_checkpoint", "write_results"]
 
 BACKENDS = ("local", "ray")
@@ -54,6 +54,53 @@ POLICY_FILE = "policy.safetensors"
 
 
 # ---------------------------------------------------------------------- the driver loop
+class Executor(Protocol):
+    """Where trials run (:class:`InProcessExecutor`, :class:`PoolExecutor`, :class:`RayExecutor`)."""
+
+    def free(self) -> int:
+        """How many more trials can be submitted now."""
+
+    def submit(self, spec: TrialSpec, dataset: Dataset, weights: Callable[[], tuple[int, Any]],
+               time_left: float | None) -> Any:
+        """Start ``spec`` on ``dataset`` with the weights ``weights()`` returns; a handle for :meth:`wait`."""
+
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        """The handles among ``handles`` whose trial is done (waiting at most ``timeout`` seconds)."""
+
+    def result(self, handle: Any) -> TrialOutcome:
+        """The outcome of a done trial; raises :class:`WorkerLost` when its worker died."""
+
+    def describe(self, handle: Any) -> dict:
+        """``{"pid": ..., "worker": ...}`` of the worker running ``handle`` (for ``on_dispatch``)."""
+
+    def close(self) -> None:
+        """Stop the workers and remove staged files."""
+
+
+class TrainerHandle(Protocol):
+    """The trainer as the driver sees it (:class:`LocalTrainer`, :class:`RayTrainer`)."""
+
+    version: int  # weights version: optimiser steps taken
+
+    def record(self, outcome: TrialOutcome) -> dict[str, float]:
+        """Add a finished trial's data to the buffers and train; the mean training losses."""
+
+    def weights(self) -> tuple[int, Any]:
+        """``(version, weights)`` in the form this backend's workers load."""
+
+    def model_state(self) -> tuple[int, dict]:
+        """``(version, CPU state dict)`` of the model."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The whole trainer state (:meth:`OnlineTrainer.state_dict`)."""
+
+    def buffer_sizes(self) -> tuple[int, int]:
+        """Items in the mutation and critic buffers."""
+
+    def close(self) -> None:
+        """Release the trainer's resources."""
+
+
 @dataclass
 class OnlineResult:
     """Outcome of :func:`run_online`."""
@@ -70,7 +117,7 @@ class OnlineResult:
     trainer: OnlineTrainer | None = None  # the local trainer (None on Ray)
 
 
-def drive(controller: Controller, trainer: Any, executor: Any, *, max_time: float | None, max_trials: int | None,
+def drive(controller: Controller, trainer: TrainerHandle, executor: Executor, *, max_time: float | None, max_trials: int | None,
           out: Path | None = None, on_trial: Callable[[dict], Any] | None = None,
           on_dispatch: Callable[[dict, TrialSpec], Any] | None = None) -> str:
     """Run trials until ``max_time`` (seconds, counted across resumes) or ``max_trials`` (completed, in all).

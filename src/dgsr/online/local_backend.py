@@ -93,7 +93,10 @@ def _pool_init() -> None:
 
 # ---------------------------------------------------------------------- executors
 class InProcessExecutor:
-    """Runs each trial at submission, in this process, on the trainer's own model."""
+    """Runs each trial at submission, in this process, on the trainer's own model.
+
+    Implements :class:`dgsr.online.backends.Executor` (whose methods say what each does).
+    """
 
     def __init__(self, model: PolicyModel, config: OnlineConfig, device: str):
         self.model, self.config, self.device = model, config, device
@@ -126,7 +129,10 @@ class InProcessExecutor:
 
 
 class PoolExecutor:
-    """A ``spawn`` process pool of searchers (spawn: forking a process that holds torch is unsafe)."""
+    """A ``spawn`` process pool of searchers (spawn: forking a process that holds torch is unsafe).
+
+    Implements :class:`dgsr.online.backends.Executor` (whose methods say what each does).
+    """
 
     def __init__(self, workers: int, config: OnlineConfig, model_config: dict):
         self.workers, self.config, self.model_config = workers, config, model_config
@@ -227,7 +233,10 @@ def _save_npz(path: Path, X: np.ndarray, y: np.ndarray) -> None:
 
 # ---------------------------------------------------------------------- trainers
 class LocalTrainer:
-    """The trainer in the driver process."""
+    """The trainer in the driver process.
+
+    Implements :class:`dgsr.online.backends.TrainerHandle` (whose methods say what each does).
+    """
 
     def __init__(self, trainer: OnlineTrainer, learn: bool):
         self.trainer, self.learn = trainer, learn

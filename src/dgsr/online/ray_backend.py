@@ -29,7 +29,10 @@ class RaySearchWorker(SearchWorker):
 
 
 class RayExecutor:
-    """Search workers as Ray actors; the trainer is a :class:`TrainerActor` (see :class:`RayTrainer`)."""
+    """Search workers as Ray actors; the trainer is a :class:`TrainerActor` (see :class:`RayTrainer`).
+
+    Implements :class:`dgsr.online.backends.Executor` (whose methods say what each does).
+    """
 
     def __init__(self, workers: int, config: OnlineConfig, model_config: dict, worker_cpus: float = 1.0):
         import ray
@@ -125,7 +128,10 @@ class TrainerActor:
 
 
 class RayTrainer:
-    """Driver-side handle of a :class:`TrainerActor`."""
+    """Driver-side handle of a :class:`TrainerActor`.
+
+    Implements :class:`dgsr.online.backends.TrainerHandle` (whose methods say what each does).
+    """
 
     def __init__(self, trainer: OnlineTrainer, learn: bool, trainer_cpus: float = 0.0):
         import ray

@@ -48,6 +48,7 @@ class Batch:
     symbols: torch.Tensor | None = None  # [B, len(SYMBOLS)] multi-hot of the ground truth, when known
 
     def to(self, device: torch.device) -> Batch:
+        """The batch with every tensor on ``device``."""
         return Batch(*(None if t is None else t.to(device)
                        for t in (self.points, self.point_mask, self.dataset, self.states, self.actions,
                                  self.negatives, self.symbols)))
