@@ -272,7 +272,8 @@ class PolicyModel(nn.Module):
         pooled = (self.pair_mlp(pairs) * keep[..., None]).sum(1) / count
         # rank co-moments: zero in expectation when y does not depend on x_i, of order 1 when it does,
         # so the pairing is visible from the first step (the MLP's own view of it starts second-order)
-        basis_x, basis_y = legendre_basis(x_feats[..., 0]), legendre_basis(y_feats.expand_as(x_feats)[..., 0])  # [B, P, D, 3]
+        basis_x = legendre_basis(x_feats[..., 0])  # [B, P, D, 3]
+        basis_y = legendre_basis(y_feats.expand_as(x_feats)[..., 0])
         moments = torch.einsum("bpda,bpde->bdae", basis_x * keep[..., None], basis_y) / count[..., None]
         y_keep = present[:, :, MAX_VARIABLES:].to(dtype)  # [B, P, 1]
         y_pooled = (self.y_mlp(y_feats) * y_keep[..., None]).sum(1) / y_keep.sum(1).clamp_min(1.0)[..., None]

@@ -45,9 +45,9 @@ from .state import STATE_FILE, load_state, save_state
 from .trainer import OnlineTrainer, TrainerConfig
 
 #: the executors and trainer handles, importable from here as before the split
-__all__ = ["BACKENDS", "POLICY_FILE", "Executor", "InProcessExecutor", "LocalTrainer", "OnlineResult", "PoolExecutor",
-           "RayExecutor", "RaySearchWorker", "RayTrainer", "SearchWorker", "TrainerActor", "TrainerHandle", "WorkerLost", "drive",
-           "run_online", "throughput", "write_checkpoint", "write_results"]
+__all__ = ["BACKENDS", "POLICY_FILE", "Executor", "InProcessExecutor", "LocalTrainer", "OnlineResult",
+           "PoolExecutor", "RayExecutor", "RaySearchWorker", "RayTrainer", "SearchWorker", "TrainerActor",
+           "TrainerHandle", "WorkerLost", "drive", "run_online", "throughput", "write_checkpoint", "write_results"]
 
 BACKENDS = ("local", "ray")
 POLICY_FILE = "policy.safetensors"
@@ -117,8 +117,8 @@ class OnlineResult:
     trainer: OnlineTrainer | None = None  # the local trainer (None on Ray)
 
 
-def drive(controller: Controller, trainer: TrainerHandle, executor: Executor, *, max_time: float | None, max_trials: int | None,
-          out: Path | None = None, on_trial: Callable[[dict], Any] | None = None,
+def drive(controller: Controller, trainer: TrainerHandle, executor: Executor, *, max_time: float | None,
+          max_trials: int | None, out: Path | None = None, on_trial: Callable[[dict], Any] | None = None,
           on_dispatch: Callable[[dict, TrialSpec], Any] | None = None) -> str:
     """Run trials until ``max_time`` (seconds, counted across resumes) or ``max_trials`` (completed, in all).
 

@@ -22,7 +22,8 @@ from .trainer import OnlineTrainer
 class RaySearchWorker(SearchWorker):
     """A :class:`SearchWorker` as a Ray actor: one torch thread, as the actor's one CPU."""
 
-    def __init__(self, config: OnlineConfig, model_config: dict, name: str = "worker", threads: int | None = 1):
+    def __init__(self, config: OnlineConfig, model_config: dict, name: str = "worker",
+                 threads: int | None = 1):
         if threads:
             torch.set_num_threads(threads)  # an actor is a process of its own: setting it globally is fine
         super().__init__(config, model_config, name)
