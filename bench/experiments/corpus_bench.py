@@ -16,7 +16,9 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterator
 from itertools import islice
+from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -25,7 +27,7 @@ import numpy as np
 from dgsr.core.evaluate import evaluate
 from dgsr.core.operators import OPERATORS
 from dgsr.search.mutations import validity_violation
-from dgsr.training.corpus import encode_example, example_stream, expression_key, heldout_keys, load_heldout
+from dgsr.training.corpus import ExampleEncoder, example_stream, expression_key, heldout_keys, load_heldout
 from dgsr.training.dismantle import dismantle
 from dgsr.training.generator import (
     GeneratorConfig,
@@ -57,6 +59,7 @@ def throughput(seconds: float) -> None:
         row = []
         for encode in (False, True):
             stream = example_stream(0, mutation_size=size)
+            encode_example = ExampleEncoder()
             next(stream)
             problems, n, last = 0, 0, None
             start = time.process_time()
@@ -201,14 +204,28 @@ def heldout_stats() -> None:
     print()
 
 
+def mutation_corpus(seed: int, transform: Callable[[Any], Any] | None = None) -> Any:
+    """:func:`example_stream` as a torch ``IterableDataset``, deterministic per (seed, worker id):
+    each ``DataLoader`` worker streams from its own generator seeded with ``(seed, worker_id)``, and
+    ``transform`` (e.g. an :class:`ExampleEncoder`) runs in the worker. (Only this benchmark feeds a
+    ``DataLoader``; training draws its batches directly, :mod:`dgsr.training.batches`.)"""
+    import torch.utils.data
+
+    class MutationCorpus(torch.utils.data.IterableDataset):
+        def __iter__(self) -> Iterator[Any]:
+            info = torch.utils.data.get_worker_info()
+            stream = example_stream((seed, 0 if info is None else info.id), exclude=heldout_keys())
+            return stream if transform is None else map(transform, stream)
+
+    return MutationCorpus()
+
+
 def loader_throughput(workers: int, seconds: float) -> None:
     import torch
     from torch.utils.data import DataLoader
 
-    from dgsr.training.corpus import MutationCorpus
-
     torch.set_num_threads(1)
-    ds = MutationCorpus(0, transform=encode_example)
+    ds = mutation_corpus(0, transform=ExampleEncoder())
     # batches of 64 (a list, as a padding collate would receive them): one message per batch
     loader = DataLoader(ds, batch_size=64, num_workers=workers, collate_fn=list)
     it = iter(loader)

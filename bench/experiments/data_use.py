@@ -18,16 +18,13 @@ import torch
 import torch.nn.functional as F
 
 from dgsr.neural.checkpoint import load_model
+from dgsr.neural.sampling import token_groups
 from dgsr.neural.tokens import vocabulary
-from dgsr.training.pretrain import (
-    _GROUPS,
-    TrainConfig,
-    _heldout_examples,
-    collate,
-    evaluate_batches,
-    teacher_forced,
-    with_new_y,
-)
+from dgsr.training.batches import collate, heldout_examples, with_new_y
+from dgsr.training.pretrain import evaluate_batches, teacher_forced
+from dgsr.training.pretrain_config import TrainConfig
+
+_GROUPS = token_groups()
 
 KINDS = ("node", "operator", "operand symbol", "constant sign", "constant mantissa", "constant exponent")
 
@@ -85,7 +82,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(1)
     model, info = load_model(args.weights)
-    examples = _heldout_examples(TrainConfig(data="corpus", val_examples=args.examples))[: args.examples]
+    examples = heldout_examples(TrainConfig(data="corpus", val_examples=args.examples))[: args.examples]
     print(f"{args.weights} (step {info.get('steps', '?')}, encoder {model.config.encoder}), "
           f"{len(examples)} held-out in-domain steps")
     print("| data | action loss | minus the loss with the true y | token accuracy |")

@@ -16,7 +16,9 @@ import re
 import torch
 
 from dgsr.neural.checkpoint import load_model
-from dgsr.training.pretrain import TrainConfig, evaluate_batches, path_validation_batches
+from dgsr.training.batches import path_validation_batches
+from dgsr.training.pretrain import evaluate_batches
+from dgsr.training.pretrain_config import TrainConfig
 
 
 def _step(name: str) -> int:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from dgsr.neural.checkpoint import file_sha256, load_model, save_model
-from dgsr.neural.model import PRESETS
+from dgsr.neural.model_config import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: CONTRACTS: the shipped weights file is at most 16 MiB

@@ -13,7 +13,8 @@ import torch
 
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.policy import NeuralPolicy
 from dgsr.neural.sampling import expression_ids, pad_ids
 from dgsr.neural.tokens import vocabulary

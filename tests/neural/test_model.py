@@ -10,7 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from dgsr.core.parser import parse
-from dgsr.neural.model import N_POINT_FEATURES, ModelConfig, PolicyModel, column_features, point_features
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
+from dgsr.neural.numeric_features import N_POINT_FEATURES, column_features, point_features
 from dgsr.neural.sampling import expression_ids, pad_ids, points_ids
 from dgsr.neural.tokens import vocabulary
 from dgsr.search.mutations import Mutation

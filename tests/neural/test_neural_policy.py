@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,8 @@ import torch
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
 from dgsr.neural.checkpoint import CheckpointError, file_sha256, load_model, read_metadata, save_model
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.policy import DEFAULT_WEIGHTS, NeuralPolicy
 from dgsr.search.mutations import apply_mutation
 from dgsr.search.policy import Policy, Proposal
@@ -189,7 +191,12 @@ def test_search_runs_with_the_neural_policy(tiny_model, tmp_path):
     policy = NeuralPolicy(tiny_model, num_threads=1)
     result = run_search(X, y, policy, config=SearchConfig(n_samples=4, iterations_per_trial=20, max_trials=1),
                         rng=0)
-    assert result is not None
+    assert result.n_trials == 1 and result.n_evaluations > 1  # the neural proposals were evaluated
+    front = result.archive.front()
+    assert result.best in front
+    # a front: each larger expression fits strictly better, and only the dataset's variables appear
+    assert all(a.size < b.size and a.mse > b.mse for a, b in pairwise(front))
+    assert all(e.expression.variables <= set(range(X.shape[1])) for e in front)
 
 
 @pytest.mark.timeout(60, method="thread")
@@ -301,10 +308,12 @@ def test_shipped_weights_read_y():
     """The shipped policy's held-out action loss rises when y is shuffled over the points (same X,
     same marginal of y): it uses the x-y pairing. The file shipped before 2026-11-24 gave -0.000003
     here; this one gives about +0.03 nats per token on these 256 steps."""
-    from dgsr.training.pretrain import TrainConfig, _heldout_examples, collate, evaluate_batches, with_new_y
+    from dgsr.training.batches import collate, heldout_examples, with_new_y
+    from dgsr.training.pretrain import evaluate_batches
+    from dgsr.training.pretrain_config import TrainConfig
 
     model, _ = load_model(DEFAULT_WEIGHTS)
-    examples = _heldout_examples(TrainConfig(data="corpus", val_examples=256))[:256]
+    examples = heldout_examples(TrainConfig(data="corpus", val_examples=256))[:256]
 
     def loss(exs):
         batches = [collate(exs[i:i + 64], np.random.default_rng(0)) for i in range(0, len(exs), 64)]

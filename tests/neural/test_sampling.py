@@ -8,7 +8,8 @@ import torch
 
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.sampling import points_ids, sample_mutations
 from dgsr.neural.tokens import vocabulary
 from dgsr.search.mutations import MAX_SIZE, Mutation, apply_mutation
@@ -155,29 +156,30 @@ def test_rule_mask_removes_nesting_rejections(setup):
 
 
 @pytest.mark.timeout(60, method="thread")
-def test_rule_mask_keeps_valid_transcendental_operands(setup):
-    """B = sin(x0) + cos(x1) is legal at a node with no transcendental around: the mask must allow it."""
-    from dgsr.neural.sampling import _NestingMask
-    from dgsr.neural.tokens import ActionGrammar
+def test_rule_mask_keeps_transcendental_operands_where_the_rule_allows_them(setup):
+    """The nesting mask removes only what the rule forbids: at ``x0`` in ``x0 + sq(x1)`` (no
+    transcendental around) hot sampling still adds operands holding sin/cos/exp/log, while under
+    the ``sin`` of ``sin(x0 + x1)`` no operand ever holds one."""
+    from dgsr.core.operators import TRANSCENDENTAL
 
-    v = vocabulary()
-    expr = parse("x0 + sq(x1)", NAMES)
-    g = ActionGrammar(v, expr.size, 3, max_operand=20)
-    rules = _NestingMask(expr, g)
-    seq = v.encode_action(Mutation(1, "add", parse("sin(x0) + cos(x1)", NAMES)))
-    for t in seq:
-        mask = g.allowed()
-        rules.restrict(mask)
-        assert mask[t], v.words[t]
-        rules.advance(t)
-    # ... but not sin inside B's own sin, nor any T under the sq->sin ancestor path
-    g = ActionGrammar(v, expr.size, 3, max_operand=20)
-    rules = _NestingMask(parse("sin(x0 + x1)", NAMES), g)
-    for t in [v.ids["I2"], v.ids["add"]]:
-        rules.advance(t)
-    mask = g.allowed()
-    rules.restrict(mask)
-    assert not mask[v.ids["cos"]] and mask[v.ids["sq"]]
+    model, memory = setup
+
+    def operands(text: str, node: int) -> list[Expression]:
+        expr = parse(text, NAMES)
+        found = []
+        for seed in range(8):
+            r = sample_mutations(model, memory, expr, k=16, n_features=3, temperature=2.0, generator=_gen(seed))
+            found += [s.mutation.operand for s in r.samples
+                      if s.mutation.node == node and s.mutation.operand is not None]
+        return found
+
+    def has_transcendental(e: Expression) -> bool:
+        return any(sym in TRANSCENDENTAL for sym in e.symbols)
+
+    free = operands("x0 + sq(x1)", 1)
+    assert any(has_transcendental(b) for b in free)
+    under_sin = operands("sin(x0 + x1)", 2)
+    assert under_sin and not any(has_transcendental(b) for b in under_sin)
 
 
 @pytest.mark.timeout(60, method="thread")

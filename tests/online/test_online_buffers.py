@@ -1,4 +1,4 @@
-"""Expert-iteration buffers: shortest solution path kept, visit threshold, FIFO order (Section 3.2)."""
+"""Expert-iteration buffers: shortest solution path kept, critic targets, FIFO order (Section 3.2)."""
 
 from __future__ import annotations
 
@@ -43,19 +43,19 @@ def test_shortest_solution_sequence_is_kept():
 
 
 @pytest.mark.timeout(60, method="thread")
-def test_visit_threshold_and_targets():
-    buffers = ExpertBuffers(min_visits=5)
+def test_critic_targets_are_clipped_and_non_finite_ones_dropped():
+    buffers = ExpertBuffers()
     e = parse("x0*x1", NAMES)
     added = buffers.add_trial(_points(), [], [
-        (e, 0.3, 4),          # too few visits: dropped
-        (e, 0.4, 5),          # enough: kept
-        (e, 1.0, 1),          # on a solution path: kept whatever its visits
-        (e, 0.7),             # no count given: already filtered by the search
-        (e, float("nan"), 9),  # not a target
-        (e, 1.7, 9),          # clipped to [0, 1]
+        (e, 0.4),             # kept as given (the search already applied the visit threshold)
+        (e, 1.0),
+        (e, float("nan")),    # not a target
+        (e, float("inf")),
+        (e, 1.7),             # clipped to [0, 1]
+        (e, -0.2),
     ])
     assert added == (0, 4)
-    assert [item.target for item in buffers.critic] == [0.4, 1.0, 0.7, 1.0]
+    assert [item.target for item in buffers.critic] == [0.4, 1.0, 1.0, 0.0]
 
 
 @pytest.mark.timeout(60, method="thread")
@@ -99,7 +99,7 @@ def test_search_records_feed_the_buffers():
     X, y, trials = _search_records(min_visits=10**6)  # no node is visited that often
     solved = [t for t in trials if t.solution_path]
     assert solved, "the random policy should solve x0*x1 + x0 in 60 iterations"
-    buffers = ExpertBuffers(min_visits=10**6)
+    buffers = ExpertBuffers()
     for t in trials:
         buffers.add_trial(Points(X, y), [t.solution_path], t.critic_targets)
         # with the threshold out of reach only nodes on solution paths give critic targets

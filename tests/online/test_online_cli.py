@@ -11,7 +11,8 @@ import torch
 
 from dgsr.cli.app import main
 from dgsr.neural.checkpoint import save_model
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.policies.registry import load_policy
 
 

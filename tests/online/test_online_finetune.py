@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from dgsr import SymbolicRegressor
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.policy import NeuralPolicy
 
 
@@ -29,7 +30,10 @@ def test_finetune_fit_trains_a_copy_and_returns_a_front():
     est.fit(X, y)
     assert est.n_trials_ >= 2  # several trials, with training steps in between
     assert est.n_evaluations_ <= 300 + 1e-9
-    assert len(est.equations_) >= 1 and np.isfinite(est.predict(X)).all()
+    front = est.equations_
+    assert len(front) >= 1 and np.isfinite(est.predict(X)).all()
+    # a Pareto front: sorted by complexity, each larger formula strictly more accurate
+    assert front["complexity"].is_monotonic_increasing and front["loss"].is_monotonic_decreasing
     # the caller's policy is untouched: a copy of its model was fine-tuned
     assert all(torch.equal(v, before[k]) for k, v in policy.model.state_dict().items())
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online
 from dgsr.online.controller import Controller
 from dgsr.online.state import load_state

@@ -14,7 +14,8 @@ import torch
 
 ray = pytest.importorskip("ray")
 
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online
 
 

@@ -8,7 +8,8 @@ import torch
 
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.online.buffers import CriticItem, ExpertBuffers, Points
 from dgsr.online.trainer import OnlineTrainer, TrainBatch, TrainerConfig
 from dgsr.search.mutations import Mutation
@@ -23,8 +24,8 @@ def _buffers() -> ExpertBuffers:
     buffers = ExpertBuffers()
     path = [(Expression.empty(), Mutation(0, "root", parse("x0", NAMES))),
             (parse("x0", NAMES), Mutation(0, "mul", parse("x1", NAMES)))]
-    targets = [(parse("x0", NAMES), 1.0), (parse("x0*x1", NAMES), 1.0), (parse("sin(x1)", NAMES), 0.1, 9),
-               (parse("x1 + 2.5", NAMES), 0.3, 9)]
+    targets = [(parse("x0", NAMES), 1.0), (parse("x0*x1", NAMES), 1.0), (parse("sin(x1)", NAMES), 0.1),
+               (parse("x1 + 2.5", NAMES), 0.3)]
     buffers.add_trial(points, [path], targets)
     return buffers
 

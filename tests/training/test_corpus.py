@@ -19,6 +19,7 @@ from dgsr.neural.tokens import POINT_WIDTH, vocabulary
 from dgsr.search.mutations import apply_mutation, validity_violation
 from dgsr.training.corpus import (
     HELDOUT_PER_DOMAIN,
+    ExampleEncoder,
     TrainingExample,
     build_heldout,
     encode_example,
@@ -87,40 +88,20 @@ def test_encode_example_shapes():
     assert enc["points"].shape == (100, POINT_WIDTH)
     assert v.decode_action(list(enc["action"])).op == ex.mutation.op
     assert enc["expression"].dtype == np.int64 and enc["expression"].ndim == 1
-    # the points cache is keyed by the problem: always equal to a fresh encoding
+    # the encoder's points cache is keyed by the problem: always equal to a fresh encoding, and one
+    # array for the consecutive steps of one problem
+    encoder, last_X, last_points = ExampleEncoder(), None, None
     for ex in islice(example_stream(2, exclude=frozenset(), n_points=10), 40):
-        np.testing.assert_array_equal(encode_example(ex)["points"], v.encode_points(ex.X, ex.y))
+        points = encoder(ex)["points"]
+        np.testing.assert_array_equal(points, v.encode_points(ex.X, ex.y))
+        assert (points is last_points) == (ex.X is last_X)
+        last_X, last_points = ex.X, points
 
 
 def test_importing_corpus_does_not_import_torch():
     code = "import sys, dgsr.training.corpus, dgsr.cli.data, dgsr.training.generator, dgsr.training.dismantle; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_mutation_corpus_is_deterministic_per_seed_and_worker():
-    import torch
-    from torch.utils.data import DataLoader
-
-    from dgsr.training.corpus import MutationCorpus
-
-    torch.set_num_threads(1)
-    ds = MutationCorpus(7, n_points=20, exclude=frozenset())
-    direct = [summary(e) for e in islice(iter(ds), 10)]
-    assert direct == [summary(e) for e in islice(example_stream((7, 0), n_points=20, exclude=frozenset()), 10)]
-
-    def run(workers: int) -> list:
-        loader = DataLoader(ds, batch_size=None, num_workers=workers, collate_fn=lambda x: x)
-        return [summary(e) for e in islice(iter(loader), 12)]
-
-    two = run(2)
-    assert two == run(2)  # same seed, same workers, same order
-    # worker 1 has its own stream: DataLoader alternates workers 0 and 1
-    worker1 = [summary(e) for e in islice(example_stream((7, 1), n_points=20, exclude=frozenset()), 6)]
-    assert two[1::2] == worker1 and two[0::2] == direct[:6]
-
-    encoded = MutationCorpus(7, n_points=20, exclude=frozenset(), transform=encode_example)
-    assert next(iter(encoded))["points"].shape == (20, POINT_WIDTH)
 
 
 # ---------------------------------------------------------------------------- held-out set

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from dgsr.neural.checkpoint import load_model, save_model
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "training" / "export.py"
 

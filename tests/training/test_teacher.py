@@ -12,8 +12,10 @@ import pytest
 from dgsr.core.expression import Expression
 from dgsr.core.parser import parse
 from dgsr.search.mutations import apply_mutation
+from dgsr.training.batches import batch_examples
 from dgsr.training.dismantle import mutation_path
-from dgsr.training.pretrain import TrainConfig, batch_examples, train
+from dgsr.training.pretrain import train
+from dgsr.training.pretrain_config import TrainConfig
 from dgsr.training.teacher import teacher_examples, teacher_policy, teacher_stream
 
 
@@ -231,7 +233,8 @@ def test_held_out_path_files_are_scored_at_each_evaluation_and_cannot_also_be_tr
 
     from dgsr.cli.app import main
     from dgsr.neural.checkpoint import load_model
-    from dgsr.training.pretrain import evaluate_batches, path_validation_batches
+    from dgsr.training.batches import path_validation_batches
+    from dgsr.training.pretrain import evaluate_batches
     from dgsr.training.teacher import save_search_paths
 
     cpu = torch.device("cpu")

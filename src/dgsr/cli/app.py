@@ -46,7 +46,7 @@ BUILTIN_COMMANDS = (fit, predict, example)
 PLUGINS: dict[str, str] = {
     "bench": "dgsr.bench.cli",
     "data": "dgsr.cli.data",
-    "pretrain": "dgsr.training.pretrain",
+    "pretrain": "dgsr.cli.pretrain",
     "search": "dgsr.cli.search",
 }
 

@@ -1,7 +1,7 @@
 """Model files and training checkpoints.
 
 * **Model weights** (what ``policy=`` accepts and what ships under ``src/dgsr/neural/weights/``): one
-  safetensors file; its metadata holds the :class:`~dgsr.neural.model.ModelConfig` as JSON
+  safetensors file; its metadata holds the :class:`~dgsr.neural.model_config.ModelConfig` as JSON
   (``dgsr_config``), a format tag, free-form training facts, ``dgsr_sha256``, the SHA-256 of
   the tensors (names, dtypes, shapes and bytes in name order), and ``dgsr_meta_sha256``, the
   SHA-256 of the other metadata fields and that tensor digest, so that a changed config (one
@@ -30,7 +30,6 @@ import json
 import os
 import pickle
 import re
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.core.files import atomic_write, atomic_write_path, atomic_write_text
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 
 FORMAT = "dgsr-policy-1"
 
@@ -70,25 +71,12 @@ def metadata_sha256(metadata: dict[str, str]) -> str:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 of the file's bytes (what ``sha256sum`` prints)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a model file is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def save_model(model: PolicyModel, path: str | os.PathLike, *, info: dict[str, Any] | None = None,
@@ -109,10 +97,9 @@ def save_model(model: PolicyModel, path: str | os.PathLike, *, info: dict[str, A
     metadata = {"format": FORMAT, "dgsr_config": json.dumps(model.config.to_dict()),
                 "dgsr_sha256": digest, "dgsr_info": json.dumps(info or {})}
     metadata[_META_DIGEST] = metadata_sha256(metadata)
-    _atomic(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
+    atomic_write_path(path, lambda tmp: save_file(tensors, tmp, metadata=metadata))
     if write_sha256_file:
-        line = f"{file_sha256(path)}  {path.name}\n"
-        _atomic(Path(f"{path}.sha256"), lambda tmp: Path(tmp).write_text(line))
+        atomic_write_text(f"{path}.sha256", f"{file_sha256(path)}  {path.name}\n")
     return digest
 
 
@@ -193,12 +180,7 @@ def save_training_state(path: str | os.PathLike, state: dict[str, Any]) -> None:
     payload = buffer.getvalue()
     header = _STATE_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n"
 
-    def write(tmp: str) -> None:
-        with open(tmp, "wb") as fh:
-            fh.write(header)
-            fh.write(payload)
-
-    _atomic(Path(path), write)
+    atomic_write(path, lambda fh: fh.writelines((header, payload)))
 
 
 def load_training_state(path: str | os.PathLike, *, weights_only: bool = True) -> dict[str, Any]:

@@ -34,114 +34,25 @@ many to learn from scratch in a CPU-sized training run).
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dgsr.core.operators import CONSTANT, OPERATORS, variable_symbol
-from dgsr.neural.tokens import FLOAT_WIDTH, MAX_EXPONENT, MAX_MANTISSA, MAX_VARIABLES, POINT_WIDTH, vocabulary
-from dgsr.search.mutations import MAX_SIZE
-
-#: Longest expression in tokens: every node a constant triple (60 nodes, 3 tokens each) + margin.
-MAX_EXPRESSION_TOKENS = FLOAT_WIDTH * MAX_SIZE + 4
-#: Longest action: node + op + operand (<= 60 nodes of 3 tokens) + eos.
-MAX_ACTION_TOKENS = FLOAT_WIDTH * MAX_SIZE + 3
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Shape of the model; stored as JSON in checkpoint metadata.
-
-    The presets: ``small`` is sized for a 2-core CPU, ``large`` for GPU training, ``tiny`` for
-    tests. Files written before an option existed load with the value that reproduces them (see
-    :meth:`from_dict`).
-    """
-
-    d_model: int = 128
-    n_heads: int = 4
-    point_layers: int = 2
-    expr_layers: int = 2
-    dec_layers: int = 2
-    ff_mult: int = 4
-    #: width of each float token's embedding inside the point embedder (concatenated: 33 x this)
-    point_token_dim: int = 24
-    #: point encoder: "variables" (one memory token per variable plus one for y, from a shared MLP
-    #: over each point's (x_i, y) pair; the default for new models) or "points" (the paper's one
-    #: token per data point)
-    encoder: str = "variables"
-    #: hidden width of the "variables" encoder's per-point MLP
-    pair_width: int = 64
-    #: add numeric features of each point (per-column standardised value, magnitude, scale) to its
-    #: token embedding; False in checkpoints written before this option existed
-    point_features: bool = False
-    #: a training-only head on the pooled point encoding that predicts which operators and
-    #: variables the ground truth contains (an auxiliary task that makes the point encoder read y)
-    target_symbols: bool = False
-    #: a bilinear pointer from the decoder's state to each variable's memory token, added to the
-    #: logits of x0..x9 ("variables" encoder only): naming a variable then reads that variable's
-    #: encoding of its pairing with y directly, instead of through cross-attention the decoder must
-    #: first learn to route (issue 13); False in files written before this option existed, and
-    #: always False with the "points" encoder
-    variable_pointer: bool = False
-    vocab_size: int = 0  # 0 = the dgsr.neural.tokens vocabulary
-    max_points: int = 100
-    max_expression_tokens: int = MAX_EXPRESSION_TOKENS
-    max_action_tokens: int = MAX_ACTION_TOKENS
-    dropout: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.vocab_size == 0:
-            object.__setattr__(self, "vocab_size", len(vocabulary()))
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
-        if self.encoder not in ENCODERS:
-            raise ValueError(f"unknown point encoder {self.encoder!r}; choose from {ENCODERS}")
-        if self.encoder != "variables":  # the pointer needs one memory token per variable
-            object.__setattr__(self, "variable_pointer", False)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ModelConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown ModelConfig fields: {sorted(unknown)}")
-        # files written before the encoder option existed used one token per point
-        return cls(**{"encoder": "points", **data})
-
-    @classmethod
-    def preset(cls, name: str) -> ModelConfig:
-        """``"small"`` (CPU default), ``"medium"`` (GPU-trained, ships in half precision),
-        ``"large"`` (GPU, too large to ship in the package) or ``"tiny"`` (tests)."""
-        try:
-            return cls(**PRESETS[name])
-        except KeyError:
-            raise ValueError(f"unknown model preset {name!r}; choose from {sorted(PRESETS)}") from None
-
-
-ENCODERS = ("variables", "points")
-
-PRESETS: dict[str, dict] = {
-    "tiny": {"d_model": 32, "n_heads": 2, "point_layers": 1, "expr_layers": 1, "dec_layers": 1, "ff_mult": 2,
-             "point_token_dim": 8, "point_features": True, "encoder": "variables", "pair_width": 32,
-             "variable_pointer": True},
-    "small": {"d_model": 128, "n_heads": 4, "point_layers": 2, "expr_layers": 2, "dec_layers": 2, "ff_mult": 4,
-              "point_token_dim": 24, "point_features": True, "encoder": "variables", "pair_width": 64,
-              "variable_pointer": True},
-    # the largest preset whose weights ship in half precision under the 16 MiB limit (7.7M
-    # parameters, 14.6 MiB): what a lent GPU trains for the package
-    "medium": {"d_model": 192, "n_heads": 6, "point_layers": 3, "expr_layers": 3, "dec_layers": 4, "ff_mult": 4,
-               "point_token_dim": 32, "point_features": True, "encoder": "variables", "pair_width": 96,
-               "variable_pointer": True},
-    "large": {"d_model": 512, "n_heads": 8, "point_layers": 4, "expr_layers": 4, "dec_layers": 8, "ff_mult": 4,
-              "point_token_dim": 64, "point_features": True, "encoder": "variables", "pair_width": 128,
-              "variable_pointer": True},
-}
+from dgsr.core.operators import OPERATORS
+from dgsr.neural.model_config import SYMBOLS, ModelConfig
+from dgsr.neural.numeric_features import (
+    N_COLUMN_STATS,
+    N_LEGENDRE,
+    N_PAIR_FEATURES,
+    N_POINT_FEATURES,
+    column_features,
+    legendre_basis,
+    point_features,
+)
+from dgsr.neural.tokens import MAX_EXPONENT, MAX_MANTISSA, MAX_VARIABLES, POINT_WIDTH, vocabulary
 
 
 class _Attention(nn.Module):
@@ -229,125 +140,16 @@ def _init_number_rows(emb: nn.Embedding) -> None:
         emb.weight[v.exponent0:v.exponent0 + 2 * MAX_EXPONENT + 1] = _smooth_rows(e, dim, 0.05)
 
 
-N_POINT_FEATURES = 5
-#: what the auxiliary symbol head predicts: every operator, every variable, "has a constant"
-SYMBOLS: tuple[str, ...] = (*OPERATORS, *(variable_symbol(i) for i in range(MAX_VARIABLES)), CONSTANT)
-
-
-def symbol_targets(expression) -> list[float]:
-    """Multi-hot over :data:`SYMBOLS` of the symbols in ``expression``."""
-    present = set(expression.symbols)
-    return [1.0 if s in present else 0.0 for s in SYMBOLS]
-
-
-def decode_point_values(points: torch.Tensor, point_mask: torch.Tensor | None = None
-                        ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The numbers behind point tokens [B, P, POINT_WIDTH]: (values float64 [B, P, C], present [B, P, C])
-    with C = MAX_VARIABLES + 1 columns (the last is y); padded variables and masked points are absent
-    (value 0). Float64 because the tokens reach 1e104."""
-    v = vocabulary()
-    b, p, _ = points.shape
-    ids = points.view(b, p, MAX_VARIABLES + 1, FLOAT_WIDTH)
-    present = ids[..., 0] != v.pad  # [B, P, C]
-    if point_mask is not None:
-        present = present & point_mask[:, :, None]
-    sign = torch.where(ids[..., 0] == v.minus, -1.0, 1.0).double()
-    mantissa = (ids[..., 1] - v.mantissa0).clamp(0, MAX_MANTISSA).double()
-    exponent = (ids[..., 2] - v.exponent0 - MAX_EXPONENT).clamp(-MAX_EXPONENT, MAX_EXPONENT).double()
-    return torch.where(present, sign * mantissa * torch.pow(10.0, exponent), 0.0), present
-
-
-def _column_moments(value: torch.Tensor, present: torch.Tensor
-                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(weight, count [B, 1, C], mean, standard deviation) of each column over its present points."""
-    weight = present.double()
-    count = weight.sum(1, keepdim=True).clamp_min(1.0)
-    mean = (value * weight).sum(1, keepdim=True) / count
-    spread = (((value - mean) ** 2 * weight).sum(1, keepdim=True) / count).sqrt()
-    return weight, count, mean, spread
-
-
-_TINY = 1e-300
-
-
-def point_features(points: torch.Tensor, point_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Numeric features [B, P, 5 x (MAX_VARIABLES + 1)] of point tokens [B, P, POINT_WIDTH] (the
-    ``"points"`` encoder's ``point_features`` option).
-
-    Each column gets five features per point: present, value standardised over the dataset's
-    points (clipped), signed log-magnitude, and the column's log-scale and mean/scale (the same
-    for every point).
-    """
-    value, present = decode_point_values(points, point_mask)
-    b, p, _ = value.shape
-    weight, _, mean, spread = _column_moments(value, present)
-    z = torch.where(spread > _TINY, (value - mean) / spread.clamp_min(_TINY), 0.0).clamp(-6.0, 6.0) / 3.0
-    magnitude = (torch.asinh(value) / 10.0).clamp(-3.0, 3.0)
-    log_scale = torch.log10(spread.clamp_min(1e-30)).clamp(-30.0, 30.0).expand_as(value) / 10.0
-    centre = torch.where(spread > _TINY, mean / spread.clamp_min(_TINY), 0.0).clamp(-10.0, 10.0).expand_as(value) / 5.0
-    feats = torch.stack([weight, z, magnitude, log_scale, centre], dim=-1) * weight[..., None]
-    return feats.reshape(b, p, -1).float()
-
-
-#: per point and column, for the "variables" encoder: rank, standardised value, log-magnitude
-N_PAIR_FEATURES = 3
-#: per column, for the "variables" encoder: log-scale, centre, share of negative values, log of the
-#: largest magnitude, a constant column
-N_COLUMN_STATS = 5
-
-
-#: Legendre polynomials of degree 1..N_LEGENDRE in the "variables" encoder's rank co-moments
-N_LEGENDRE = 3
-
-
-def _legendre(uniform: torch.Tensor) -> torch.Tensor:
-    """Orthonormal Legendre polynomials of degree 1..3 [..., 3] of ranks scaled to unit variance
-    (``u = uniform / sqrt(3)`` in [-1, 1]): mean 0 and variance 1 each over uniform ranks."""
-    u = uniform / math.sqrt(3.0)
-    return torch.stack([math.sqrt(3.0) * u, math.sqrt(5.0) * (3.0 * u * u - 1.0) / 2.0,
-                        math.sqrt(7.0) * (5.0 * u ** 3 - 3.0 * u) / 2.0], dim=-1)
-
-
-def column_features(points: torch.Tensor, point_mask: torch.Tensor | None = None
-                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Inputs of the ``"variables"`` encoder, all of order 1: (per-point features [B, P, C, 3],
-    column statistics [B, C, 5], present [B, P, C]) of point tokens [B, P, POINT_WIDTH].
-
-    Per point: the value's rank among the column's present points (ties share their mean rank),
-    scaled to a uniform of unit variance, which makes any monotone relation between x_i and y
-    visible whatever the scales; the value standardised over the column (clipped at 5); and its
-    signed log10-magnitude (clipped at 8), which keeps the absolute scale that a rank drops.
-    Absent entries are 0.
-    """
-    value, present = decode_point_values(points, point_mask)
-    weight, count, mean, spread = _column_moments(value, present)
-    # ranks: sort each column with absent entries last (+inf), count the entries below each value
-    cols = torch.where(present, value, math.inf).transpose(1, 2).contiguous()  # [B, C, P]
-    ordered = cols.sort(dim=-1).values
-    below = torch.searchsorted(ordered, cols, right=False)
-    upto = torch.searchsorted(ordered, cols, right=True)
-    rank = ((below + upto - 1).double() / 2.0).transpose(1, 2)  # mean 0-based rank [B, P, C]
-    uniform = ((rank + 0.5) / count - 0.5) * math.sqrt(12.0)
-    z = torch.where(spread > _TINY, (value - mean) / spread.clamp_min(_TINY), 0.0).clamp(-5.0, 5.0)
-    magnitude = (torch.sign(value) * torch.log10(1.0 + value.abs())).clamp(-8.0, 8.0)
-    per_point = torch.stack([uniform, z, magnitude], dim=-1) * weight[..., None]
-    log_scale = torch.log10(spread.clamp_min(1e-30)).clamp(-8.0, 8.0)
-    centre = torch.where(spread > _TINY, mean / spread.clamp_min(_TINY), 0.0).clamp(-5.0, 5.0)
-    negative = ((value < 0).double() * weight).sum(1, keepdim=True) / count * 2.0 - 1.0
-    largest = torch.log10(1.0 + value.abs().amax(1, keepdim=True)).clamp(0.0, 8.0)
-    constant = (spread <= _TINY).double()
-    stats = torch.cat([log_scale, centre, negative, largest, constant], dim=1).transpose(1, 2)  # [B, C, 5]
-    column_present = present.any(1)[..., None]  # [B, C, 1]
-    return per_point.float(), (stats * column_present).float(), present
-
-
-_VARIABLE_IDS = [vocabulary().ids[f"x{i}"] for i in range(MAX_VARIABLES)]  # contiguous ids
+@functools.cache
+def _variable_ids() -> tuple[int, ...]:
+    """Token ids of x0..x9 (contiguous); looked up on first use, not at import."""
+    return tuple(vocabulary().ids[f"x{i}"] for i in range(MAX_VARIABLES))
 
 
 def _variable_columns(columns: torch.Tensor | slice | None, width: int, device: torch.device
                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """(positions within ``columns`` that hold x0..x9, which variable each is)."""
-    first, last = _VARIABLE_IDS[0], _VARIABLE_IDS[-1]
+    first, last = _variable_ids()[0], _variable_ids()[-1]
     if columns is None or isinstance(columns, slice):
         start = 0 if columns is None else columns.start
         lo, hi = max(first, start), min(last, start + width - 1)
@@ -470,7 +272,8 @@ class PolicyModel(nn.Module):
         pooled = (self.pair_mlp(pairs) * keep[..., None]).sum(1) / count
         # rank co-moments: zero in expectation when y does not depend on x_i, of order 1 when it does,
         # so the pairing is visible from the first step (the MLP's own view of it starts second-order)
-        basis_x, basis_y = _legendre(x_feats[..., 0]), _legendre(y_feats.expand_as(x_feats)[..., 0])  # [B, P, D, 3]
+        basis_x = legendre_basis(x_feats[..., 0])  # [B, P, D, 3]
+        basis_y = legendre_basis(y_feats.expand_as(x_feats)[..., 0])
         moments = torch.einsum("bpda,bpde->bdae", basis_x * keep[..., None], basis_y) / count[..., None]
         y_keep = present[:, :, MAX_VARIABLES:].to(dtype)  # [B, P, 1]
         y_pooled = (self.y_mlp(y_feats) * y_keep[..., None]).sum(1) / y_keep.sum(1).clamp_min(1.0)[..., None]
@@ -534,7 +337,7 @@ class PolicyModel(nn.Module):
         hidden = self.decode_hidden(actions_in, mem, mem_mask)
         logits = hidden @ self.tok.weight.T
         if keys is not None:
-            logits[..., _VARIABLE_IDS] += torch.einsum("bld,bkd->blk", hidden, keys)
+            logits[..., list(_variable_ids())] += torch.einsum("bld,bkd->blk", hidden, keys)
         return logits
 
     def output_logits(self, hidden: torch.Tensor, columns: torch.Tensor | slice | None = None,
@@ -605,4 +408,5 @@ class PolicyModel(nn.Module):
         return logits
 
     def n_parameters(self) -> int:
+        """Number of scalar parameters."""
         return sum(p.numel() for p in self.parameters())

@@ -3,7 +3,8 @@
 * :mod:`~dgsr.online.buffers`: the mutation and critic FIFO buffers;
 * :mod:`~dgsr.online.trainer`: updates of M_theta and C_psi (equal shares and weights, corpus mixed in);
 * :mod:`~dgsr.online.controller`: the dataset queue, per-trial hyper-parameters (Appendix E.3), results;
-* :mod:`~dgsr.online.backends`: one process, a local process pool, or Ray actors; :func:`run_online`;
+* :mod:`~dgsr.online.backends`: the driver loop and :func:`run_online`, over one process or a local
+  process pool (:mod:`~dgsr.online.local_backend`) or Ray actors (:mod:`~dgsr.online.ray_backend`);
 * :mod:`~dgsr.online.state`: atomic checkpoints of the whole learning state (exact resume);
 * :mod:`~dgsr.online.finetune`: the estimator's ``finetune=True`` mode on one dataset.
 

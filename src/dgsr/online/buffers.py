@@ -4,8 +4,9 @@
   reached a solution (R² >= 0.99) in a trial (the paper's footnote: of several such sequences,
   the one with the fewest mutations), to update the mutation policy M_theta;
 * **critic buffer**: ``(expression, target)`` with target 1.0 for nodes on a path to a
-  solution, else the node's MCTS value estimate, kept only when the node was visited at least
-  ``min_visits`` times (N_min_visits: unreliable estimates are left out), to update C_psi.
+  solution, else the node's MCTS value estimate, to update C_psi. Only nodes visited at least
+  N_min_visits times give an estimate: the search applies that threshold when it records the
+  targets (:class:`dgsr.search.mcts.SearchConfig` ``min_visits``), so the buffer takes them as given.
 
 Every item keeps (a row subset of) its dataset, because both networks are conditioned on the
 data. Items of one trial share one :class:`Points` object. This module does not import torch.
@@ -39,7 +40,7 @@ class Points:
 
 @dataclass(frozen=True, eq=False)
 class MutationItem:
-    """One policy example; the field names match :class:`dgsr.training.pretrain.Example` so ``collate`` takes it."""
+    """One policy example; the field names match :class:`dgsr.training.batches.Example` so ``collate`` takes it."""
 
     points: Points
     state: Expression
@@ -116,45 +117,33 @@ class ExpertBuffers:
     ----------
     mutation_capacity, critic_capacity:
         FIFO sizes.
-    min_visits:
-        N_min_visits: a critic target from a node off every solution path is kept only when the
-        node was visited at least this often (targets given without a visit count are trusted:
-        :mod:`dgsr.search.mcts` applies the same threshold when it records them).
     """
 
-    def __init__(self, mutation_capacity: int = 20_000, critic_capacity: int = 20_000, min_visits: int = 5):
+    def __init__(self, mutation_capacity: int = 20_000, critic_capacity: int = 20_000):
         self.mutations: FIFOBuffer[MutationItem] = FIFOBuffer(mutation_capacity)
         self.critic: FIFOBuffer[CriticItem] = FIFOBuffer(critic_capacity)
-        self.min_visits = int(min_visits)
 
     def add_trial(self, points: Points, solution_paths: Iterable[Path | None],
-                  critic_targets: Iterable[tuple[Expression, float] | tuple[Expression, float, int]]) -> tuple[int, int]:
+                  critic_targets: Iterable[tuple[Expression, float]]) -> tuple[int, int]:
         """Add one trial's data; returns ``(mutation items, critic items)`` added.
 
         ``solution_paths``: the trial's paths to solutions (only the shortest is kept);
-        ``critic_targets``: ``(expression, target)`` or ``(expression, target, visits)``.
+        ``critic_targets``: ``(expression, target)`` as the search recorded them (non-finite
+        targets are dropped, the others clipped to [0, 1]).
         """
         path = shortest_path(solution_paths)
         mutation_items = [MutationItem(points, s, m) for s, m in path] if path else []
-        critic_items = []
-        for entry in critic_targets:
-            expr, target = entry[0], float(entry[1])
-            visits = entry[2] if len(entry) > 2 else None  # type: ignore[misc]
-            if not np.isfinite(target):
-                continue
-            target = min(max(target, 0.0), 1.0)
-            if target < 1.0 and visits is not None and visits < self.min_visits:
-                continue
-            critic_items.append(CriticItem(points, expr, target))
+        critic_items = [CriticItem(points, expr, min(max(float(target), 0.0), 1.0))
+                        for expr, target in critic_targets if np.isfinite(target)]
         self.mutations.extend(mutation_items)
         self.critic.extend(critic_items)
         return len(mutation_items), len(critic_items)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"mutations": self.mutations.state_dict(), "critic": self.critic.state_dict(),
-                "min_visits": self.min_visits}
+        """Both buffers' contents (the items are immutable, so they are shared, not copied)."""
+        return {"mutations": self.mutations.state_dict(), "critic": self.critic.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` (states written before 0.2 also hold an unused ``min_visits``)."""
         self.mutations.load_state_dict(state["mutations"])
         self.critic.load_state_dict(state["critic"])
-        self.min_visits = int(state["min_visits"])

@@ -52,7 +52,6 @@ def finetune_search(X: np.ndarray, y: np.ndarray, policy: Any, *, config: Search
     controller = Controller([Dataset("data", np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64))],
                             online)
     trainer = OnlineTrainer(model, trainer_config or TrainerConfig(seed=online.seed), device=device)
-    trainer.buffers.min_visits = online.min_visits
     history: list[dict[str, float]] = []
     n_iterations, reason = 0, None
 

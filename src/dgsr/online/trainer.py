@@ -7,7 +7,7 @@ the supervised pre-training corpus (:func:`dgsr.training.corpus.example_stream`)
 buffer is still empty the whole mutation share comes from the corpus.
 
 The action loss is the pre-training one (:func:`dgsr.training.pretrain.grouped_action_loss` on batches
-from :func:`dgsr.training.pretrain.collate`); the critic loss is a binary cross-entropy against the soft
+from :func:`dgsr.training.batches.collate`); the critic loss is a binary cross-entropy against the soft
 targets of the critic buffer (1.0 on solution paths, else the MCTS value estimate). The synthetic
 examples of step ``s`` are a pure function of ``(seed, s)`` and the buffer draws come from the
 trainer's own generator, so a resumed trainer continues exactly (:meth:`OnlineTrainer.state_dict`).
@@ -23,10 +23,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from dgsr.neural.model import ModelConfig, PolicyModel
+from dgsr.neural.model import PolicyModel
+from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.sampling import pad_ids
 from dgsr.neural.tokens import vocabulary
-from dgsr.training.pretrain import collate, encode_point_sets, grouped_action_loss, teacher_forced
+from dgsr.training.batches import collate, encode_point_sets
+from dgsr.training.optim import adamw, clipped_step
+from dgsr.training.pretrain import grouped_action_loss, teacher_forced
 
 from .buffers import CriticItem, ExpertBuffers
 
@@ -130,11 +133,7 @@ class OnlineTrainer:
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.buffers = buffers if buffers is not None else ExpertBuffers()
-        decay = [p for p in model.parameters() if p.dim() >= 2]
-        rest = [p for p in model.parameters() if p.dim() < 2]
-        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": self.config.weight_decay},
-                                            {"params": rest, "weight_decay": 0.0}],
-                                           lr=self.config.lr, betas=(0.9, 0.98))
+        self.optimizer = adamw(model, self.config.lr, self.config.weight_decay)
         self.rng = np.random.default_rng([self.config.seed, 4_231])
         self.steps = 0
         self.skipped = 0  # steps whose gradient was not finite
@@ -183,11 +182,8 @@ class OnlineTrainer:
             parts = self.losses(batch)
             self.optimizer.zero_grad(set_to_none=True)
             parts["loss"].backward()
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-            if torch.isfinite(norm) and torch.isfinite(parts["loss"]):
-                self.optimizer.step()
-            else:  # a non-finite gradient would poison AdamW's moments
-                self.skipped += 1
+            norm, stepped = clipped_step(self.model, self.optimizer, self.config.grad_clip, parts["loss"])
+            self.skipped += not stepped
         finally:
             self.model.eval()  # the searches sharing this model sample in eval mode
         self.steps += 1

@@ -9,8 +9,7 @@ The held-out set of Section 4.1 (500 in-domain, 500 out-of-domain expressions wi
 operators) ships as ``dgsr/data/heldout.jsonl.gz`` with the data seed of each problem; its
 expressions are excluded from the training stream by :func:`expression_key`.
 
-``torch`` is imported only when :class:`MutationCorpus` is first used, so the held-out set and
-the plain-Python stream work without it.
+This module does not import ``torch``: the held-out set and the plain-Python stream work without it.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -110,83 +109,38 @@ def training_problems(rng: np.random.Generator, config: GeneratorConfig = DEFAUL
             yield problem
 
 
-_last_points: list = [None, None, None, None]  # X, y, vocabulary, encoded points of the latest example
+class ExampleEncoder:
+    """Token ids of examples (:meth:`__call__`), encoding each problem's points once.
+
+    The steps of one problem come one after another and share X and y, so the encoder keeps the
+    latest problem's encoded points: one encoder per stream (e.g. per ``DataLoader`` worker).
+    """
+
+    def __init__(self, vocab: Any = None) -> None:
+        from dgsr.neural.tokens import vocabulary
+
+        self.vocab = vocab if vocab is not None else vocabulary()
+        self._last: tuple[Any, Any, np.ndarray | None] = (None, None, None)  # X, y, their encoded points
+
+    def __call__(self, example: TrainingExample) -> dict[str, np.ndarray]:
+        """``points`` [n_points, POINT_WIDTH] (read-only, shared by one problem's steps),
+        ``expression`` [T] and ``action`` [A]."""
+        v = self.vocab
+        X, y, points = self._last
+        if points is None or X is not example.X or y is not example.y:
+            points = v.encode_points(example.X, example.y)
+            points.setflags(write=False)
+            self._last = (example.X, example.y, points)
+        return {
+            "points": points,
+            "expression": np.asarray(v.encode_expression(example.state), dtype=np.int64),
+            "action": np.asarray(v.encode_action(example.mutation), dtype=np.int64),
+        }
 
 
 def encode_example(example: TrainingExample, vocab: Any = None) -> dict[str, np.ndarray]:
-    """Token ids of an example: ``points`` [n_points, POINT_WIDTH], ``expression`` [T], ``action`` [A].
-
-    ``points`` is read-only and shared by the consecutive steps of one problem.
-    """
-    from dgsr.neural.tokens import vocabulary
-
-    v = vocab if vocab is not None else vocabulary()
-    # the steps of one problem come one after another and share X and y: encode the points once
-    cached = _last_points
-    if cached[0] is example.X and cached[1] is example.y and cached[2] is v:
-        points = cached[3]
-    else:
-        points = v.encode_points(example.X, example.y)
-        points.setflags(write=False)
-        _last_points[:] = [example.X, example.y, v, points]
-    return {
-        "points": points,
-        "expression": np.asarray(v.encode_expression(example.state), dtype=np.int64),
-        "action": np.asarray(v.encode_action(example.mutation), dtype=np.int64),
-    }
-
-
-def _corpus_class() -> type:
-    import torch.utils.data
-
-    class MutationCorpus(torch.utils.data.IterableDataset):
-        """:func:`example_stream` as a torch ``IterableDataset``, deterministic per (seed, worker id).
-
-        Each ``DataLoader`` worker streams from its own generator seeded with ``(seed, worker_id)``;
-        ``transform`` (e.g. :func:`encode_example`) runs in the worker.
-        """
-
-        def __init__(
-            self,
-            seed: int,
-            *,
-            config: GeneratorConfig = DEFAULT_CONFIG,
-            mutation_size: float = 10,
-            n_points: int = 100,
-            exclude: frozenset | None = None,
-            steps_per_problem: int | None = None,
-            transform: Callable[[TrainingExample], Any] | None = None,
-        ) -> None:
-            super().__init__()
-            self.seed = seed
-            self.config = config
-            self.mutation_size = mutation_size
-            self.n_points = n_points
-            self.exclude = heldout_keys() if exclude is None else exclude
-            self.steps_per_problem = steps_per_problem
-            self.transform = transform
-
-        def __iter__(self) -> Iterator[Any]:
-            info = torch.utils.data.get_worker_info()
-            worker = 0 if info is None else info.id
-            stream = example_stream(
-                (self.seed, worker), config=self.config, mutation_size=self.mutation_size,
-                n_points=self.n_points, exclude=self.exclude, steps_per_problem=self.steps_per_problem,
-            )
-            return stream if self.transform is None else map(self.transform, stream)
-
-    MutationCorpus.__module__ = __name__
-    MutationCorpus.__qualname__ = "MutationCorpus"  # picklable as dgsr.training.corpus.MutationCorpus
-    return MutationCorpus
-
-
-def __getattr__(name: str) -> Any:
-    # PEP 562: build the torch-backed class on first use, so importing this module stays torch-free.
-    if name == "MutationCorpus":
-        cls = _corpus_class()
-        globals()[name] = cls
-        return cls
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Token ids of one example (see :class:`ExampleEncoder`, which reuses a problem's points)."""
+    return ExampleEncoder(vocab)(example)
 
 
 # ---------------------------------------------------------------------------- held-out set
@@ -323,7 +277,7 @@ def heldout_keys() -> frozenset:
         return frozenset()
 
 
-__all__ = [  # noqa: F822 (MutationCorpus is built lazily by __getattr__)
-    "HeldoutProblem", "MutationCorpus", "TrainingExample", "build_heldout", "encode_example", "example_stream",
+__all__ = [
+    "ExampleEncoder", "HeldoutProblem", "TrainingExample", "build_heldout", "encode_example", "example_stream",
     "expression_key", "heldout_keys", "load_heldout", "read_heldout", "write_heldout",
 ]
