@@ -40,8 +40,10 @@ def data():
 def test_operator_names_are_checked_against_table_1():
     assert resolve_operators() is None
     assert resolve_operators(["+", "*", "square", "COS"]) == ("add", "mul", "cos", "sq")
-    assert resolve_operators(binary_operators=["/"]) == ("div", "sin", "cos", "tan", "exp", "log", "sqrt",
-                                                         "inv", "sq")
+    # PySR's defaults for the list not given: no unary operator, the four binary ones
+    assert resolve_operators(binary_operators=["/"]) == ("div",)
+    assert resolve_operators(binary_operators=["+", "*"]) == ("add", "mul")
+    assert resolve_operators(unary_operators=["cos"]) == ("add", "sub", "mul", "div", "cos")
     assert resolve_operators(unary_operators=[]) == ("add", "sub", "mul", "div")
     assert resolve_operators(operators=list(OPERATORS)) is None  # everything = unrestricted
     with pytest.raises(ValueError, match="'tanh' is not an operator.*Table 1"):

@@ -115,9 +115,10 @@ def resolve_operators(operators: object = None, unary_operators: object = None,
     """The allowed operator names (canonical, in table order) from the estimator's arguments.
 
     ``operators`` lists any Table 1 operators; ``unary_operators`` / ``binary_operators`` list one
-    arity each (PySR's style), a list left at None allowing every operator of its arity. Giving
-    ``operators`` together with either of the others is an error. Returns None when nothing is
-    restricted (all of Table 1).
+    arity each, with PySR's defaults for the one left at None: no unary operator, and the four
+    binary ones (so ``binary_operators=["+", "*"]`` alone means exactly ``+`` and ``*``, as in
+    PySR). Giving ``operators`` together with either of the others is an error. Returns None
+    when nothing is restricted (all of Table 1).
 
     Raises
     ------
@@ -137,7 +138,7 @@ def resolve_operators(operators: object = None, unary_operators: object = None,
     if operators is not None:
         chosen = names(operators, "operators", None)
     else:
-        chosen = set(UNARY) if unary_operators is None else names(unary_operators, "unary_operators", 1)
+        chosen = set() if unary_operators is None else names(unary_operators, "unary_operators", 1)
         chosen |= set(BINARY) if binary_operators is None else names(binary_operators, "binary_operators", 2)
     if not chosen:
         raise ValueError("the operator list is empty: allow at least one operator")

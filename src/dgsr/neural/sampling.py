@@ -135,7 +135,12 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
             allowed_np[ok] = restricted[ok]
         if rules is not None:
             for j, row in enumerate(active):
+                before = allowed_np[j].copy()
                 rules[row].restrict(allowed_np[j])
+                if not allowed_np[j].any():
+                    # the rules leave nothing (e.g. only transcendental operators allowed, below
+                    # one): keep the grammar's choices, and let the search reject the mutation
+                    allowed_np[j] = before
         cols_np = np.flatnonzero(allowed_np.any(axis=0))  # tokens some row may take
         cols = torch.from_numpy(cols_np).to(device)
         contiguous = cols_np[-1] - cols_np[0] + 1 == len(cols_np)  # mantissa/exponent blocks: a view

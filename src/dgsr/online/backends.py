@@ -37,6 +37,7 @@ import torch
 from dgsr.core.files import atomic_write_text
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
+from dgsr.search.workers import BACKENDS, check_backend, start_ray
 
 from .controller import Controller, Dataset, DatasetResult, OnlineConfig, TrialOutcome, TrialSpec
 from .local_backend import InProcessExecutor, LocalTrainer, PoolExecutor, SearchWorker, WorkerLost
@@ -49,7 +50,6 @@ __all__ = ["BACKENDS", "POLICY_FILE", "Executor", "InProcessExecutor", "LocalTra
            "PoolExecutor", "RayExecutor", "RaySearchWorker", "RayTrainer", "SearchWorker", "TrainerActor",
            "TrainerHandle", "WorkerLost", "drive", "run_online", "throughput", "write_checkpoint", "write_results"]
 
-BACKENDS = ("local", "ray")
 POLICY_FILE = "policy.safetensors"
 
 
@@ -281,8 +281,7 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
     on_trial, on_dispatch:
         Called with each completed trial's log line; with ``(worker info, spec)`` at each dispatch.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    check_backend(backend)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     if max_time is None and max_trials is None:
@@ -318,15 +317,7 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
     model_config = trainer.model.config.to_dict()
     started_ray = False
     if backend == "ray":
-        import ray
-
-        if not ray.is_initialized():
-            if address is None:
-                ray.init(num_cpus=ray_cpus or workers, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
-            else:
-                ray.init(address=address, log_to_driver=False, configure_logging=False)
-            started_ray = True
+        started_ray = start_ray(ray_cpus or workers, address)
         handle: Any = RayTrainer(trainer, learn)
         executor: Any = RayExecutor(workers, controller.config, model_config)
     else:

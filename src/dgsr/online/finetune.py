@@ -21,6 +21,7 @@ import numpy as np
 from dgsr.core.budget import Budget
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult
+from dgsr.search.results import history_point
 
 from .controller import Controller, Dataset, OnlineConfig, make_policy, run_trial
 from .trainer import OnlineTrainer, TrainerConfig
@@ -28,7 +29,9 @@ from .trainer import OnlineTrainer, TrainerConfig
 
 def is_finetunable(policy: Any) -> bool:
     """True for a policy with a torch model that can be fine-tuned (the neural policy)."""
-    return hasattr(policy, "model") and hasattr(policy.model, "config") and hasattr(policy, "device")
+    from dgsr.neural.policy import NeuralPolicy
+
+    return isinstance(policy, NeuralPolicy)
 
 
 def finetune_search(X: np.ndarray, y: np.ndarray, policy: Any, *, config: SearchConfig,
@@ -70,8 +73,7 @@ def finetune_search(X: np.ndarray, y: np.ndarray, policy: Any, *, config: Search
             trainer.buffers.add_trial(outcome.points, [outcome.solution_path], outcome.critic_targets)
             r2, size = best()
             if not history or r2 > history[-1]["best_r2"]:
-                history.append({"evaluations": budget.evaluations, "time": budget.elapsed, "best_r2": r2,
-                                "best_size": size, "trial": controller.completed})
+                history.append(history_point(budget.evaluations, budget.elapsed, r2, size, controller.completed))
             if on_progress is not None:
                 on_progress(SearchProgress(budget.elapsed, budget.evaluations, r2, size, controller.completed))
             if budget.exhausted(r2) is None:  # no training step once the budget is spent

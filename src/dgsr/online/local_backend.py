@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import multiprocessing
 import os
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ import torch
 from dgsr.core.files import atomic_write_path
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
+from dgsr.search.workers import discard_pool, one_thread_per_process, spawn_pool
 
 from .controller import Dataset, OnlineConfig, TrialOutcome, TrialSpec, make_policy, run_trial
 from .trainer import OnlineTrainer
@@ -86,7 +86,7 @@ def _pool_run(config: OnlineConfig, model_config: dict, spec: TrialSpec, data_fi
 
 def _pool_init() -> None:
     # a pool process of its own: one thread per searcher, so the workers share the cores
-    os.environ["OMP_NUM_THREADS"] = "1"
+    one_thread_per_process()
     torch.set_num_threads(1)
 
 
@@ -154,12 +154,11 @@ class PoolExecutor:
 
     def _executor(self) -> cf.ProcessPoolExecutor:
         if self.pool is None:
-            self.pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                               initializer=_pool_init)
+            self.pool = spawn_pool(self.workers, initializer=_pool_init)
         return self.pool
 
     def _drop_pool(self) -> None:
-        _discard(self.pool)
+        discard_pool(self.pool)
         self.pool = None
 
     def free(self) -> int:
@@ -209,16 +208,6 @@ class PoolExecutor:
         if self.pool is not None:
             self._drop_pool()
         shutil.rmtree(self.stage, ignore_errors=True)
-
-
-def _discard(pool: cf.ProcessPoolExecutor) -> None:
-    """Shut ``pool`` down without waiting, and kill its workers: after a worker crash the survivors
-    can stay blocked on the pool's queues, and the interpreter would wait for them at exit."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        with contextlib.suppress(Exception):
-            process.kill()
 
 
 def _safe_name(name: str) -> str:

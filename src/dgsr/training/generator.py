@@ -32,6 +32,7 @@ from dgsr.core.operators import (
     BINARY,
     CONSTANT,
     MAX_VARIABLES,
+    NUMPY_FUNCTIONS,
     OPERATORS,
     TRANSCENDENTAL,
     UNARY,
@@ -268,7 +269,6 @@ def random_problem(
 
 
 # ---------------------------------------------------------------------------- cheap canonicaliser
-_NUMPY = {name: op.numpy_fn for name, op in OPERATORS.items()}
 
 
 def canonicalize(expr: Expression) -> Expression | None:
@@ -285,7 +285,7 @@ def canonicalize(expr: Expression) -> Expression | None:
         if s == CONSTANT:
             ci -= 1
             stack.append(((CONSTANT,), (expr.constants[ci],)))
-        elif s not in _NUMPY:
+        elif s not in NUMPY_FUNCTIONS:
             stack.append(((s,), ()))
         elif OPERATORS[s].arity == 1:
             node = _unary(s, stack.pop())
@@ -321,7 +321,7 @@ def _value(node: _Node) -> float:
 def _unary(op: str, a: _Node) -> _Node | None:
     if _is_const(a):
         with np.errstate(all="ignore"):
-            return _const(float(_NUMPY[op](np.float64(_value(a)))))
+            return _const(float(NUMPY_FUNCTIONS[op](np.float64(_value(a)))))
     sa = a[0]
     if op == "inv" and sa[0] == "inv" or op == "sq" and sa[0] == "sqrt":
         return sa[1:], a[1]
@@ -336,7 +336,7 @@ def _binary(op: str, a: _Node, b: _Node) -> _Node | None:
     ca, cb = _is_const(a), _is_const(b)
     if ca and cb:
         with np.errstate(all="ignore"):
-            return _const(float(_NUMPY[op](np.float64(_value(a)), np.float64(_value(b)))))
+            return _const(float(NUMPY_FUNCTIONS[op](np.float64(_value(a)), np.float64(_value(b)))))
     if a == b and op in ("sub", "div"):
         return _const(0.0 if op == "sub" else 1.0)
     va = _value(a) if ca else None
@@ -367,7 +367,7 @@ def _binary(op: str, a: _Node, b: _Node) -> _Node | None:
                 inner_c, rest, rest_right = right.constants[0], left, False
             if inner_c is not None:
                 with np.errstate(all="ignore"):
-                    merged = _const(float(_NUMPY[op](np.float64(_value(c)), np.float64(inner_c))))
+                    merged = _const(float(NUMPY_FUNCTIONS[op](np.float64(_value(c)), np.float64(inner_c))))
                 if merged is None:
                     return None
                 rest_node = (rest.symbols, rest.constants)
