@@ -1,4 +1,4 @@
-"""Pool the per-problem JSON lines of ``bench/experiments/policy_ablation.py`` runs and compare each policy with
+"""`python bench/experiments/ablation_report.py results/abl/feyn_2000.jsonl results/abl/feyn_2000_b.jsonl`: pool the per-problem JSON lines of ``bench/experiments/policy_ablation.py`` runs and compare each policy with
 the random one, problem by problem.
 
     python bench/experiments/ablation_report.py results/abl/feyn_2000.jsonl results/abl/feyn_2000_b.jsonl

@@ -1,4 +1,4 @@
-"""Same seeds, same fronts: `python bench/experiments/compare_fronts.py OUT.json [--against BEFORE.json]`.
+"""`python bench/experiments/compare_fronts.py OUT.json [--against BEFORE.json]`: same seeds, same fronts.
 
 Fits ten fixed problems (and a few policy / n_jobs variants) at a fixed evaluation budget through
 the public API only, so that it runs unchanged before and after a refactor, and writes each

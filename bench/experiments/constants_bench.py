@@ -1,4 +1,4 @@
-"""Constant fitting benchmark: BFGS vs Levenberg-Marquardt vs BFGS + linear scaling.
+"""`python bench/experiments/constants_bench.py [--n 80] [--seed 0]`: constant fitting benchmark: BFGS vs Levenberg-Marquardt vs BFGS + linear scaling.
 
 A fixed, seeded set of random expressions (1-5 constants, true constants from N(0, 1), 1,000 rows
 from U(-2, 2)) is fitted from two kinds of starting constants: the true ones perturbed by 30%

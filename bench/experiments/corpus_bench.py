@@ -1,4 +1,4 @@
-"""Pre-training corpus benchmark: throughput, rejections, size distributions, cheap vs SymPy simplification.
+"""`python bench/experiments/corpus_bench.py`: pre-training corpus benchmark: throughput, rejections, size distributions, cheap vs SymPy simplification.
 
     python bench/experiments/corpus_bench.py                 # about 3 minutes on one core
     python bench/experiments/corpus_bench.py --quick         # about 30 s (smaller samples, no SymPy)

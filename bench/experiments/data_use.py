@@ -1,4 +1,4 @@
-"""Does a policy checkpoint read the data? Validation loss with the true, permuted and noise y.
+"""`python bench/experiments/data_use.py src/dgsr/neural/weights/dgsr-small.safetensors`: does a policy checkpoint read the data? Validation loss with the true, permuted and noise y.
 
 The held-out in-domain dismantling steps (as ``dgsr pretrain`` validates on) are scored three
 ways: with their own data, with each dataset's y shuffled over its points (same values, no

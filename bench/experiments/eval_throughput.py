@@ -1,4 +1,4 @@
-"""Evaluation throughput on 1,000 rows: dgsr without and with constant fitting, and pyoperon.
+"""`python bench/experiments/eval_throughput.py [--n 200] [--seed 0] [--method lm]`: evaluation throughput on 1,000 rows: dgsr without and with constant fitting, and pyoperon.
 
 For random valid expressions of exactly 10, 20 and 30 nodes (finite on the data), prints
 (a) ``dgsr.core.evaluate.evaluate_columns`` evaluations per second, (b) ``fit_constants`` fits per

@@ -1,4 +1,4 @@
-"""Wall time of one fit at n_jobs = 1, 2, ... (same seed and max_evaluations, so the same result).
+"""`python bench/experiments/jobs_speedup.py --evals 100000 --jobs 1,2`: wall time of one fit at n_jobs = 1, 2, ... (same seed and max_evaluations, so the same result).
 
 The fit is ``SymbolicRegressor(policy="random", max_time=None)`` on a black-box dataset (or a
 generated one); the script prints wall time, CPU time of this process, the speed-up over the

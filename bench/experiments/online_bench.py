@@ -1,4 +1,4 @@
-"""Expert-iteration benchmark: fine-tuned vs frozen policy, synthetic datasets mixed in or not, 1 vs 2 workers.
+"""`python bench/experiments/online_bench.py run --arm finetune|frozen|synthetic|sequential --weights W.safetensors`: expert-iteration benchmark: fine-tuned vs frozen policy, synthetic datasets mixed in or not, 1 vs 2 workers.
 
     python bench/experiments/online_bench.py run --arm finetune|frozen|synthetic|sequential --weights W.safetensors \
         [--rounds 3] [--iterations 50] [--trial-evals 600] [--seed 0] --out DIR

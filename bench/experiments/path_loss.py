@@ -1,4 +1,4 @@
-"""Held-out solution-path loss of policy checkpoints: does continued training memorise its paths?
+"""`python bench/experiments/path_loss.py --val-paths training/ckpt/gpaths-41.pkl training/ckpt/g3/step-*.safetensors`: held-out solution-path loss of policy checkpoints: does continued training memorise its paths?
 
 Scores each weights file on the steps of path files it was not trained on (the same figure as
 ``dgsr pretrain --val-paths``: teacher-forced action loss, and its rise when each dataset's y is

@@ -1,4 +1,4 @@
-"""Ablation: MCTS with the neural or semantic policy vs. the random policy, at equal evaluations or time.
+"""`python bench/experiments/policy_ablation.py [--weights PATH] [--domain in|out|feynman] [--problems 20]`: ablation: MCTS with the neural or semantic policy vs. the random policy, at equal evaluations or time.
 
     python bench/experiments/policy_ablation.py [--weights PATH] [--domain in|out|feynman] [--problems 20]
         [--evals 3000 | --time 10] [--seed 0] [--threads 1] [--policies neural,semantic,random]

@@ -1,4 +1,4 @@
-"""Neural policy benchmark: latency per expansion, FLOP floor, mutation validity, points-once ablation.
+"""`python bench/experiments/policy_latency.py [--weights PATH] [--k 16] [--expansions 200] [--threads 1]`: neural policy benchmark: latency per expansion, FLOP floor, mutation validity, points-once ablation.
 
     python bench/experiments/policy_latency.py [--weights PATH] [--k 16] [--expansions 200] [--threads 1]
 

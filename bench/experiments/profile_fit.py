@@ -1,4 +1,4 @@
-"""Where a fit spends its time: proposal, evaluation, constant fitting, archive, bookkeeping.
+"""`python bench/experiments/profile_fit.py --policy semantic --time 10 --problems 5`: where a fit spends its time: proposal, evaluation, constant fitting, archive, bookkeeping.
 
 Runs ``run_search`` (what ``SymbolicRegressor.fit`` spends its budget on) under cProfile on a few
 Feynman problems (CONTRACTS §3 rows, the training share) and splits the wall time by the functions

@@ -1,4 +1,4 @@
-"""Compare search variants at equal evaluations (deterministic, machine-independent).
+"""`python bench/experiments/search_variants.py --evals 4000 --problems 20 --variants base,puct2,max`: compare search variants at equal evaluations (deterministic, machine-independent).
 
 Each variant runs ``run_search`` with the random policy on the training rows (the first 75%) of
 each problem (Feynman regenerated as CONTRACTS §3, or black-box datasets with at most 10

@@ -1,4 +1,4 @@
-"""Model-selection rules at equal evaluations, next to scikit-learn's LinearRegression.
+"""`python bench/experiments/selection_bench.py --suite sklearn --evals 10000`: model-selection rules at equal evaluations, next to scikit-learn's LinearRegression.
 
 Per dataset (CONTRACTS §3 split: 75/25 seeded, training rows capped at 10,000), two fits of
 ``SymbolicRegressor(policy=...)`` (random by default) under the same pinned ``max_evaluations`` (no time limit,

@@ -1,4 +1,4 @@
-"""Cost of the semantic policy: library preparation vs number of features, and one expansion (K=16)
+"""`python bench/experiments/semantic_cost.py`: cost of the semantic policy: library preparation vs number of features, and one expansion (K=16)
 compared with the random policy and with evaluating K children, in CPU time on one thread.
 
     python bench/experiments/semantic_cost.py

@@ -1,4 +1,4 @@
-"""Assemble docs/BENCHMARKS.md from the benchmark outputs (report.md files and the per-topic docs).
+"""`python bench/experiments/write_benchmarks_md.py --full results/full10 --quick results/quick`: assemble docs/BENCHMARKS.md from the benchmark outputs (report.md files and the per-topic docs).
 
 Tables are copied from the files the benchmark commands wrote, never typed in:
 
