@@ -40,8 +40,9 @@ def test_ray_two_workers_survive_a_killed_worker(tmp_path):
     def kill_first_worker(info: dict, spec) -> None:
         if not killed and info.get("pid"):
             killed.append(spec.trial_id)
-            # SIGKILL shortly after the trial started: the worker dies mid-trial, as a lost node would
-            threading.Timer(0.3, _kill, (info["pid"],)).start()
+            # SIGKILL right after the trial was dispatched: the worker dies mid-trial, as a lost node would
+            # (a later kill can miss a trial that finishes in a fraction of a second)
+            threading.Timer(0.05, _kill, (info["pid"],)).start()
 
     result = run_online(datasets, model=PolicyModel(ModelConfig.preset("tiny")), config=config,
                         trainer_config=TrainerConfig(batch_size=6, steps_per_trial=1, seed=5), backend="ray",

@@ -135,3 +135,52 @@ def test_ray_backend_gives_the_same_front(small_units, data):
     finally:
         ray.shutdown()
     assert _front(one) == _front(on_ray) and one.n_evaluations_ == on_ray.n_evaluations_
+
+
+_UNGUARDED = """
+import numpy as np
+from dgsr import SymbolicRegressor
+print("body", flush=True)
+rng = np.random.default_rng(0)
+X = rng.uniform(1, 3, size=(120, 2))
+est = SymbolicRegressor(policy="random", max_evaluations=60000, max_time=120, n_jobs=2, random_state=0,
+                        verbose=False).fit(X, X[:, 0] * X[:, 1])
+print("r2", est.score(X, X[:, 0] * X[:, 1]) > 0.999)
+"""
+
+
+def _run_python(args: list[str], tmp_path, stdin: str | None = None):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True, timeout=280,
+                          cwd=tmp_path, check=False)
+
+
+@pytest.mark.parametrize("how", ["script", "-c", "stdin"])
+def test_n_jobs_works_in_a_script_without_a_main_guard(tmp_path, how):
+    # spawned workers used to re-run the script: BrokenProcessPool (issue 26, item 3)
+    if how == "script":
+        (tmp_path / "fit.py").write_text(_UNGUARDED)
+        done = _run_python(["fit.py"], tmp_path)
+    elif how == "-c":
+        done = _run_python(["-c", _UNGUARDED], tmp_path)
+    else:
+        done = _run_python(["-"], tmp_path, stdin=_UNGUARDED)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["body", "r2", "True"]  # the body ran once, in this process only
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_timed_fit_keeps_its_time_budget_with_workers(data, n_jobs):
+    import time
+
+    X, y = data
+    # Start-up of the worker processes, the polish and the display all come out of max_time; the
+    # margin covers the last unit's final iteration and the minimum simplification time (0.5 s).
+    start = time.perf_counter()
+    est = SymbolicRegressor(max_time=3, n_jobs=n_jobs, random_state=0, verbose=False).fit(X, y)
+    wall = time.perf_counter() - start
+    assert est.stop_reason_ == "time"
+    assert wall <= 3 + 2.0, wall

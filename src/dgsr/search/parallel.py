@@ -70,6 +70,9 @@ class _Task:
     max_evaluations: float | None
     time_left: float | None
     target_r2: float | None
+    # The fit's deadline on the wall clock (time.time()): a worker that starts the unit later
+    # than it was submitted (a new process importing numpy) gets only what is left of it.
+    deadline: float | None = None
 
 
 def n_units(max_evaluations: float | None) -> int | None:
@@ -106,7 +109,10 @@ def _tasks(budget: Budget, rng: np.random.Generator) -> Iterator[tuple[int, np.r
 
 def _run_unit(task: _Task, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, policy: Any, config: SearchConfig,
               on_progress: Callable[[SearchProgress], Any] | None = None) -> UnitResult:
-    budget = Budget(max_evaluations=task.max_evaluations, max_time=task.time_left, target_r2=task.target_r2)
+    time_left = task.time_left
+    if task.deadline is not None and time_left is not None:
+        time_left = max(min(time_left, task.deadline - time.time()), 0.0)
+    budget = Budget(max_evaluations=task.max_evaluations, max_time=time_left, target_r2=task.target_r2)
     result = run_search(X, y, policy, config=config, rng=task.seed, budget=budget, on_progress=on_progress,
                         sample_weight=w)
     return _slim(task.index, result)
@@ -247,7 +253,8 @@ def run_parallel_search(
         return None if deadline is None else deadline - time.perf_counter()
 
     def make(index: int, seed: np.random.Generator, evals: float | None) -> _Task:
-        return _Task(index, seed, evals, time_left(), budget.target_r2)
+        left = time_left()
+        return _Task(index, seed, evals, left, budget.target_r2, None if left is None else time.time() + left)
 
     interrupted = False
     if n_jobs == 1:
@@ -341,11 +348,12 @@ class _PoolRunner:
         return handle.result()
 
     def close(self, busy: bool = False) -> None:
-        """Shut the pool down: wait for idle workers to exit, kill busy ones (their units are not needed)."""
+        """Shut the pool down: idle workers exit in the background (the fit does not wait for
+        them), busy ones are killed (their units are not needed)."""
         if busy:  # units still running (target reached, Ctrl-C): not needed any more
             discard_pool(self.pool)
         else:
-            self.pool.shutdown(wait=True)
+            self.pool.shutdown(wait=False)
 
 
 class _RayRunner:

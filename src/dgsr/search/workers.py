@@ -2,16 +2,19 @@
 plumbing, shared by the parallel search (:mod:`dgsr.search.parallel`) and expert iteration
 (:mod:`dgsr.online`).
 
-Local pools use ``spawn``: forking a process that may hold torch's threads is unsafe. Each worker
-runs one thread (the processes share the cores). Ray joins the cluster named by ``RAY_ADDRESS``
-(or an explicit address) or starts a local instance; whoever starts Ray shuts it down.
+Local pools are loky's process pools (joblib's backend, the one scikit-learn's ``n_jobs`` uses):
+their workers are fresh interpreters, as with ``spawn`` (forking a process that may hold torch's
+threads is unsafe), but they do not re-run the caller's ``__main__`` module, so ``n_jobs`` works
+in a script without an ``if __name__ == "__main__":`` guard, in ``python -c`` and in notebooks.
+Each worker runs one thread (the processes share the cores). Ray joins the cluster named by
+``RAY_ADDRESS`` (or an explicit address) or starts a local instance; whoever starts Ray shuts it
+down.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import multiprocessing
 import os
 from collections.abc import Callable
 from typing import Any
@@ -32,21 +35,23 @@ def one_thread_per_process() -> None:
     os.environ["OMP_NUM_THREADS"] = "1"
 
 
-def spawn_pool(n_workers: int, initializer: Callable[[], Any] = one_thread_per_process) -> cf.ProcessPoolExecutor:
-    """A ``spawn`` process pool of ``n_workers`` whose workers run ``initializer`` first."""
-    return cf.ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=initializer)
+def spawn_pool(n_workers: int, initializer: Callable[[], Any] = one_thread_per_process) -> cf.Executor:
+    """A process pool of ``n_workers`` fresh interpreters that run ``initializer`` first."""
+    from joblib.externals.loky import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(n_workers, initializer=initializer, env={"OMP_NUM_THREADS": "1"})
 
 
-def discard_pool(pool: cf.ProcessPoolExecutor) -> None:
-    """Shut ``pool`` down without waiting and kill its workers.
+def discard_pool(pool: cf.Executor) -> None:
+    """Shut ``pool`` down without waiting for its work and kill its workers.
 
     For work that is no longer needed (a target reached, Ctrl-C), and after a worker crash, when
     the survivors can stay blocked on the pool's queues and the interpreter would wait for them
     at exit.
     """
     processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
+    with contextlib.suppress(Exception):  # a pool broken by a crashed worker
+        pool.shutdown(wait=False, kill_workers=True)
     for process in processes:
         with contextlib.suppress(Exception):  # already gone
             if process.is_alive():
