@@ -16,7 +16,7 @@
   keeps K (:class:`dgsr.neural.policy.RerankPolicy`): latency, FLOP floor, and hit rates against the
   uniform policy's own K, with the true y and with y shuffled over the points.
 
-Prints a Markdown table (paste into docs/policy_bench.md) and a JSON line.
+Prints a Markdown table (paste into docs/notes/policy_bench.md) and a JSON line.
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ the true y, nats per token; the teacher columns: held-out problems labelled by t
 Trained on the hardware above: a small fraction of the paper's budget (E2E-scale models see
 hundreds of millions of examples). Continue training with
 `dgsr pretrain --config {preset} --steps N --out DIR --resume` from a run's `ckpt.pt`. On a GPU,
-`--config medium` is the largest preset that ships (float16, `bench/training/export.py --half`). Latency and mutation-validity figures: `docs/policy_bench.md`.
+`--config medium` is the largest preset that ships (float16, `bench/training/export.py --half`). Latency and mutation-validity figures: `docs/notes/policy_bench.md`.
 """
     (args.dst.parent / "MODEL_CARD.md").write_text(card)
     print(f"wrote {args.dst} ({args.dst.stat().st_size / 2**20:.1f} MiB) and {args.dst.parent / 'MODEL_CARD.md'}")

@@ -5,7 +5,7 @@
 BFGS with batches of 256 rows, early stopping after 10 iterations without improvement and a 1 s
 timeout. Both methods use the same row subset, patience and time cap, with analytic
 derivatives (forward mode, :mod:`dgsr.core.gradients`); the default is Levenberg-Marquardt because it
-reached the same accuracy faster in ``bench/experiments/constants_bench.py`` (docs/constants_bench.md).
+reached the same accuracy faster in ``bench/experiments/constants_bench.py`` (docs/notes/constants_bench.md).
 
 Evaluations are counted as CONTRACTS §2 says: one objective call on ``b`` of ``N`` rows counts
 ``b / N`` (a gradient computed in the same pass, or a Jacobian call, counts the same), and the
@@ -28,7 +28,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
 
 Method = Literal["bfgs", "lm"]
-#: Chosen by ``bench/experiments/constants_bench.py`` (docs/constants_bench.md): Levenberg-Marquardt reaches
+#: Chosen by ``bench/experiments/constants_bench.py`` (docs/notes/constants_bench.md): Levenberg-Marquardt reaches
 #: R² >= 0.99 as often as BFGS (within 3 points either way) in 25-55% less time per fit.
 DEFAULT_METHOD: Method = "lm"
 # A step that lowers the normalised loss by less than this (relative) is not an improvement.
@@ -312,7 +312,7 @@ def _run_bfgs(objective: _Objective, theta0: np.ndarray, patience: int, max_iter
 
     Our own loop rather than ``scipy.optimize.minimize``: with a handful of constants the
     objective costs tens of microseconds, and scipy's per-iteration Python overhead tripled the
-    time of a fit (docs/constants_bench.md). Patience counts iterations whose loss does not
+    time of a fit (docs/notes/constants_bench.md). Patience counts iterations whose loss does not
     drop by a relative ``_REL_TOL``.
     """
     x = theta0.copy()

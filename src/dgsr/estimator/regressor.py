@@ -33,7 +33,7 @@ from dgsr.estimator.plotting import plot_front
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
 #: (data-aware proposals in closed form) beats the uniform random one at equal time and at equal
-#: evaluations; the shipped neural policy loses to both (docs/BENCHMARKS.md, "Semantic policy").
+#: evaluations; the shipped neural policy loses to both (docs/BENCHMARKS.md, "Semantic vs random policy").
 DEFAULT_POLICY = "semantic"
 #: The default model-selection rule, chosen by measurement on black-box, Feynman and scikit-learn
 #: data (docs/BENCHMARKS.md, "Model selection"; docs/DESIGN.md).

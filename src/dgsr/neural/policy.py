@@ -3,7 +3,7 @@
 * ``prepare`` samples at most ``n_points`` rows and encodes them ONCE per trial; every expansion
   of the trial reuses that memory. This departs from the paper, which samples a new subset of
   points at each expansion: on a CPU the point encoder would otherwise dominate the cost of an
-  expansion (see docs/policy_bench.md). It also draws the trial's decoding temperature and
+  expansion (see docs/notes/policy_bench.md). It also draws the trial's decoding temperature and
   length penalty from the paper's ranges (Appendix E.3) unless fixed values are given.
 * ``propose`` samples K actions in one batch (:func:`dgsr.neural.sampling.sample_mutations`); priors
   are the distinct valid mutations' normalised (length-penalised) sequence probabilities.

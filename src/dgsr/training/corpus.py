@@ -3,7 +3,7 @@
 Section 3.3 of the paper: a ground truth ``f*`` and its data are drawn (:mod:`dgsr.training.generator`),
 ``f*`` is dismantled into ``f(0) = empty -> m1 -> ... -> mL = f*`` (:mod:`dgsr.training.dismantle`), and
 every step ``(D, f(l-1)) -> m_l`` is one supervised example. Generation is cheap enough to run
-on the fly in data-loader workers (docs/corpus_bench.md), so there is no cache to build.
+on the fly in data-loader workers (docs/notes/corpus_bench.md), so there is no cache to build.
 
 The held-out set of Section 4.1 (500 in-domain, 500 out-of-domain expressions with up to 40
 operators) ships as ``dgsr/data/heldout.jsonl.gz`` with the data seed of each problem; its
@@ -66,7 +66,7 @@ def expression_key(expr: Expression) -> tuple[str, ...]:
 
     Constants are left out on purpose, so a training expression with the held-out skeleton and
     other constants is excluded too; this removes about nothing from the stream (measured: 0 of
-    5,000 draws, docs/corpus_bench.md).
+    5,000 draws, docs/notes/corpus_bench.md).
     """
     return expr.symbols
 

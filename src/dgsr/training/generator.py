@@ -9,7 +9,7 @@
 * Leaves: a variable ``x_d`` (d < D, not every variable need appear) or a N(0, 1) constant.
 * Simplification: a cheap canonicaliser (constant folding and a few exact identities), fast
   enough for online generation; SymPy's ``simplify`` is optional (``simplify="sympy"``), capped
-  in time, for comparison (docs/corpus_bench.md has the measured difference).
+  in time, for comparison (docs/notes/corpus_bench.md has the measured difference).
 * Inputs: a mixture of Gaussians with a random number of clusters, centres and rotated
   covariances, then standardised per column, as in Kamienny et al. (2022, E2E).
 
@@ -52,12 +52,12 @@ class GeneratorConfig:
     constant_probability: float = 0.25  # a leaf is a N(0,1) constant, else a variable: few constants (App. A)
     unary_operators: tuple[str, ...] = UNARY
     binary_operators: tuple[str, ...] = BINARY
-    simplify: Literal["cheap", "sympy"] = "cheap"  # "sympy" is ~1000x slower (docs/corpus_bench.md)
+    simplify: Literal["cheap", "sympy"] = "cheap"  # "sympy" is ~1000x slower (docs/notes/corpus_bench.md)
     sympy_timeout: float = 1.0  # seconds; an expression whose SymPy simplification runs over is skipped
     max_clusters: int = 10  # mixture components of the inputs
     # Share of problems whose inputs are shifted to be positive. 0 is E2E's distribution, where
     # sqrt and log of a sign-changing argument make most draws containing them non-finite, so
-    # few training targets contain them (docs/corpus_bench.md measures it).
+    # few training targets contain them (docs/notes/corpus_bench.md measures it).
     positive_inputs: float = 0.0
     max_abs_value: float = 1e15  # targets beyond this are rejected (floats saturate at 1e100 anyway)
     max_tries: int = 1000  # draws before random_problem gives up (a config that never yields data)
