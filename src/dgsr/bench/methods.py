@@ -71,7 +71,8 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 
 _DGSR_NAME = re.compile(
-    r"^dgsr((?:-(?:random|neural|semantic|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)|k\d+))*)$")
+    r"^dgsr((?:-(?:random|neural|semantic|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)"
+    r"|k\d+|inner\d+))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -80,9 +81,13 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
     if match is None:
         return None
     options: dict[str, Any] = {}
-    for token in re.findall(r"random|neural|semantic|const-[a-z]+|sel-[a-z]+|k\d+", match.group(1)):
+    for token in re.findall(r"random|neural|semantic|param|const-[a-z]+|sel-[a-z]+|inner\d+|k\d+", match.group(1)):
         if token in ("random", "neural", "semantic"):
             options["policy"] = token
+        elif token == "param":  # the semantic policy with parametric pair operands
+            options["parametric_operands"] = True
+        elif token.startswith("inner"):
+            options["inner_fit_steps"] = int(token[len("inner"):])
         elif token.startswith("const-"):
             options["constant_fitting"] = token[len("const-"):]
         elif token.startswith("sel-"):
@@ -128,6 +133,10 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
         from dgsr import SymbolicRegressor
 
         kwargs: dict[str, Any] = {"max_time": budget.time, "random_state": budget.seed, "verbose": False, **options}
+        if kwargs.pop("parametric_operands", False):
+            from dgsr.policies.semantic.policy import SemanticPolicy
+
+            kwargs["policy"] = SemanticPolicy(parametric_operands=True)
         if budget.evaluations is not None:
             kwargs["max_evaluations"] = budget.evaluations
         est = SymbolicRegressor(**kwargs)

@@ -32,7 +32,7 @@ class InnerFit:
 
 def inner_constant_count(expr: Expression) -> int:
     """Constants of ``expr`` that closed-form scaling cannot set: all but each additive term's own
-    coefficient (``c*t`` or ``t/c``) and the constant terms themselves."""
+    coefficient (``c*t``, ``t/c``, ``c/t``) and the constant terms themselves."""
     count = 0
     for _, term in additive_terms(expr):
         if not term.variables:
@@ -86,11 +86,9 @@ def _inner_values(terms: list[tuple[float, Expression]], model_constants: tuple[
 
 
 def _has_own_coefficient(term: Expression) -> int:
-    """1 when ``term`` is ``c*t``, ``t*c`` or ``t/c`` with ``c`` a constant leaf, else 0."""
-    root = term.symbols[0]
-    if root not in ("mul", "div"):
+    """1 when ``term`` is ``c*t``, ``t*c``, ``t/c`` or ``c/t`` with ``c`` a constant leaf (a factor
+    that scales the whole term), else 0."""
+    if term.symbols[0] not in ("mul", "div"):
         return 0
     left, right = term.children(0)
-    if root == "mul" and term.symbols[left] == "c":
-        return 1
-    return int(term.symbols[right] == "c")
+    return int(term.symbols[left] == "c" or term.symbols[right] == "c")

@@ -186,7 +186,8 @@ def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, r
 
     config_kwargs: dict[str, Any] = {"n_samples": est.n_samples, "p_uct": est.p_uct,
                                      "iterations_per_trial": est.iterations_per_trial,
-                                     "max_size": est.max_size, "operators": allowed_operators(est)}
+                                     "max_size": est.max_size, "operators": allowed_operators(est),
+                                     "inner_fit_steps": est.inner_fit_steps}
     if est.constant_fitting is not None:
         config_kwargs["constant_fitting"] = est.constant_fitting
     config = SearchConfig(**config_kwargs)

@@ -194,6 +194,9 @@ def validate_params(est: Any) -> None:
     _positive_int(est.iterations_per_trial, "iterations_per_trial")
     _positive_number(est.p_uct, "p_uct", allow_zero=True)
     _positive_int(est.max_size, "max_size")
+    steps = est.inner_fit_steps
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"inner_fit_steps must be a non-negative integer, got {steps!r}.")
     _positive_int(est.max_features, "max_features", allow_none=True)
     n_jobs = est.n_jobs
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):

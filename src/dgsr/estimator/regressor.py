@@ -67,6 +67,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         When to fit constants during search (Table 5); None uses the benchmark-chosen default.
     max_size : int, default=60
         Node limit of an expression.
+    inner_fit_steps : int, default=0
+        Levenberg-Marquardt steps a new candidate's inner constants (inside ``sin``, powers,
+        quotients) get before it is valued, on a fixed subsample of rows; 0: valued as proposed.
     operators : list of str or None, default=None
         The operators expressions may use, from Table 1 of the paper: ``add sub mul div`` (or
         ``+ - * /``) and ``sin cos tan exp log sqrt inv sq`` (``inv`` = 1/x, ``sq`` = x**2, also
@@ -144,6 +147,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         p_uct: float = 1.0,
         constant_fitting: str | None = None,
         max_size: int = 60,
+        inner_fit_steps: int = 0,
         operators: list[str] | None = None,
         unary_operators: list[str] | None = None,
         binary_operators: list[str] | None = None,
@@ -166,6 +170,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.p_uct = p_uct
         self.constant_fitting = constant_fitting
         self.max_size = max_size
+        self.inner_fit_steps = inner_fit_steps
         self.operators = operators
         self.unary_operators = unary_operators
         self.binary_operators = binary_operators

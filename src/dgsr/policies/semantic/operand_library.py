@@ -191,6 +191,20 @@ def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray, y_var:
     return best
 
 
+def _linear_residual(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``y`` minus its least-squares fit ``b + sum_i w_i x_i`` (``y`` itself when that fails)."""
+    with np.errstate(all="ignore"):
+        design = np.vstack([columns, np.ones(columns.shape[1])]).T
+        if not np.isfinite(design).all() or design.shape[0] <= design.shape[1]:
+            return y
+        try:
+            coef = np.linalg.lstsq(design, y, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return y
+        residual = y - design @ coef
+    return residual if np.isfinite(residual).all() else y
+
+
 def _rank(v: np.ndarray) -> np.ndarray:
     return np.argsort(np.argsort(v, kind="stable"), kind="stable").astype(np.float64)
 
@@ -245,11 +259,14 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             candidates.extend(_pair_forms(i, j, allowed_ops))
     parametric: list[Expression] = []
     if fit_parametric and n_rows >= 8:
-        y_var = float(np.var(y))
+        # Fitted to what a linear model of all columns leaves of y: a law's linear terms would
+        # otherwise pull a sine's frequency or a shift towards fitting them instead.
+        target = _linear_residual(columns, y)
+        y_var = float(np.var(target))
         for a_i, i in enumerate(pairs[:max_parametric_variables]):
             for j in pairs[a_i + 1:max_parametric_variables]:
                 for starts in _parametric_pair_forms(i, j, columns[i], columns[j], allowed_ops):
-                    form = _fitted(starts, columns, y, y_var)
+                    form = _fitted(starts, columns, target, y_var) if y_var > 0 else None
                     if form is not None:
                         parametric.append(form)
 
