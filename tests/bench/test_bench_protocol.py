@@ -140,3 +140,11 @@ def test_expression_r2_falls_back_where_the_expression_is_not_finite():
     # with the fallback, the third row predicts 3.0 exactly and the others are exact too
     assert expression_r2(inverse, X, y, fallback=3.0) == pytest.approx(1.0)
     assert expression_r2(inverse, X[[0, 1, 3]], y[[0, 1, 3]]) == pytest.approx(1.0)
+
+
+def test_variant_names_for_the_inner_constant_search():
+    from dgsr.bench.methods import dgsr_options
+
+    assert dgsr_options("dgsr-param-inner3") == {"parametric_operands": True, "inner_fit_steps": 3}
+    assert dgsr_options("dgsr-semantic-inner0-k8") == {"policy": "semantic", "inner_fit_steps": 0, "n_samples": 8}
+    assert dgsr_options("dgsr-innerx") is None

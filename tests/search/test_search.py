@@ -294,3 +294,24 @@ def test_sums_get_a_weight_per_term(linear_terms):
         np.testing.assert_allclose(evaluate(result.best.expression, X), y, rtol=1e-9)
     else:
         assert result.best.r2 < 0.999  # one shared scale for both terms cannot fit it
+
+
+def test_children_are_valued_with_their_inner_constants_fitted_and_kept_that_way():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(300, 3))
+    y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2]
+    child = parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2")
+    plain = Evaluator(X, y, SearchConfig(), Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    r2_plain, form_plain = plain.score_child(child, child.key())
+    assert form_plain is child and plain.budget.evaluations == 1.0
+    config = SearchConfig(inner_fit_steps=8, inner_fit_rows=64)
+    fitting = Evaluator(X, y, config, Budget().start(), ParetoArchive(), np.random.default_rng(0))
+    r2_fit, form = fitting.score_child(child, child.key())
+    assert form.symbols == child.symbols and form.constants != child.constants
+    assert r2_plain < 0.9 < 0.999999 < r2_fit  # valued at what the structure reaches once fitted
+    # the fit's passes over 64 of 300 rows count as fractions (CONTRACTS §2), plus one full scoring
+    spent = fitting.budget.evaluations - 1.0
+    assert 0 < spent < 20 * 64 / 300 and (spent * 300 / 64) == pytest.approx(round(spent * 300 / 64))
+    # the same child again costs nothing more: its fitted form is cached by the child's key
+    before = fitting.budget.evaluations
+    assert fitting.score_child(child, child.key()) == (r2_fit, form) and fitting.budget.evaluations == before

@@ -126,7 +126,7 @@ def cmd_list(argv: Sequence[str]) -> int:
     p.add_argument("--data", default=None)
     p.add_argument("--cache", default=None)
     args = p.parse_args(argv)
-    print("methods: " + ", ".join(sorted(METHODS)) + "  (also dgsr[-random|-neural][-const-X][-kN])")
+    print("methods: " + ", ".join(sorted(METHODS)) + "  (also dgsr[-random|-neural|-semantic][-param][-innerN][-const-X][-sel-X][-kN])")
     print("quick Feynman: " + ", ".join(QUICK_FEYNMAN))
     print("quick black-box: " + ", ".join(QUICK_BLACKBOX))
     try:
