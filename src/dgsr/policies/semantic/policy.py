@@ -183,12 +183,7 @@ class SemanticPolicy:
         """
         lib = context.library
         if expression.is_empty:
-            targets = context.y[None, :]
-            weights = np.ones_like(targets)
-            match = _match(targets, weights, lib, _spread(context.y)).match - self.size_penalty * lib.sizes[None, :]
-            order = np.argsort(-match[0], kind="stable")
-            return [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
-                    for j in order[: 4 * self.max_nodes]][::-1]
+            return self._root_candidates(context)
 
         values = node_values(expression, context.columns)
         parent = parents(expression)
@@ -262,6 +257,16 @@ class SemanticPolicy:
             ranked.extend(self._constants(fit, meta))
         ranked.sort(key=lambda r: r[0])
         return ranked
+
+    def _root_candidates(self, context: SemanticContext) -> list[tuple[float, Callable[[], Mutation | None]]]:
+        """The first mutation of a trial: the library operands that best explain y, best last."""
+        lib = context.library
+        targets = context.y[None, :]
+        match = _match(targets, np.ones_like(targets), lib, _spread(context.y)).match
+        match = match - self.size_penalty * lib.sizes[None, :]
+        order = np.argsort(-match[0], kind="stable")
+        return [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
+                for j in order[: 4 * self.max_nodes]][::-1]
 
     def _constants(self, fit: _Fit, meta: list[tuple[int, str, bool, bool]]
                    ) -> list[tuple[float, Callable[[], Mutation | None]]]:
