@@ -33,13 +33,18 @@ def _interrupt(*_args, **_kwargs):
 
 
 def _fit_and_check(path, out, capsys) -> str:
-    assert cli.main(["fit", str(path), "--out", str(out), *FAST]) == 0
-    err = capsys.readouterr().err
+    # Issue 26, item 5: an interrupted fit exits 130 (not 0), writes its best result, and its
+    # front.csv says why it stopped.
+    assert cli.main(["fit", str(path), "--out", str(out), *FAST]) == 130
+    captured = capsys.readouterr()
+    err = captured.err
     assert "Interrupted (Ctrl-C)" in err and "best result reached so far" in err
+    assert "interrupted" in captured.out.splitlines()[-1]
     est = pickle.loads((out / "model.pkl").read_bytes())
     assert est.stop_reason_ == "interrupted"
     front = pd.read_csv(out / "front.csv")
     assert front["selected"].sum() == 1
+    assert set(front["stop_reason"]) == {"interrupted"}
     return err
 
 

@@ -4,7 +4,9 @@ Each built-in subcommand is a module of its own: ``dgsr fit`` (:mod:`dgsr.cli.fi
 regressor on a CSV/TSV file, the front printed, ``front.csv`` and ``model.pkl`` written),
 ``dgsr predict`` (:mod:`dgsr.cli.predict`: a saved model applied to a table) and ``dgsr example``
 (:mod:`dgsr.cli.example`: the bundled datasets). Errors in files, columns or data are printed
-as one line (``dgsr: error: ...``, exit status 2), never as a traceback.
+as one line (``dgsr: error: ...``, exit status 2), never as a traceback. Exit statuses: 0 done,
+1 an unexpected error (a bug: one line too), 2 a usage, file or data error, 130 interrupted
+(``dgsr fit`` still writes its best result), 141 the reader of stdout went away (``| head``).
 
 Plug-in commands
 ----------------
@@ -67,6 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dgsr: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `dgsr predict ... | head`: the reader left; stop quietly, as Unix tools do
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, the status of a Unix tool killed by the broken pipe
     except (CLIError, ValueError, OSError, KeyError, IndexError, pickle.UnpicklingError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"dgsr: error: {message}", file=sys.stderr)
@@ -109,6 +114,15 @@ def _load_plugin(sub: Any, module: str) -> None:
     hook = getattr(mod, "add_subparser", None) or getattr(mod, "add_subparsers", None)
     if callable(hook):
         hook(sub)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush meets no broken pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (captured, closed)
+        pass
 
 
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,

@@ -1,13 +1,56 @@
-"""Files and folders of the command line: the output folder check and the saved model."""
+"""Files and folders of the command line: input checks, the output folder check (never over an
+input file, never over an earlier run unless ``--force``) and the saved model."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from dgsr.cli.errors import CLIError
+
+#: The files ``dgsr fit`` writes in ``--out``; a folder holding any of them holds a run.
+RUN_FILES = ("front.csv", "model.pkl", "front.png")
+
+
+def check_input_file(path: Path, what: str) -> None:
+    """A readable file: CLIError naming the problem (missing, a folder) otherwise."""
+    if path.is_dir():
+        raise CLIError(f"{path} is a folder, not a {what} file")
+    if not path.is_file():
+        raise CLIError(f"{what} file not found: {path}")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (links and relative paths included)."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def refuse_input_overwrite(target: Path, inputs: Iterable[Path], option: str) -> None:
+    """CLIError when writing ``target`` would replace one of the ``inputs`` the user gave."""
+    for source in inputs:
+        if same_file(target, source):
+            raise CLIError(f"{option} {target} is an input file of this command; choose another {option}")
+
+
+def check_run_folder(folder: Path, inputs: Iterable[Path], force: bool) -> None:
+    """Refuse an output folder that holds an earlier run (unless ``force``), or whose run files
+    would replace an input file (even with ``force``)."""
+    inputs = list(inputs)
+    for name in RUN_FILES:
+        refuse_input_overwrite(folder / name, inputs, "--out")
+    held = [name for name in RUN_FILES if (folder / name).exists()]
+    if held and not force:
+        raise CLIError(f"--out {folder} already holds a run ({', '.join(held)}): pass --force to replace it, "
+                       "or choose another --out")
 
 
 def check_writable_folder(folder: Path, option: str) -> None:
@@ -28,13 +71,16 @@ def load_fitted_model(path: Path) -> Any:
     which reads policy weights)."""
     from dgsr.estimator.regressor import SymbolicRegressor
 
-    if not path.is_file():
-        raise CLIError(f"model file not found: {path}")
+    check_input_file(path, "model")
+    not_model = f"{path} is not a model written by `dgsr fit`"
     with open(path, "rb") as fh:
+        if fh.read(1) != b"\x80":  # every pickle of protocol 2 or later starts so; text never does
+            raise CLIError(f"{not_model} (it is not a pickle)")
+        fh.seek(0)
         try:
             est = pickle.load(fh)
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError) as err:
-            raise CLIError(f"{path} is not a model written by `dgsr fit` ({err})") from None
+        except Exception as err:  # noqa: BLE001 (a damaged or foreign pickle fails in many ways)
+            raise CLIError(f"{not_model} ({type(err).__name__}: {err})") from None
     if not isinstance(est, SymbolicRegressor) or not hasattr(est, "expression_"):
         raise CLIError(f"{path} does not hold a fitted dgsr SymbolicRegressor")
     return est

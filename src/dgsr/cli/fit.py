@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pickle
+import re
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dgsr.cli.errors import CLIError
 from dgsr.cli.example import example_path
-from dgsr.cli.files import check_writable_folder
+from dgsr.cli.files import check_run_folder, check_writable_folder
 from dgsr.cli.tables import column_list, front_frame, print_front, read_table
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
@@ -45,13 +49,21 @@ def add_subparser(sub: Any) -> None:
                         "sin,cos,tan,exp,log,sqrt,inv,sq (default: all)")
     p.add_argument("--target-r2", type=float, default=None, metavar="R2",
                    help="stop early once the best training R² reaches R2, e.g. 0.9999 (default: use the whole budget)")
-    p.add_argument("--out", default="run", help="folder for front.csv and model.pkl (default: run/)")
+    p.add_argument("--max-size", type=int, default=60, metavar="N",
+                   help="largest formula, in nodes (default: 60; on few rows, no more nodes than rows)")
+    p.add_argument("--out", default="run",
+                   help="folder for front.csv, model.pkl and front.png (default: run/); a folder that "
+                        "already holds a run is refused unless --force")
+    p.add_argument("--force", action="store_true", help="replace the run already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dgsr fit``: fit, print the front, write ``front.csv`` and ``model.pkl``."""
+    """``dgsr fit``: fit, print the front, write ``front.csv`` and ``model.pkl``.
+
+    Returns 0 after a complete fit and 130 after an interrupted one (its best result written,
+    ``stop_reason`` = ``interrupted`` in front.csv)."""
     from dgsr.core.files import atomic_write
     from dgsr.estimator.input_checks import validate_params
     from dgsr.estimator.regressor import SymbolicRegressor
@@ -66,16 +78,27 @@ def run(args: argparse.Namespace) -> int:
     if df.shape[1] < 2:
         raise CLIError(f"{path} needs at least one input column besides the target {target!r}")
     X, y = df.drop(columns=[target]), df[target]
+    if args.seed < 0:
+        raise CLIError(f"--seed must be a non-negative integer, got {args.seed}")
+    operators = None
+    if args.operators is not None:
+        operators = [o.strip() for o in args.operators.split(",") if o.strip()]
+        if not operators:
+            raise CLIError("--operators needs at least one operator, e.g. --operators +,-,*,/ "
+                           "(leave the flag out to use all of them)")
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
-                            n_jobs=args.jobs, parallel_backend=args.backend,
-                            operators=[o.strip() for o in args.operators.split(",") if o.strip()]
-                            if args.operators else None)
-    validate_params(est)  # wrong options fail before any folder is made
+                            n_jobs=args.jobs, parallel_backend=args.backend, operators=operators,
+                            max_size=args.max_size)
+    with for_the_cli():
+        validate_params(est)  # wrong options fail before any folder is made
     out = Path(args.out)
+    check_run_folder(out, [path], args.force)  # never over the data or an earlier run
     check_writable_folder(out, "--out")  # before the search, not after it
-    est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
+    with for_the_cli():
+        est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
+    interrupted = est.stop_reason_ == "interrupted"
     front_csv = out / "front.csv"
     atomic_write(front_csv, lambda fh: front_frame(est).to_csv(fh, index=False), text=True)
     atomic_write(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
@@ -87,7 +110,52 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipped {out / 'front.png'}: matplotlib is not installed (pip install matplotlib)")
     print(f"stopped by {est.stop_reason_} after {est.n_evaluations_:,.0f} evaluations; "
           f"wrote {', '.join(written)}")
-    return 0
+    if interrupted:
+        print("the fit was interrupted: these are the best results reached so far (exit status 130)")
+    return 130 if interrupted else 0
+
+
+#: The estimator's parameters as ``dgsr fit`` spells them (messages name the flag, not the parameter).
+FLAGS = {"max_time": "--time", "max_evaluations": "--evals", "random_state": "--seed", "policy": "--policy",
+         "n_samples": "--k", "constant_fitting": "--constants", "model_selection": "--selection",
+         "n_jobs": "--jobs", "parallel_backend": "--backend", "operators": "--operators",
+         "target_r2": "--target-r2", "max_size": "--max-size"}
+_PARAMETER = re.compile(r"(?<![\w.-])(" + "|".join(sorted(FLAGS, key=len, reverse=True)) + r")(=(\S+?))?(?=[\s,.;:)]|$)")
+# A bare parameter name is a flag where it is plainly one (``policy must be ...``); the common
+# words among them (policy, operators) are translated only when they start the message or carry a value.
+_WORDS = ("policy", "operators")
+
+
+def cli_message(text: str) -> str:
+    """An estimator message in the command line's terms: ``max_size=12`` -> ``--max-size 12``,
+    ``max_evaluations must ...`` -> ``--evals must ...``, ``equations_`` -> ``the front``."""
+    def flag(match: re.Match) -> str:
+        name, value = match.group(1), match.group(3)
+        if value is not None:
+            return f"{FLAGS[name]} {value}"
+        if name in _WORDS and match.start() != 0:
+            return name
+        return FLAGS[name]
+
+    text = _PARAMETER.sub(flag, text)
+    return re.sub(r"\bequations_", "the front (front.csv)", text)
+
+
+@contextlib.contextmanager
+def for_the_cli() -> Iterator[None]:
+    """Estimator errors (ValueError) and warnings inside this block are worded for the command line."""
+    shown = warnings.showwarning
+
+    def show(message: Any, *rest: Any, **kwargs: Any) -> None:
+        shown(cli_message(str(message)), *rest, **kwargs)
+
+    warnings.showwarning = show
+    try:
+        yield
+    except ValueError as err:
+        raise CLIError(cli_message(str(err))) from None
+    finally:
+        warnings.showwarning = shown
 
 
 def _write_plot(est: Any, target: str, path: Path) -> bool:

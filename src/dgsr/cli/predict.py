@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dgsr.cli.errors import CLIError
-from dgsr.cli.files import load_fitted_model
+from dgsr.cli.files import load_fitted_model, refuse_input_overwrite
 from dgsr.cli.tables import column_list, read_table
 
 
@@ -18,7 +18,8 @@ def add_subparser(sub: Any) -> None:
                                    "you trust: pickles can run code).")
     p.add_argument("model", help="model.pkl from `dgsr fit`")
     p.add_argument("data", help="CSV or TSV file with the model's input columns (extra columns are ignored)")
-    p.add_argument("--out", help="write the table with a `prediction` column here (default: print predictions)")
+    p.add_argument("--out", help="write the table with a `prediction` column to this file (default: print "
+                                 "predictions); never the model or data file")
     p.add_argument("--index", type=int, default=None, help="use this row of the front instead of the selected one")
     p.set_defaults(func=run)
 
@@ -27,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
     """``dgsr predict``: predictions of a saved model for the rows of a table."""
     from dgsr.core.files import atomic_write
 
+    if args.out:
+        refuse_input_overwrite(Path(args.out), [Path(args.model), Path(args.data)], "--out")
     est = load_fitted_model(Path(args.model))
     df = read_table(Path(args.data))
     names = getattr(est, "feature_names_in_", None)

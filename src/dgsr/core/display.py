@@ -10,8 +10,10 @@ it to the terminal's width, so ``print(est.equations_)`` is readable in 80 colum
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import textwrap
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -19,7 +21,7 @@ import sympy
 from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
 
-from dgsr.core.names import latex_name, quote
+from dgsr.core.names import latex_name, quote, quote_where_needed
 
 #: Significant digits of constants in every text display.
 DIGITS = 4
@@ -38,15 +40,21 @@ def format_number(value: float, digits: int = DIGITS) -> str:
 
 
 class _TextPrinter(StrPrinter):
-    def __init__(self, digits: int):
+    def __init__(self, digits: int, name: Callable[[str], str] = quote):
         super().__init__()
         self.digits = digits
+        self.name = name
 
     def _print_Float(self, expr: sympy.Float) -> str:
         return format_number(float(expr), self.digits)
 
     def _print_Symbol(self, expr: sympy.Symbol) -> str:
-        return quote(expr.name)  # `E`, `a b`: never read as a constant or as two names
+        return self.name(expr.name)  # `E`, `a b`: never read as a constant or as two names
+
+
+# Tokens of formula text: numbers first (so the e of 1e-05 is no name), then identifiers.
+_TEXT_TOKEN = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|([^\W\d]\w*)")
+_VARIABLE = re.compile(r"(?<![\w`])x(\d+)(?![\w`])")
 
 
 class _LatexPrinter(LatexPrinter):
@@ -69,6 +77,26 @@ class _LatexPrinter(LatexPrinter):
 def equation_text(expr: sympy.Expr, digits: int = DIGITS) -> str:
     """Plain-text formula with constants to ``digits`` significant digits."""
     return _TextPrinter(digits).doprint(expr)
+
+
+def equation_text_for_columns(expr: sympy.Expr, digits: int = DIGITS) -> str:
+    """Plain-text formula for a reader who knows the column names (the command line's front and
+    front.csv): a name is quoted only when it is not an identifier or when this formula's text
+    also prints it for something else (``pi`` next to a column ``pi``); ``S``, ``E`` or ``sin``
+    as columns are otherwise written bare, and :func:`dgsr.core.parser.parse` reads them back."""
+    symbols = sorted(expr.free_symbols, key=lambda s: s.name)
+    placeholders = {s: sympy.Symbol(f"_dgsr_{i}_") for i, s in enumerate(symbols)}
+    skeleton = _TextPrinter(digits, lambda n: n).doprint(expr.xreplace(placeholders))
+    taken = {m.group(1) for m in _TEXT_TOKEN.finditer(skeleton) if m.group(1)} - {p.name for p in placeholders.values()}
+    return _TextPrinter(digits, lambda n: quote_where_needed(n, taken)).doprint(expr)
+
+
+def format_for_columns(expression: Any, names: Sequence[str], precision: int | None = None) -> str:
+    """``expression.format(names)`` (exact infix that :func:`dgsr.core.parser.parse` reads back)
+    with every identifier name bare: an expression tree holds only numbers, variables and
+    functions (always followed by ``(``), so no identifier can be misread there."""
+    text = expression.format(precision=precision)  # variables as x0, x1, ...
+    return _VARIABLE.sub(lambda m: quote_where_needed(names[int(m.group(1))]), text)
 
 
 def equation_latex(expr: sympy.Expr, digits: int = DIGITS) -> str:

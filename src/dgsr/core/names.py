@@ -1,10 +1,14 @@
 """Variable names as users give them, written so that they can never be misread.
 
-A column may be called ``E``, ``pi``, ``sin``, ``a b``, ``θ`` or ``x`y``. Inside, expressions only
-know ``x0, x1, ...``; names appear in text (``equations_``, front.csv, the CLI), LaTeX and SymPy.
-A *plain* name (an identifier that is not a constant or function name SymPy or our parser knows)
-is written as is; any other is quoted with backticks, ``\\`` and ````` escaped by a backslash, and
-:func:`dgsr.core.parser.parse` reads quoted names back. In LaTeX, reserved names are set upright
+A column may be called ``E``, ``pi``, ``sin``, ``a b``, ``θ``, ``S`` or ``x`y``. Inside, expressions
+only know ``x0, x1, ...``; names appear in text (``equations_``, front.csv, the CLI), LaTeX and SymPy.
+A *plain* name (an identifier that printed formula text never uses for anything else) is written as
+is; any other is quoted with backticks, ``\\`` and ````` escaped by a backslash, and
+:func:`dgsr.core.parser.parse` reads quoted names back. Only what a formula can print for a
+constant or a function is reserved (``E``, ``I``, ``pi``, ``sin``, ...): SymPy's other names
+(``S``, ``N``, ``O``, ``Q``) never appear bare in a printed formula, so a column ``S`` stays ``S``.
+Where the reader knows the columns (the command line's front and front.csv), :func:`quote_where_needed`
+quotes only names that are not identifiers or that the formula's own text also uses. In LaTeX, reserved names are set upright
 (``\\mathrm{E}``, never the constant e) and other non-identifiers as ``\\text{...}``.
 """
 
@@ -14,9 +18,9 @@ import re
 
 from dgsr.core.operators import OPERATORS
 
-#: Names that would read as something else: SymPy's printed constants, and functions of the parser.
-RESERVED = frozenset({"E", "I", "pi", "oo", "zoo", "nan", "inf", "S", "N", "O", "Q", "ln", "abs", "Abs",
-                      *OPERATORS})
+#: Names that would read as something else in printed text: SymPy's printed constants
+#: (``E``, ``I``, ``pi``, ``oo``, ``zoo``, ``nan``), non-finite numbers, and function names.
+RESERVED = frozenset({"E", "I", "pi", "oo", "zoo", "nan", "inf", "ln", "abs", "Abs", *OPERATORS})
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
                   "%": r"\%", "_": r"\_", "^": r"\^{}", "~": r"\~{}"}
@@ -30,6 +34,19 @@ def is_plain(name: str) -> bool:
 def quote(name: str) -> str:
     """``name`` as it is written in formula text: bare when plain, else in backticks."""
     if is_plain(name):
+        return name
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def is_identifier(name: str) -> bool:
+    """True when ``name`` is one token of formula text (letters, digits, ``_``; not a digit first)."""
+    return _IDENTIFIER.fullmatch(name) is not None
+
+
+def quote_where_needed(name: str, taken: frozenset[str] | set[str] = frozenset()) -> str:
+    """``name`` bare when it is an identifier that the text around it does not also use
+    (``taken``: the other identifiers of the formula's text), else in backticks."""
+    if is_identifier(name) and name not in taken:
         return name
     return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
