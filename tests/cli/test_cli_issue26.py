@@ -122,7 +122,7 @@ def test_a_folder_given_as_data_or_model_says_folder(tmp_path, table, run_folder
 
 def test_a_text_file_named_model_pkl_is_not_a_model(tmp_path, table, capsys):
     fake = tmp_path / "model.pkl"
-    fake.write_text("12345\nhello\n")
+    fake.write_text("I am a text file\n")  # pickle reads "I" as its INT opcode: int() fails on the rest
     assert cli.main(["predict", str(fake), str(table)]) == 2
     line = _error_line(capsys)
     assert "is not a model written by `dgsr fit`" in line and "invalid literal" not in line
@@ -254,7 +254,7 @@ def test_every_subcommand_with_hostile_arguments_in_a_subprocess(tmp_path, table
     text_model = tmp_path / "fake.pkl"
     text_model.write_text("not a pickle\n")
     cases = [
-        ["fit", str(table), "--out", str(run_folder), "--policy", "random", "--quiet"],  # a run is there
+        ["fit", str(table), "--out", str(run_folder), *FAST],  # a run is there
         ["fit", str(tmp_path), "--operators", ""],
         ["predict", str(model), str(table), "--out", str(model)],
         ["predict", str(text_model), str(table)],
