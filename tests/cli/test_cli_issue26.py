@@ -150,13 +150,15 @@ def test_empty_operator_list_is_refused(tmp_path, table, capsys):
 
 @pytest.mark.parametrize(("flags", "named"), [(["--evals", "0"], "--evals"), (["--time", "-1"], "--time"),
                                               (["--k", "0"], "--k"), (["--max-size", "0"], "--max-size"),
-                                              (["--target-r2", "2"], "--target-r2"), (["--seed", "-1"], "--seed")])
+                                              (["--target-r2", "2"], "--target-r2"), (["--seed", "-1"], "--seed"),
+                                              (["--jobs", "0"], "--jobs")])
 def test_errors_name_the_cli_flags(tmp_path, table, capsys, flags, named):
     fast = [a for a in FAST if a not in ("--evals", "600", "--time", "30")]
     assert cli.main(["fit", str(table), "--out", str(tmp_path / "r"), *fast, *flags]) == 2
     line = _error_line(capsys)
     assert named in line, line
-    for parameter in ("max_evaluations", "max_time", "n_samples", "max_size", "target_r2", "random_state"):
+    assert "None" not in line, line
+    for parameter in ("max_evaluations", "max_time", "n_samples", "max_size", "target_r2", "random_state", "n_jobs"):
         assert parameter not in line, line
 
 
@@ -168,6 +170,9 @@ def test_cli_message_maps_parameters_to_flags():
     assert cli_message("or pass max_size=5 (no more nodes)") == "or pass --max-size 5 (no more nodes)"
     assert cli_message("policy must be 'semantic'") == "--policy must be 'semantic'"
     assert cli_message("the random policy cannot learn") == "the random policy cannot learn"
+    assert cli_message("n_jobs must be None, a positive integer or a negative one, got 0.") == \
+        "--jobs must be a positive integer or a negative one, got 0."
+    assert cli_message("target_r2 must be None or a number <= 1, got 2.") == "--target-r2 must be a number <= 1, got 2."
 
 
 # ---------------------------------------------------------------- item 11: `| head` is quiet
@@ -224,6 +229,7 @@ def test_cli_front_and_front_csv_show_column_names_bare(tmp_path, capsys):
     shown = " ".join(front["equation"]) + " ".join(front["expression"])
     assert "`S`" not in printed and "`E`" not in printed and "`S`" not in shown and "`E`" not in shown
     assert any("S" in e for e in front["expression"])
+    assert "`S`" not in " ".join(est.equations_["equation"])  # Python's front: S is plain there too
     for text, expr in zip(front["expression"], est.expressions_):
         assert parse(text, est.selected_features_) == expr
     for text in front["equation"]:

@@ -138,6 +138,7 @@ def cli_message(text: str) -> str:
         return FLAGS[name]
 
     text = _PARAMETER.sub(flag, text)
+    text = re.sub(r"(--[\w-]+ must be )None(?:,| or) ", r"\1", text)  # a flag cannot be None
     return re.sub(r"\bequations_", "the front (front.csv)", text)
 
 
