@@ -97,6 +97,30 @@ def test_fit_never_writes_over_its_data_even_when_forced(tmp_path, table, capsys
     assert data.read_bytes() == before and not (out / "model.pkl").exists()
 
 
+# ---------------------------------------------------------------- item 5: an interrupted fit says so
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+def test_ctrl_c_in_a_real_fit_exits_130_and_writes_the_best_so_far(tmp_path, table):
+    import signal
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*_dgsr_command(), "fit", str(table), "--out", str(out), "--policy", "random",
+                             "--evals", "50000000", "--time", "120"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env())
+    seen = b""
+    while b"evals" not in seen:  # the progress line: the search is running
+        chunk = proc.stderr.read(1)
+        assert chunk, seen
+        seen += chunk
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout, stderr)
+    assert b"Traceback" not in stderr
+    assert b"interrupted" in stdout.strip().splitlines()[-1]
+    front = pd.read_csv(out / "front.csv")
+    assert set(front["stop_reason"]) == {"interrupted"} and front["selected"].sum() == 1
+    assert pickle.loads((out / "model.pkl").read_bytes()).stop_reason_ == "interrupted"
+
+
 # ---------------------------------------------------------------- item 8: advice the CLI can follow
 def test_tiny_data_advice_names_the_max_size_flag_which_exists(tmp_path, capsys):
     path = tmp_path / "tiny.csv"
