@@ -49,8 +49,9 @@ def add_subparser(sub: Any) -> None:
                         "sin,cos,tan,exp,log,sqrt,inv,sq (default: all)")
     p.add_argument("--target-r2", type=float, default=None, metavar="R2",
                    help="stop early once the best training R² reaches R2, e.g. 0.9999 (default: use the whole budget)")
-    p.add_argument("--max-size", type=int, default=60, metavar="N",
-                   help="largest formula, in nodes (default: 60; on few rows, no more nodes than rows)")
+    p.add_argument("--max-size", type=int, default=None, metavar="N",
+                   help="largest formula, in nodes (default: the estimator's max_size, 60; on few rows, "
+                        "no more nodes than rows)")
     p.add_argument("--out", default="run",
                    help="folder for front.csv, model.pkl and front.png (default: run/); a folder that "
                         "already holds a run is refused unless --force")
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
                             n_jobs=args.jobs, parallel_backend=args.backend, operators=operators,
-                            max_size=args.max_size)
+                            **({} if args.max_size is None else {"max_size": args.max_size}))
     with for_the_cli():
         validate_params(est)  # wrong options fail before any folder is made
     out = Path(args.out)
