@@ -260,6 +260,18 @@ def test_cli_front_and_front_csv_show_column_names_bare(tmp_path, capsys):
         parse(text, est.selected_features_)  # reads back with the plain names
 
 
+def test_brackets_in_column_names_are_shown_not_read_as_markup(tmp_path, table, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # rich's width: no row wrapped
+    df = pd.read_csv(table).rename(columns={"a": "m [kg]", "y": "F [N]"})
+    path = tmp_path / "units.csv"
+    df.to_csv(path, index=False)
+    assert cli.main(["fit", str(path), "--out", str(tmp_path / "r"), *FAST]) == 0
+    printed = capsys.readouterr().out
+    assert "Pareto front for F [N]" in printed
+    table_rows = [line for line in printed.splitlines() if "│" in line and "F [N] = " in line]
+    assert table_rows and any("`m [kg]`" in row for row in table_rows)
+
+
 def test_equation_for_columns_quotes_only_what_the_formula_also_prints():
     import sympy
 

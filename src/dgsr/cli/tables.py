@@ -70,11 +70,12 @@ def front_frame(est: Any) -> Any:
 def print_front(est: Any, target: str) -> None:
     """The Pareto front as a rich table on stdout, the selected row marked."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from dgsr.core.display import format_number
 
-    table = Table(title=f"Pareto front for {target}", title_justify="left")
+    table = Table(title=f"Pareto front for {escape(target)}", title_justify="left")
     # The equation first, wrapped by rich to the terminal's width; headers are equations_'s columns.
     table.add_column("", justify="left", no_wrap=True)
     table.add_column("equation", justify="left", overflow="fold", min_width=20)
@@ -84,7 +85,7 @@ def print_front(est: Any, target: str) -> None:
     for i, row in est.equations_.iterrows():
         mark = "→" if i == est.best_index_ else ""
         style = "bold green" if i == est.best_index_ else None
-        table.add_row(mark, f"{target} = {equations[i]}", str(row["complexity"]), format_number(row["loss"]),
+        table.add_row(mark, escape(f"{target} = {equations[i]}"), str(row["complexity"]), format_number(row["loss"]),
                       f"{row['r2']:.6f}", f"{row['score']:.3f}", style=style)
     console = Console(soft_wrap=False)
     console.print(table)
