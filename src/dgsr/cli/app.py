@@ -35,7 +35,7 @@ import pickle
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from dgsr.cli import example, fit, predict
 from dgsr.cli.errors import CLIError
@@ -86,16 +86,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     """The argument parser: built-in commands, plus the plug-in that ``argv`` asks for (all for help)."""
-    parser = argparse.ArgumentParser(prog="dgsr", description="Symbolic regression with DGSR-MCTS.")
+    parser = _Parser(prog="dgsr", description="Symbolic regression with DGSR-MCTS.")
     parser.add_argument("--version", action="version", version=f"dgsr {_version()}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for builtin in BUILTIN_COMMANDS:
         builtin.add_subparser(sub)
     command = next((a for a in argv if not a.startswith("-")), None)
+    builtin_names = {b.__name__.rsplit(".", 1)[-1] for b in BUILTIN_COMMANDS}
+    every = command is None or (command not in PLUGINS and command not in builtin_names)  # help, or a typo
     for name, module in PLUGINS.items():
-        if command is None or command == name:
+        if every or command == name:
             _load_plugin(sub, module)
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line that points at ``--help`` (not the whole usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"dgsr: error: {message} (see `{self.prog} --help`)\n")
 
 
 def _version() -> str:
