@@ -269,3 +269,24 @@ def test_cli_operators_flag(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main([*args, "--operators", "add,pow"]) == 2
     assert "'pow' is not an operator" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_exports_select_dataframe_columns_by_name_as_predict_does(fitted, backend):
+    # reordered or extra columns used to give wrong numbers silently (issue 26, item 2)
+    lib = pytest.importorskip({"numpy": "numpy", "torch": "torch", "jax": "jax.numpy"}[backend])
+    est, X = fitted
+    f = getattr(est, f"to_{backend}")()
+    expected = est.predict(X)
+    reordered = X[list(X.columns)[::-1]]
+    extra = X.assign(not_fitted=np.linspace(-5.0, 5.0, len(X)))
+    for frame in (X, reordered, extra):
+        np.testing.assert_allclose(np.asarray(f(frame)), expected, rtol=1e-12)
+    missing = X.drop(columns=X.columns[0])
+    with pytest.raises(ValueError, match="lacks the column"):
+        f(missing)
+    with pytest.raises(ValueError):
+        est.predict(missing)  # predict refuses it too
+    with pytest.raises(ValueError, match="columns"):
+        f(np.ones((3, X.shape[1] + 1)))  # an array of the wrong width
+    assert lib is not None
