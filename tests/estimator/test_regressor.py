@@ -245,21 +245,6 @@ def test_load_policy():
         load_policy(42)
 
 
-def test_neural_falls_back_to_random_with_a_warning_until_weights_ship():
-    from dgsr.policies.random import RandomPolicy
-    from dgsr.policies.registry import load_policy
-
-    try:
-        from dgsr.neural.policy import NeuralPolicy
-
-        NeuralPolicy.from_pretrained()
-    except (ImportError, FileNotFoundError, AttributeError):
-        with pytest.warns(RuntimeWarning, match="neural policy is not available"):
-            assert isinstance(load_policy("neural"), RandomPolicy)
-    else:
-        pytest.skip("the neural policy ships with this installation")
-
-
 def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
     from dgsr.core.evaluate import as_columns
 

@@ -25,9 +25,10 @@ SELECTION_RULES = ("best", "accuracy", "score", "balanced")
 FRONT_REL_GAIN = 1e-9
 
 
-def more_accurate(mse: float, lowest: float) -> bool:
-    """Whether ``mse`` improves on ``lowest`` by more than float rounding (the front's rule)."""
-    return mse < lowest * (1.0 - FRONT_REL_GAIN)
+def more_accurate(mse: float, lowest: float, floor: float = 0.0) -> bool:
+    """Whether ``mse`` improves on ``lowest`` by more than float rounding (the front's rule);
+    ``floor`` is an absolute gain below which two losses count as equal (both exact fits)."""
+    return mse < lowest * (1.0 - FRONT_REL_GAIN) - floor
 
 
 @dataclass(frozen=True)
@@ -84,14 +85,14 @@ class ParetoArchive:
         return len(self._best)
 
 
-def non_dominated(best_by_size: Mapping[int, EntryT]) -> list[EntryT]:
+def non_dominated(best_by_size: Mapping[int, EntryT], floor: float = 0.0) -> list[EntryT]:
     """The most accurate entry of each size, sorted by size, kept only when it is more accurate
-    than every smaller one (:func:`more_accurate`)."""
+    than every smaller one (:func:`more_accurate`, with its absolute ``floor``)."""
     out: list[EntryT] = []
     lowest = math.inf
     for size in sorted(best_by_size):
         entry = best_by_size[size]
-        if more_accurate(entry.mse, lowest):
+        if more_accurate(entry.mse, lowest, floor):
             out.append(entry)
             lowest = entry.mse
     return out

@@ -68,3 +68,18 @@ def _list_rows(rows: np.ndarray, limit: int = 10) -> str:
     shown = ", ".join(str(int(r)) for r in rows[:limit])
     more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
     return f"row{'s' if len(rows) > 1 else ''} {shown}{more}"
+
+
+def scaled_r2(y: np.ndarray, pred: np.ndarray, sample_weight: Any = None) -> float:
+    """scikit-learn's R² of ``pred``, computed on ``y`` and ``pred`` divided by one power of two.
+
+    The division is exact and leaves R² unchanged, but keeps squared errors of targets near
+    1e300 inside the float range (scikit-learn's ``r2_score`` gives NaN there).
+    """
+    from sklearn.metrics import r2_score
+
+    with np.errstate(all="ignore"):
+        top = float(np.max(np.abs(np.concatenate([y.ravel(), np.asarray(pred, dtype=np.float64).ravel()]))))
+    exponent = int(np.frexp(top)[1]) if np.isfinite(top) and top > 0 else 0
+    return float(r2_score(np.ldexp(y, -exponent), np.ldexp(np.asarray(pred, dtype=np.float64), -exponent),
+                          sample_weight=sample_weight))

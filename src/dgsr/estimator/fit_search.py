@@ -37,6 +37,8 @@ from dgsr.estimator.polish import polish
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
+#: Share of var(y) below which the front treats two losses as equal (an R² difference under 1e-15).
+_EXACT_FIT_FLOOR = 1e-15
 _POLISH_EVAL_SHARE = 0.02
 
 Split = tuple[np.ndarray, np.ndarray]
@@ -76,6 +78,12 @@ def search_rows(data: TrainingData, sample_weight: Any) -> SearchRows:
     mean 1; a zero weight is a row left out, exactly."""
     scaling = fit_scaling(data.X, data.y, data.names)
     X, y = scaling.scale_X(data.X), scaling.scale_y(data.y)
+    if not math.isfinite(scaling.unscale_loss(max(float(np.var(y)), 1e-300))):
+        top = float(np.max(np.abs(data.y)))
+        warnings.warn(f"y reaches {top:.3g}: squared errors in its units overflow float64, so the 'loss' column "
+                      "of equations_ shows inf. The search, r2, score() and the formulas are exact (they work "
+                      "on y scaled by a power of two); divide y by a power of ten to read losses.",
+                      UserWarning, stacklevel=3)
     w = validate_sample_weight(sample_weight, X)
     if w is not None and not (w > 0).all():
         keep = w > 0
@@ -163,7 +171,10 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
         candidates.append(linear)
     if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see dgsr.estimator.interrupts)
         note_interrupt(est, "the search", "constants are not refitted on all rows", stacklevel=5)
-    entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w)))
+    # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
+    floor = _EXACT_FIT_FLOOR * weighted_var(y, w)
+    entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w)),
+                            floor if math.isfinite(floor) else 0.0)
     if split is None:
         return SearchOutcome(entries)
     w_val = w_all[split[1]] if w_all is not None else None

@@ -60,6 +60,8 @@ def validate_training_data(estimator: Any, X: Any, y: Any) -> TrainingData:
     if y is None:
         raise ValueError("SymbolicRegressor requires y to be passed, but the target y is None.")
     _check_dataframe_columns(X)
+    if len(getattr(X, "shape", ())) == 2 and X.shape[1] == 0:
+        raise ValueError("X has no columns: a formula needs at least one input column.")
     y = _numeric_target(y)
     _check_target_finite(y)
     X_arr, y_arr = validate_data(
@@ -105,7 +107,7 @@ def validate_predict_data(estimator: Any, X: Any) -> np.ndarray:
     names = getattr(estimator, "feature_names_in_", None)
     names = tuple(str(n) for n in names) if names is not None else tuple(
         f"x{i}" for i in range(X_arr.shape[1]))
-    _check_finite(X_arr, "X", names)
+    _check_finite(X_arr, "X", names, stage="predicting")
     return X_arr
 
 
@@ -167,7 +169,7 @@ def _check_target_finite(y: Any) -> None:
         _check_finite(arr, "y", tuple(f"y{i}" for i in range(arr.shape[1])))
 
 
-def _check_finite(values: np.ndarray, what: str, names: tuple[str, ...]) -> None:
+def _check_finite(values: np.ndarray, what: str, names: tuple[str, ...], stage: str = "fitting") -> None:
     """Raise naming the first bad row and column when ``values`` holds NaN or inf."""
     if values.size == 0 or np.isfinite(values).all():
         return
@@ -180,12 +182,17 @@ def _check_finite(values: np.ndarray, what: str, names: tuple[str, ...]) -> None
     where = f"row {row}" if what == "y" else f"row {row}, column {names[col]!r}"
     raise ValueError(
         f"Input {what} contains {kind} (or infinity) in {len(rows)} row(s), first at {where}. "
-        "Remove or impute these rows before fitting."
+        f"Remove or impute these rows before {stage}."
     )
 
 
 def validate_params(est: Any) -> None:
     """Check the estimator's hyper-parameters; raises ValueError/TypeError naming the parameter."""
+    seed = est.random_state
+    if not (seed is None or isinstance(seed, (np.random.Generator, np.random.RandomState))
+            or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0)):
+        raise ValueError(f"random_state must be None, a non-negative integer or a numpy Generator, "
+                         f"got {seed!r}.")
     _positive_number(est.max_time, "max_time", allow_none=True)
     _positive_int(est.max_evaluations, "max_evaluations", allow_none=True)
     if est.max_time is None and est.max_evaluations is None:

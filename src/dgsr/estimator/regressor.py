@@ -25,7 +25,7 @@ from dgsr.core.evaluate import weighted_mean
 from dgsr.core.exponent_scaling import Scaling, is_constant_target
 from dgsr.estimator.display import DIGITS, equation_sympy, equations_table
 from dgsr.estimator.export import export_row
-from dgsr.estimator.fallback import predict_front
+from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_search import constant_model, random_streams, search_model, search_rows
 from dgsr.estimator.input_checks import validate_params, validate_predict_data, validate_training_data
 from dgsr.estimator.model_selection import choose_entry
@@ -257,6 +257,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         X_sel = validate_predict_data(self, X)[:, self._feature_index]
         scaling = getattr(self, "_scaling", None)  # absent in estimators built by hand (tests)
         return predict_front(self, X_sel if scaling is None else scaling.scale_X(X_sel), index, strict)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R² of ``predict(X)`` against ``y`` (scikit-learn's ``score``), finite for any target scale."""
+        return scaled_r2(np.asarray(y, dtype=np.float64), self.predict(X), sample_weight)
 
     def sympy(self, index: int | None = None, precision: int | None = None) -> sympy.Expr:
         """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);

@@ -140,6 +140,10 @@ class SemanticPolicy:
         if not found:
             return []
         matches = np.array([m for _, m in found.values()])
+        finite = np.isfinite(matches)
+        # On data too small to rank anything (2 rows: every spread is 0) the matches are not
+        # finite: such candidates share the prior of the weakest finite one, or all are equal.
+        matches = np.where(finite, matches, matches[finite].min() if finite.any() else 0.0)
         weights = np.exp((matches - matches.max()) / max(self.temperature, 1e-6))
         priors = weights / weights.sum()
         return [Proposal(mut, float(p)) for (mut, _), p in zip(found.values(), priors)]
