@@ -32,10 +32,14 @@ def test_same_law_at_every_scale_gives_the_same_formula(scale):
     rng = np.random.default_rng(0)
     U = rng.uniform(1, 3, size=(200, 2))
     X, y = U * scale, 2.5 * U[:, 0] * U[:, 1] * scale  # y = (2.5 / scale) * x0 * x1
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no overflow or underflow warning reaches the user
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", RuntimeWarning)  # no numpy overflow or underflow warning reaches the user
         est = _est().fit(X, y)
         pred = est.predict(X)
+    # dgsr's own warning says when losses cannot be shown in the user's units (and only then)
+    overflow = [w for w in caught if "overflow float64" in str(w.message)]
+    assert bool(overflow) == (np.max(np.abs(y)) ** 2 == np.inf)
     found = est.sympy()
     floats = sorted(found.atoms(sympy.Float), key=lambda f: -abs(float(f)))
     assert len(floats) == 1, found
@@ -59,8 +63,9 @@ def test_a_single_huge_target_value_does_not_break_the_fit():
     y = X[:, 0] + X[:, 1]
     y[7] = 1e200  # a sentinel value
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        est = _est(max_evaluations=1000).fit(X, y)
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(UserWarning, match="overflow float64"):  # its squared errors do
+            est = _est(max_evaluations=1000).fit(X, y)
         pred = est.predict(X)
     assert np.isfinite(pred).all() and len(est.equations_) >= 1
 

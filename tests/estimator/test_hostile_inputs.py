@@ -70,5 +70,5 @@ def test_messages_say_what_is_wrong():
         est.predict(with_nan)
     with pytest.raises(ValueError, match="random_state must be None, a non-negative integer"):
         SymbolicRegressor(random_state="abc", max_evaluations=100).fit(X, y)
-    with pytest.raises(ValueError, match="X has no columns"):
+    with pytest.raises(ValueError, match="0 feature.*X has no columns"):
         SymbolicRegressor(max_evaluations=100).fit(pd.DataFrame(index=range(10)), np.arange(10.0))

@@ -61,7 +61,9 @@ def validate_training_data(estimator: Any, X: Any, y: Any) -> TrainingData:
         raise ValueError("SymbolicRegressor requires y to be passed, but the target y is None.")
     _check_dataframe_columns(X)
     if len(getattr(X, "shape", ())) == 2 and X.shape[1] == 0:
-        raise ValueError("X has no columns: a formula needs at least one input column.")
+        # scikit-learn's wording (its estimator checks match it), then what it means here
+        raise ValueError(f"Found array with 0 feature(s) (shape={tuple(X.shape)}) while a minimum of 1 is "
+                         "required: X has no columns, and a formula needs at least one input column.")
     y = _numeric_target(y)
     _check_target_finite(y)
     X_arr, y_arr = validate_data(
