@@ -103,9 +103,13 @@ def test_ctrl_c_in_a_real_fit_exits_130_and_writes_the_best_so_far(tmp_path, tab
     import signal
 
     out = tmp_path / "run"
+    # A test runner started in the background has SIGINT ignored, and a child inherits that (POSIX:
+    # background jobs do not get the terminal's Ctrl-C); the child gets the default back, as a
+    # command typed at a terminal has it.
     proc = subprocess.Popen([*_dgsr_command(), "fit", str(table), "--out", str(out), "--policy", "random",
                              "--evals", "50000000", "--time", "120"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env())
+                            stderr=subprocess.PIPE, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     seen = b""
     while b"evals" not in seen:  # the progress line: the search is running
         chunk = proc.stderr.read(1)
