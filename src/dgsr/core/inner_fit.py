@@ -33,12 +33,7 @@ class InnerFit:
 def inner_constant_count(expr: Expression) -> int:
     """Constants of ``expr`` that closed-form scaling cannot set: all but each additive term's own
     coefficient (``c*t``, ``t/c``, ``c/t``) and the constant terms themselves."""
-    count = 0
-    for _, term in additive_terms(expr):
-        if not term.variables:
-            continue
-        count += term.n_constants - _has_own_coefficient(term)
-    return count
+    return _inner_count(additive_terms(expr))
 
 
 def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *, steps: int,
@@ -49,11 +44,11 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     ``b + sum_i w_i * term_i``. Non-finite starts, failed fits and fits that do not lower the
     loss return the input unchanged.
     """
-    if steps <= 0 or inner_constant_count(expr) == 0:
+    if steps <= 0:
         return InnerFit(expr, 0)
     terms = additive_terms(expr)
-    if sum(t.n_constants for _, t in terms) != expr.n_constants:
-        return InnerFit(expr, 0)  # not reachable for a well-formed expression; kept as a guard
+    if _inner_count(terms) == 0:
+        return InnerFit(expr, 0)
     varying = [t for _, t in terms if t.variables]
     with np.errstate(all="ignore"):
         values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in varying])
@@ -68,6 +63,10 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     if not fit.improved:
         return InnerFit(expr, passes)
     return InnerFit(expr.with_constants(_inner_values(terms, fit.expression.constants)), passes)
+
+
+def _inner_count(terms: list[tuple[float, Expression]]) -> int:
+    return sum(t.n_constants - _has_own_coefficient(t) for _, t in terms if t.variables)
 
 
 def _inner_values(terms: list[tuple[float, Expression]], model_constants: tuple[float, ...]) -> list[float]:

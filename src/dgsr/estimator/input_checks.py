@@ -21,6 +21,7 @@ from dgsr.core.operators import resolve_operators
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
 from dgsr.policies.registry import BUILTIN_POLICIES
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
+from dgsr.search.workers import BACKENDS
 
 #: The policies a name selects (besides a ``.safetensors`` path or a Policy object). Its home
 #: should be :mod:`dgsr.policies.registry`, which resolves them; until it is there, this is the
@@ -210,7 +211,7 @@ def validate_params(est: Any) -> None:
     n_jobs = est.n_jobs
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None, a positive integer or a negative one (-1: every CPU), got {n_jobs!r}.")
-    if est.parallel_backend not in ("local", "ray"):
+    if est.parallel_backend not in BACKENDS:
         raise ValueError(f"parallel_backend must be 'local' or 'ray', got {est.parallel_backend!r}.")
     if est.constant_fitting is not None and est.constant_fitting not in CONSTANT_FITTING_MODES:
         raise ValueError(f"constant_fitting must be None or one of {CONSTANT_FITTING_MODES}, "

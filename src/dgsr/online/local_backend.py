@@ -24,7 +24,7 @@ import torch
 from dgsr.core.files import atomic_write_path
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
-from dgsr.search.workers import discard_pool, one_thread_per_process, spawn_pool
+from dgsr.search.workers import discard_pool, spawn_pool
 
 from .controller import Dataset, OnlineConfig, TrialOutcome, TrialSpec, make_policy, run_trial
 from .trainer import OnlineTrainer
@@ -86,7 +86,7 @@ def _pool_run(config: OnlineConfig, model_config: dict, spec: TrialSpec, data_fi
 
 def _pool_init() -> None:
     # a pool process of its own: one thread per searcher, so the workers share the cores
-    one_thread_per_process()
+    # (spawn_pool already sets OMP_NUM_THREADS=1 in the worker's environment)
     torch.set_num_threads(1)
 
 

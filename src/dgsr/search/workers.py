@@ -30,13 +30,12 @@ def check_backend(backend: str) -> str:
     return backend
 
 
-def one_thread_per_process() -> None:
-    """Pool initializer: numerical libraries in a worker use one thread."""
-    os.environ["OMP_NUM_THREADS"] = "1"
+def spawn_pool(n_workers: int, initializer: Callable[[], Any] | None = None) -> cf.Executor:
+    """A process pool of ``n_workers`` fresh interpreters that run ``initializer`` first.
 
-
-def spawn_pool(n_workers: int, initializer: Callable[[], Any] = one_thread_per_process) -> cf.Executor:
-    """A process pool of ``n_workers`` fresh interpreters that run ``initializer`` first."""
+    Each worker's numerical libraries use one thread: ``OMP_NUM_THREADS=1`` is in its environment
+    before numpy loads.
+    """
     from joblib.externals.loky import ProcessPoolExecutor
 
     return ProcessPoolExecutor(n_workers, initializer=initializer, env={"OMP_NUM_THREADS": "1"})
