@@ -1,38 +1,47 @@
-"""`python bench/experiments/profile_fit.py --policy semantic --time 10 --problems 5`: where a fit spends its time: proposal, evaluation, constant fitting, archive, bookkeeping.
+"""`python bench/experiments/profile_fit.py --method dgsr --time 10 --problems 5 [--suite blackbox --match fri_c]`: where a 10 s fit spends its time: proposal, evaluation, inner and outer constant fitting, archive, bookkeeping.
 
-Runs ``run_search`` (what ``SymbolicRegressor.fit`` spends its budget on) under cProfile on a few
-Feynman problems (CONTRACTS §3 rows, the training share) and splits the wall time by the functions
-that do each job; "bookkeeping" is the rest (selection, back-propagation, tree and cache upkeep).
-Also prints end-to-end evaluations per second (profiling overhead included, so compare runs of
-this script with each other, not with un-profiled timings).
+Runs ``SymbolicRegressor.fit`` of a bench method (``dgsr`` is the estimator's defaults; a variant
+name such as ``dgsr-noparam-inner0`` changes them as ``dgsr bench`` does) under cProfile on a few
+problems of a suite (Feynman by default; CONTRACTS §3 rows, the training share), one thread, and splits the wall time by
+the functions that do each job; "bookkeeping" is the rest (selection, back-propagation, tree and
+cache upkeep, final model selection). Also prints end-to-end evaluations per second of the fit
+(profiling overhead included, so compare runs of this script with each other, not with
+un-profiled timings).
 
-    python bench/experiments/profile_fit.py --policy semantic --time 10 --problems 5
-    python bench/experiments/profile_fit.py --policy random --time 10 --problems 5
+    python bench/experiments/profile_fit.py --method dgsr --time 10 --problems 5
+    python bench/experiments/profile_fit.py --method dgsr-noparam-inner0 --time 10 --problems 5
 """
 
 from __future__ import annotations
 
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import argparse
 import cProfile
 import pstats
+import time
 
 import numpy as np
 
+from dgsr import SymbolicRegressor
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
-from dgsr.core.budget import Budget
-from dgsr.policies.registry import load_policy
-from dgsr.search.mcts import SearchConfig, run_search
+from dgsr.bench.methods import dgsr_options
+from dgsr.policies.semantic.policy import SemanticPolicy
 
-# (category, module file suffix, function name): cumulative time of these functions.
+# (category, module path suffix, function name): cumulative time of these functions.
 CATEGORIES = {
-    "proposal": [("semantic_policy.py", "propose"), ("random_policy.py", "propose"),
-                 ("neural_policy.py", "propose")],
-    "policy prepare": [("semantic_policy.py", "prepare"), ("random_policy.py", "prepare"),
-                       ("neural_policy.py", "prepare")],
-    "constant fitting": [("constants.py", "fit_constants")],
-    "evaluation": [("evaluate.py", "evaluate_columns"), ("search.py", "_score_prediction"),
-                   ("search.py", "_score_terms"), ("constants.py", "additive_terms")],
-    "archive": [("pareto.py", "add"), ("pareto.py", "accepts")],
+    "proposal": [("semantic/policy.py", "propose"), ("policies/random.py", "propose"),
+                 ("neural/policy.py", "propose")],
+    "policy prepare": [("semantic/policy.py", "prepare"), ("policies/random.py", "prepare"),
+                       ("neural/policy.py", "prepare")],
+    "inner constant fits": [("core/inner_fit.py", "fit_inner_constants")],
+    "constant fitting (best)": [("core/constants.py", "fit_constants")],
+    "evaluation": [("core/evaluate.py", "evaluate_columns"), ("search/evaluator.py", "_score_prediction"),
+                   ("search/evaluator.py", "_score_terms"), ("core/constants.py", "additive_terms")],
+    "archive": [("core/pareto.py", "add"), ("core/pareto.py", "accepts")],
 }
 
 
@@ -44,34 +53,49 @@ def _cumulative(stats: pstats.Stats, suffix: str, name: str) -> float:
     return total
 
 
+def estimator(method: str, seconds: float, seed: int) -> SymbolicRegressor:
+    """The estimator ``dgsr bench`` runs for ``method``, limited to ``seconds``."""
+    options = dgsr_options(method)
+    if options is None:
+        raise SystemExit(f"not a dgsr method name: {method}")
+    parametric = options.pop("parametric_operands", None)
+    if parametric is not None:
+        options["policy"] = SemanticPolicy(parametric_operands=parametric)
+    return SymbolicRegressor(max_time=seconds, random_state=seed, verbose=False, **options)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--policy", default="semantic")
+    p.add_argument("--method", default="dgsr")
     p.add_argument("--time", type=float, default=10.0)
     p.add_argument("--problems", type=int, default=5)
     p.add_argument("--skip", type=int, default=0)
+    p.add_argument("--suite", default="feynman", help="feynman, blackbox or strogatz")
+    p.add_argument("--match", default="", help="only datasets whose name contains this")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     data = resolve_data_dir(None)
-    refs = list_datasets("feynman", data)[args.skip:args.skip + args.problems]
+    refs = [r for r in list_datasets(args.suite, data) if args.match in r.name][args.skip:args.skip + args.problems]
     totals = dict.fromkeys(CATEGORIES, 0.0)
-    wall = evaluations = 0.0
+    wall = evaluations = rows = 0.0
     for ref in refs:
         prob = load_problem(ref, data, seed=args.seed)
         X, y = np.asarray(prob.X, dtype=float), np.asarray(prob.y, dtype=float)
         n = int(0.75 * len(y))
+        rows += min(n, 1000) / len(refs)  # the search scores on at most 1,000 rows (SearchConfig.max_rows)
+        est = estimator(args.method, args.time, args.seed)
         profiler = cProfile.Profile()
+        start = time.perf_counter()
         profiler.enable()
-        result = run_search(X[:n], y[:n], load_policy(args.policy), config=SearchConfig(), rng=args.seed,
-                            budget=Budget(max_time=args.time))
+        est.fit(X[:n], y[:n])
         profiler.disable()
+        wall += time.perf_counter() - start
         stats = pstats.Stats(profiler)
         for cat, funcs in CATEGORIES.items():
             totals[cat] += sum(_cumulative(stats, s, f) for s, f in funcs)
-        wall += result.elapsed
-        evaluations += result.n_evaluations
-    print(f"policy {args.policy}, {len(refs)} Feynman problems, {args.time:g} s each: "
-          f"{evaluations / wall:.0f} evaluations/s (profiled)")
+        evaluations += est.n_evaluations_
+    print(f"{args.method}, {len(refs)} {args.suite} problems ({rows:.0f} search rows on average), {args.time:g} s "
+          f"each: {evaluations / wall:.0f} evaluations/s end to end (profiled)")
     print("| part | seconds | share |")
     print("|---|---|---|")
     accounted = 0.0

@@ -193,3 +193,11 @@ def test_plugins_are_optional(monkeypatch):
     with pytest.raises(SystemExit):
         parser.parse_args(["nothing"])  # the command is simply absent
     assert cli.main(["example", "--path", "gravity"]) == 0
+
+
+@pytest.mark.parametrize("steps", [0, 2])
+def test_inner_fit_steps_reach_the_estimator(tmp_path, table, steps):
+    path, _ = table
+    out = tmp_path / f"run{steps}"
+    assert cli.main(["fit", str(path), "--out", str(out), "--inner-fit-steps", str(steps), *FAST]) == 0
+    assert pickle.loads((out / "model.pkl").read_bytes()).inner_fit_steps == steps

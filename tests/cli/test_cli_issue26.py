@@ -179,20 +179,24 @@ def test_empty_operator_list_is_refused(tmp_path, table, capsys):
 @pytest.mark.parametrize(("flags", "named"), [(["--evals", "0"], "--evals"), (["--time", "-1"], "--time"),
                                               (["--k", "0"], "--k"), (["--max-size", "0"], "--max-size"),
                                               (["--target-r2", "2"], "--target-r2"), (["--seed", "-1"], "--seed"),
-                                              (["--jobs", "0"], "--jobs")])
+                                              (["--jobs", "0"], "--jobs"),
+                                              (["--inner-fit-steps", "-1"], "--inner-fit-steps")])
 def test_errors_name_the_cli_flags(tmp_path, table, capsys, flags, named):
     fast = [a for a in FAST if a not in ("--evals", "600", "--time", "30")]
     assert cli.main(["fit", str(table), "--out", str(tmp_path / "r"), *fast, *flags]) == 2
     line = _error_line(capsys)
     assert named in line, line
     assert "None" not in line, line
-    for parameter in ("max_evaluations", "max_time", "n_samples", "max_size", "target_r2", "random_state", "n_jobs"):
+    for parameter in ("max_evaluations", "max_time", "n_samples", "max_size", "target_r2", "random_state", "n_jobs",
+                      "inner_fit_steps"):
         assert parameter not in line, line
 
 
 def test_cli_message_maps_parameters_to_flags():
     from dgsr.cli.fit import cli_message
 
+    assert cli_message("inner_fit_steps must be a non-negative integer, got -1.") == \
+        "--inner-fit-steps must be a non-negative integer, got -1."
     assert cli_message("max_evaluations must be a positive integer, got 0.") == \
         "--evals must be a positive integer, got 0."
     assert cli_message("or pass max_size=5 (no more nodes)") == "or pass --max-size 5 (no more nodes)"

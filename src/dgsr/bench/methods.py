@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 
 _DGSR_NAME = re.compile(
-    r"^dgsr((?:-(?:random|neural|semantic|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)"
+    r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)"
     r"|k\d+|inner\d+))*)$")
 
 
@@ -81,11 +81,11 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
     if match is None:
         return None
     options: dict[str, Any] = {}
-    for token in re.findall(r"random|neural|semantic|param|const-[a-z]+|sel-[a-z]+|inner\d+|k\d+", match.group(1)):
+    for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|k\d+", match.group(1)):
         if token in ("random", "neural", "semantic"):
             options["policy"] = token
-        elif token == "param":  # the semantic policy with parametric pair operands
-            options["parametric_operands"] = True
+        elif token in ("param", "noparam"):  # the semantic policy with or without parametric pair operands
+            options["parametric_operands"] = token == "param"
         elif token.startswith("inner"):
             options["inner_fit_steps"] = int(token[len("inner"):])
         elif token.startswith("const-"):
@@ -133,10 +133,11 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
         from dgsr import SymbolicRegressor
 
         kwargs: dict[str, Any] = {"max_time": budget.time, "random_state": budget.seed, "verbose": False, **options}
-        if kwargs.pop("parametric_operands", False):
+        parametric = kwargs.pop("parametric_operands", None)
+        if parametric is not None:
             from dgsr.policies.semantic.policy import SemanticPolicy
 
-            kwargs["policy"] = SemanticPolicy(parametric_operands=True)
+            kwargs["policy"] = SemanticPolicy(parametric_operands=parametric)
         if budget.evaluations is not None:
             kwargs["max_evaluations"] = budget.evaluations
         est = SymbolicRegressor(**kwargs)

@@ -37,6 +37,9 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
     p.add_argument("--constants", choices=CONSTANT_FITTING_MODES, default=None,
                    help="when to fit constants during search (default: the benchmark-chosen one)")
+    p.add_argument("--inner-fit-steps", type=int, default=None, metavar="N",
+                   help="Levenberg-Marquardt steps each new candidate's inner constants get before it is "
+                        "valued (default: the estimator's inner_fit_steps, 3; 0 values candidates as proposed)")
     p.add_argument("--selection", choices=MODEL_SELECTION_RULES, default="balanced",
                    help="which front expression predictions use (default: balanced; see SymbolicRegressor)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
@@ -91,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
                             n_jobs=args.jobs, parallel_backend=args.backend, operators=operators,
-                            **({} if args.max_size is None else {"max_size": args.max_size}))
+                            **({} if args.max_size is None else {"max_size": args.max_size}),
+                            **({} if args.inner_fit_steps is None else {"inner_fit_steps": args.inner_fit_steps}))
     with for_the_cli():
         validate_params(est)  # wrong options fail before any folder is made
     out = Path(args.out)
@@ -120,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 FLAGS = {"max_time": "--time", "max_evaluations": "--evals", "random_state": "--seed", "policy": "--policy",
          "n_samples": "--k", "constant_fitting": "--constants", "model_selection": "--selection",
          "n_jobs": "--jobs", "parallel_backend": "--backend", "operators": "--operators",
-         "target_r2": "--target-r2", "max_size": "--max-size"}
+         "target_r2": "--target-r2", "max_size": "--max-size", "inner_fit_steps": "--inner-fit-steps"}
 _PARAMETER = re.compile(r"(?<![\w.-])(" + "|".join(sorted(FLAGS, key=len, reverse=True)) + r")(=(\S+?))?(?=[\s,.;:)]|$)")
 # A bare parameter name is a flag where it is plainly one (``policy must be ...``); the common
 # words among them (policy, operators) are translated only when they start the message or carry a value.

@@ -67,7 +67,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         When to fit constants during search (Table 5); None uses the benchmark-chosen default.
     max_size : int, default=60
         Node limit of an expression.
-    inner_fit_steps : int, default=0
+    inner_fit_steps : int, default=3
         Levenberg-Marquardt steps a new candidate's inner constants (inside ``sin``, powers,
         quotients) get before it is valued, on a fixed subsample of rows; 0: valued as proposed.
     operators : list of str or None, default=None
@@ -147,7 +147,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         p_uct: float = 1.0,
         constant_fitting: str | None = None,
         max_size: int = 60,
-        inner_fit_steps: int = 0,
+        inner_fit_steps: int = 3,
         operators: list[str] | None = None,
         unary_operators: list[str] | None = None,
         binary_operators: list[str] | None = None,

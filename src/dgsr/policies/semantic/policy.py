@@ -89,7 +89,7 @@ class SemanticPolicy:
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
-                 size_penalty: float = 0.03, parametric_operands: bool = False):
+                 size_penalty: float = 0.03, parametric_operands: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
