@@ -1,9 +1,19 @@
-"""`python bench/experiments/inner_constants.py [--evals 20000] [--seeds 0,1] [--steps 0,5,10] [--policies random,semantic]`: laws with constants inside nonlinear parts, searched with and without inner-constant fits at equal evaluations.
+"""`python bench/experiments/inner_constants.py [--evals 20000] [--seeds 0,1] [--steps 0,5,10] [--policies random,semantic] [--methods dgsr,operon-strong --time 10]`: laws with constants inside nonlinear parts, searched with and without inner-constant fits.
 
-Each law is sampled on 300 training rows and 300 fresh test rows (uniform inputs, no noise). A
-search runs :func:`dgsr.search.run_search` with the given policy and ``inner_fit_steps``; the
-figures are the most accurate expression's test R², and whether it recovers the law (test R²
-above 1 - 1e-9), and the evaluations and seconds spent. One thread; print a Markdown table.
+Each law is sampled on 300 training rows and 300 fresh test rows (uniform inputs, no noise).
+
+Search mode (the default): :func:`dgsr.search.run_search` with the given policy and
+``inner_fit_steps``, at equal evaluations (or ``--time``); the figures are the most accurate
+front expression's test R², whether it recovers the law (test R² above 1 - 1e-9), and the
+evaluations and seconds spent.
+
+Method mode (``--methods``): each named ``dgsr bench`` method (``dgsr`` = the estimator's
+defaults, ``dgsr-noparam-inner0`` = 0.2's, ``operon-strong`` = CONTRACTS §3's Operon) fits the law
+as the benchmark runs it, at ``--time`` seconds, with its own model selection; the figures are
+the selected model's test R² and size. One thread; prints a Markdown table either way.
+
+    python bench/experiments/inner_constants.py --evals 20000 --steps 0,3,8 --seeds 0,1,2 --policies semantic,semantic+param
+    python bench/experiments/inner_constants.py --methods dgsr-noparam-inner0,dgsr,operon-strong --time 10 --seeds 0,1,2
 """
 
 from __future__ import annotations
@@ -63,6 +73,39 @@ def run(name: str, policy: str, steps: int, evals: float, seed: int, seconds: fl
             "size": best.size}
 
 
+def run_method(name: str, method: str, seconds: float, seed: int) -> dict:
+    """One ``dgsr bench`` method on law ``name`` at ``seconds``: its selected model's test R² and size."""
+    import pandas as pd
+
+    from dgsr.bench.methods import RunBudget, get_method, limit_threads
+    from dgsr.bench.protocol import Split, model_size, r2_score
+
+    limit_threads()
+    X, y = sample(name, 300, seed)
+    X_test, y_test = sample(name, 300, seed + 1000)
+    columns = [f"x{i}" for i in range(X.shape[1])]
+    split = Split(pd.DataFrame(X, columns=columns), y, pd.DataFrame(X_test, columns=columns), y_test)
+    start = time.perf_counter()
+    result = get_method(method).fn(split, RunBudget(time=seconds, evaluations=None, seed=seed))
+    elapsed = time.perf_counter() - start
+    test_r2 = r2_score(y_test, result.predictions)
+    size = model_size(result.model) if result.model is not None else -1
+    return {"law": name, "method": method, "seed": seed, "test_r2": test_r2, "recovered": test_r2 > 1 - 1e-9,
+            "seconds": elapsed, "size": size}
+
+
+def main_methods(args: argparse.Namespace) -> int:
+    print("| law | method | seconds allowed | seed | test R² | recovered | size |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.laws.split(","):
+        for seed in map(int, args.seeds.split(",")):
+            for method in args.methods.split(","):  # adjacent in time: alike under the machine's load
+                r = run_method(name, method, args.time, seed)
+                print(f"| {r['law']} | {r['method']} | {args.time:g} | {r['seed']} | {r['test_r2']:.6f} | "
+                      f"{'yes' if r['recovered'] else 'no'} | {r['size']} |", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evals", type=float, default=20_000)
@@ -71,7 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", default="0,5")
     parser.add_argument("--policies", default="random,semantic")
     parser.add_argument("--laws", default=",".join(LAWS))
+    parser.add_argument("--methods", default=None, help="dgsr bench method names (method mode; needs --time)")
     args = parser.parse_args(argv)
+    if args.methods is not None:
+        if args.time is None:
+            parser.error("--methods needs --time")
+        return main_methods(args)
     evals = args.evals if args.time is None else 1e12
     print("| law | policy | steps | seed | test R² | recovered | evaluations | seconds | size |")
     print("|---|---|---|---|---|---|---|---|---|")
