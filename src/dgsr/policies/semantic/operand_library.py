@@ -163,18 +163,50 @@ def _parametric_pair_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
         spread = float(np.ptp(u)) if np.all(np.isfinite(u)) else 0.0
         return [math.pi / spread, 2 * math.pi / spread] if spread > 0 and math.isfinite(spread) else [1.0]
 
+    # Shift starts: both factors non-negative, centred, both non-positive (the law's zero
+    # crossings may lie anywhere in the range; LM from one start finds only the nearest).
+    with np.errstate(all="ignore"):
+        shift_pairs = [(shift_i, shift_j), (-float(np.median(xi)), -float(np.median(xj))),
+                       (-float(np.max(xi)), -float(np.max(xj)))]
+    shift_pairs = [p for p in shift_pairs if all(map(math.isfinite, p))]
     for trig in ("sin", "cos"):
         if {trig, "mul", "add"} <= allowed:
-            product = _b("mul", _b("add", a, _C(shift_i)), _b("add", b, _C(shift_j)))
-            yield [_u(trig, _b("mul", _C(c), product)) for c in periods(shifted)]
+            starts = []
+            for si, sj in shift_pairs:
+                with np.errstate(all="ignore"):
+                    values = (xi + si) * (xj + sj)
+                product = _b("mul", _b("add", a, _C(si)), _b("add", b, _C(sj)))
+                starts.extend(_u(trig, _b("mul", _C(c), product)) for c in periods(values))
+            yield starts
             for _, u, values in forms:
                 yield [_u(trig, _b("add", _b("mul", _C(c), u), _C(0.0))) for c in periods(values)]
+    if {"inv", "sq", "sub", "add"} <= allowed:
+        # A bump: the inverse of a sum of shifted squares (a Lorentzian / Cauchy profile),
+        # centred on the data to start.
+        with np.errstate(all="ignore"):
+            ci, cj = float(np.median(xi)), float(np.median(xj))
+            width = float(np.var(xi) + np.var(xj))
+        if all(map(math.isfinite, (ci, cj, width))) and width > 0:
+            bump = _b("add", _b("add", _u("sq", _b("sub", a, _C(ci))), _u("sq", _b("sub", b, _C(cj)))), _C(width))
+            yield [_u("inv", bump)]
     for _, u, values in forms:
         middle = float(np.median(values)) if np.all(np.isfinite(values)) else 0.0
         if {"sq", "sub"} <= allowed:
             yield [_u("sq", _b("sub", u, _C(middle)))]
         if {"inv", "add"} <= allowed:
             yield [_u("inv", _b("add", u, _C(1.0 - float(np.min(values)) if np.all(np.isfinite(values)) else 1.0)))]
+
+
+def _parametric_single_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> Iterable[list[Expression]]:
+    """``sin(c*x_i + d)`` (a frequency and a phase, which the fixed grid of single-variable forms
+    lacks), starting at a half, a whole and two periods over the variable's range."""
+    if not {"sin", "mul", "add"} <= allowed:
+        return
+    spread = float(np.ptp(x)) if np.all(np.isfinite(x)) else 0.0
+    if not (spread > 0 and math.isfinite(spread)):
+        return
+    v = _var(i)
+    yield [_u("sin", _b("add", _b("mul", _C(k * math.pi / spread), v), _C(0.0))) for k in (1.0, 2.0, 4.0)]
 
 
 def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray, y_var: float) -> Expression | None:
@@ -263,6 +295,11 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         # otherwise pull a sine's frequency or a shift towards fitting them instead.
         target = _linear_residual(columns, y)
         y_var = float(np.var(target))
+        for i in pairs[:max_parametric_variables]:
+            for starts in _parametric_single_forms(i, columns[i], allowed_ops):
+                form = _fitted(starts, columns, target, y_var) if y_var > 0 else None
+                if form is not None:
+                    parametric.append(form)
         for a_i, i in enumerate(pairs[:max_parametric_variables]):
             for j in pairs[a_i + 1:max_parametric_variables]:
                 for starts in _parametric_pair_forms(i, j, columns[i], columns[j], allowed_ops):
