@@ -38,18 +38,31 @@ CATEGORIES = {
     "policy prepare": [("semantic/policy.py", "prepare"), ("policies/random.py", "prepare"),
                        ("neural/policy.py", "prepare")],
     "inner constant fits": [("core/inner_fit.py", "fit_inner_constants")],
-    "constant fitting (best)": [("core/constants.py", "fit_constants")],
+    "constant fitting (the search's best, inner fits' LM, polishing)": [("core/constants.py", "fit_constants")],
     "evaluation": [("core/evaluate.py", "evaluate_columns"), ("search/evaluator.py", "_score_prediction"),
                    ("search/evaluator.py", "_score_terms"), ("core/constants.py", "additive_terms")],
     "archive": [("core/pareto.py", "add"), ("core/pareto.py", "accepts")],
 }
 
 
-def _cumulative(stats: pstats.Stats, suffix: str, name: str) -> float:
+def _is(key: tuple, suffix: str, name: str) -> bool:
+    return key[0].endswith(suffix) and key[2] == name
+
+
+def _exclusive(stats: pstats.Stats, suffix: str, name: str) -> float:
+    """Cumulative time of the function, less what it spent in direct calls to the functions of
+    other categories (an inner fit calls the constant fitter and the evaluator), so the
+    categories do not overlap."""
+    table = stats.stats  # type: ignore[attr-defined]
+    others = [(s, f) for funcs in CATEGORIES.values() for s, f in funcs if (s, f) != (suffix, name)]
     total = 0.0
-    for (filename, _, func), (_, _, _, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
-        if filename.endswith(suffix) and func == name:
-            total += cumtime
+    for key, (_, _, _, cumtime, _) in table.items():
+        if not _is(key, suffix, name):
+            continue
+        total += cumtime
+        for callee, (_, _, _, _, callers) in table.items():
+            if any(_is(callee, s, f) for s, f in others) and key in callers:
+                total -= callers[key][3]
     return total
 
 
@@ -92,7 +105,7 @@ def main() -> None:
         wall += time.perf_counter() - start
         stats = pstats.Stats(profiler)
         for cat, funcs in CATEGORIES.items():
-            totals[cat] += sum(_cumulative(stats, s, f) for s, f in funcs)
+            totals[cat] += sum(_exclusive(stats, s, f) for s, f in funcs)
         evaluations += est.n_evaluations_
     print(f"{args.method}, {len(refs)} {args.suite} problems ({rows:.0f} search rows on average), {args.time:g} s "
           f"each: {evaluations / wall:.0f} evaluations/s end to end (profiled)")

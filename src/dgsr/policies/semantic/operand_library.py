@@ -149,13 +149,14 @@ def _pair_forms(i: int, j: int, allowed: frozenset[str]) -> Iterable[Expression]
 def _parametric_pair_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
                            allowed: frozenset[str]) -> Iterable[list[Expression]]:
     """Operands of two variables with constants inside a nonlinear part, each as a list of
-    starting points: ``sin(c*(x_i + a)*(x_j + b))``, ``sin(c*u + d)``, ``sq(u - c)`` and
-    ``inv(u + c)`` with ``u`` the product or sum of the two. A sine's frequency has many local
-    optima, so it starts at a half and at a whole period over the range of its argument."""
+    starting points: ``sin(c*(x_i + a)*(x_j + b))``, ``sin(c*u + d)``, ``sq(u - c)``,
+    ``inv(u + c)`` with ``u`` the product or sum of the two, and the bump
+    ``inv(sq(x_i - a) + sq(x_j - b) + c)``. A sine's frequency has many local optima, so it starts
+    at a half and at a whole period over the range of its argument (and the shifted product
+    from three shift pairs)."""
     a, b = _var(i), _var(j)
     with np.errstate(all="ignore"):
         shift_i, shift_j = -float(np.min(xi)), -float(np.min(xj))  # makes both factors >= 0
-        shifted = (xi + shift_i) * (xj + shift_j)
         forms = [("mul", _b("mul", a, b), xi * xj), ("add", _b("add", a, b), xi + xj)]
     forms = [f for f in forms if f[0] in allowed]
 
