@@ -162,6 +162,36 @@ def test_library_operands_are_finite_and_respect_allowed_operators():
         assert set(e.symbols) - {"c", "x0", "x1"} <= {"add", "mul", "sq"}
 
 
+@pytest.mark.parametrize("law", [
+    lambda X: np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)),  # shifted product inside sin
+    lambda X: 1 / (1 + (X[:, 0] - 1.5) ** 2 + (X[:, 1] + 0.5) ** 2),  # bump: shifted squares under 1/
+    lambda X: np.sin(2.1 * X[:, 1] + 0.3),  # a frequency and a phase
+])
+def test_parametric_operands_fit_laws_with_inner_constants(law):
+    # Each law is one parametric form: with fit_parametric the library holds an operand whose
+    # values are the law's up to scale and offset; without it, none comes close.
+    X = np.random.default_rng(3).uniform(-2, 2, size=(100, 2))
+    y = law(X)
+
+    def best_r2(lib) -> float:
+        v = lib.values - lib.values.mean(axis=1, keepdims=True)
+        yc = y - y.mean()
+        r = (v @ yc) / np.sqrt((v * v).sum(axis=1) * (yc @ yc))
+        return float(np.max(r * r))
+
+    assert best_r2(build_library(as_columns(X), y, fit_parametric=True)) > 1 - 1e-8
+    assert best_r2(build_library(as_columns(X), y)) < 0.999
+
+
+def test_parametric_operands_respect_allowed_operators():
+    X = np.random.default_rng(3).uniform(-2, 2, size=(100, 2))
+    y = 1 / (1 + (X[:, 0] - 1.5) ** 2 + (X[:, 1] + 0.5) ** 2)
+    lib = build_library(as_columns(X), y, allowed={"add", "sub", "mul", "sin"}, fit_parametric=True)
+    assert np.all(np.isfinite(lib.values))
+    for e in lib.expressions:
+        assert set(e.symbols) - {"c", "x0", "x1"} <= {"add", "sub", "mul", "sin"}
+
+
 # ---------------------------------------------------------------- proposals
 
 

@@ -37,7 +37,7 @@ from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.operators import BINARY, UNARY
 
 #: Levenberg-Marquardt steps that fit a parametric operand's constants to y when the library is built.
-_PARAMETRIC_STEPS = 12
+_PARAMETRIC_STEPS = 20
 
 _C = Expression.constant
 
@@ -162,7 +162,8 @@ def _parametric_pair_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
 
     def periods(u: np.ndarray) -> list[float]:
         spread = float(np.ptp(u)) if np.all(np.isfinite(u)) else 0.0
-        return [math.pi / spread, 2 * math.pi / spread] if spread > 0 and math.isfinite(spread) else [1.0]
+        ok = spread > 0 and math.isfinite(spread)
+        return [k * math.pi / spread for k in (1.0, 2.0, 4.0)] if ok else [1.0]
 
     # Shift starts: both factors non-negative, centred, both non-positive (the law's zero
     # crossings may lie anywhere in the range; LM from one start finds only the nearest).
@@ -210,32 +211,28 @@ def _parametric_single_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> 
     yield [_u("sin", _b("add", _b("mul", _C(k * math.pi / spread), v), _C(0.0))) for k in (1.0, 2.0, 4.0)]
 
 
-def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray, y_var: float) -> Expression | None:
-    """The start whose constants, fitted to ``y`` with a few Levenberg-Marquardt steps, explain most
-    of it (as ``w*B + b``); None when no start gives finite values."""
+def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray, y_var: float,
+            linear: list[int]) -> Expression | None:
+    """The start whose constants, fitted to ``y`` with a few Levenberg-Marquardt steps together
+    with a weight for it and for each of the ``linear`` variables (and an intercept), explain
+    most of ``y``; None when no start gives finite values. The linear terms are fitted jointly
+    rather than removed first: a residual left by a linear fit is no longer of the operand's
+    form, and would pull a sine's frequency or a bump's centre away from the law's."""
     best, best_loss = None, math.inf
+    linear_values = columns[linear] if linear else None
     for start in starts:
-        form = fit_inner_constants(start, columns, y, steps=_PARAMETRIC_STEPS, y_var=y_var).expression
+        model = start
+        for i in linear:
+            model = Expression.combine("add", model, _var(i))
+        fitted = fit_inner_constants(model, columns, y, steps=_PARAMETRIC_STEPS, y_var=y_var).expression
+        form = start.with_constants(fitted.constants[:start.n_constants])  # the start's constants lead
         with np.errstate(all="ignore"):
             v = evaluate_columns(form, columns)
-            fit = fit_term_weights(v[None, :], y) if np.all(np.isfinite(v)) else None
+            design = v[None, :] if linear_values is None else np.vstack([v[None, :], linear_values])
+            fit = fit_term_weights(design, y) if np.all(np.isfinite(v)) else None
         if fit is not None and fit[2] < best_loss:
             best, best_loss = form, fit[2]
     return best
-
-
-def _linear_residual(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``y`` minus its least-squares fit ``b + sum_i w_i x_i`` (``y`` itself when that fails)."""
-    with np.errstate(all="ignore"):
-        design = np.vstack([columns, np.ones(columns.shape[1])]).T
-        if not np.isfinite(design).all() or design.shape[0] <= design.shape[1]:
-            return y
-        try:
-            coef = np.linalg.lstsq(design, y, rcond=None)[0]
-        except np.linalg.LinAlgError:
-            return y
-        residual = y - design @ coef
-    return residual if np.isfinite(residual).all() else y
 
 
 def _rank(v: np.ndarray) -> np.ndarray:
@@ -292,19 +289,18 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             candidates.extend(_pair_forms(i, j, allowed_ops))
     parametric: list[Expression] = []
     if fit_parametric and n_rows >= 8:
-        # Fitted to what a linear model of all columns leaves of y: a law's linear terms would
-        # otherwise pull a sine's frequency or a shift towards fitting them instead.
-        target = _linear_residual(columns, y)
-        y_var = float(np.var(target))
+        # Fitted to y together with a linear model of the most relevant columns (see _fitted).
+        y_var = float(np.var(y))
+        linear = rich if n_rows > len(rich) + 2 else []
         for i in pairs[:max_parametric_variables]:
             for starts in _parametric_single_forms(i, columns[i], allowed_ops):
-                form = _fitted(starts, columns, target, y_var) if y_var > 0 else None
+                form = _fitted(starts, columns, y, y_var, linear) if y_var > 0 else None
                 if form is not None:
                     parametric.append(form)
         for a_i, i in enumerate(pairs[:max_parametric_variables]):
             for j in pairs[a_i + 1:max_parametric_variables]:
                 for starts in _parametric_pair_forms(i, j, columns[i], columns[j], allowed_ops):
-                    form = _fitted(starts, columns, target, y_var) if y_var > 0 else None
+                    form = _fitted(starts, columns, y, y_var, linear) if y_var > 0 else None
                     if form is not None:
                         parametric.append(form)
 
