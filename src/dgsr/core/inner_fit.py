@@ -4,21 +4,39 @@ The search values a candidate with its outer linear coefficients solved in close
 scaling, per-term least squares); constants inside ``sin``, powers or quotients are not reached
 that way, so a structure such as ``sin(c*(x0 - c)*(x1 + c))`` looks worthless until its
 constants are right (issue 25). :func:`fit_inner_constants` gives such a candidate a few LM
-steps on a fixed subsample of rows *with* its outer coefficients: each additive term gets a
-weight, and all constants are fitted together, starting from the candidate's own constants (its
-parent's fitted ones, for a child) and from the closed-form weights. The weights are then
-dropped again: the search's scoring solves them anew on all rows.
+steps on a fixed subsample of rows *with* its outer coefficients: the model is
+``b + sum_i w_i * term_i``, each additive term with its own weight, and all constants are fitted
+together, starting from the candidate's own constants (its parent's fitted ones, for a child)
+and from the closed-form weights. The weights are then dropped again: the search's scoring
+solves them anew on all rows.
+
+The loop is our own (Marquardt's diagonal scaling, Nielsen's damping update) rather than
+MINPACK through ``scipy.optimize.leastsq``: a fit here is a handful of steps on 64 rows, where
+MINPACK's set-up and its separate residual and Jacobian calls cost more than the arithmetic.
+One pass of :func:`dgsr.core.gradients.run_program` per term gives a point's values and its
+Jacobian together, so each step costs one pass over the expression.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from dgsr.core.constants import additive_terms, fit_constants, fit_term_weights, weighted_sum
+from dgsr.core.constants import additive_terms, fit_term_weights, weighted_sum
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.core.gradients import Program, compile_expression, run_program
+
+# A step must lower the loss by this much (relative) to count as an improvement.
+_REL_TOL = 1e-9
+# Converged once an accepted step lowers the loss by less than this (relative; MINPACK's ftol).
+_FTOL = 1.5e-8
+# A loss this small relative to y's sum of squares is an exact fit: nothing left to fit.
+_EXACT = 1e-26
+# Initial damping relative to the largest diagonal entry of J^T J (Madsen, Nielsen & Tingleff 2004).
+_TAU = 1e-3
 
 
 @dataclass(frozen=True)
@@ -37,12 +55,13 @@ def inner_constant_count(expr: Expression) -> int:
 
 
 def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *, steps: int,
-                        y_var: float) -> InnerFit:
+                        y_var: float | None = None) -> InnerFit:
     """Fit the inner constants of ``expr`` to ``y`` on ``columns`` (the fixed fitting rows).
 
-    At most ``steps`` Jacobian evaluations of Levenberg-Marquardt on the model
-    ``b + sum_i w_i * term_i``. Non-finite starts, failed fits and fits that do not lower the
-    loss return the input unchanged.
+    At most ``steps`` trial points of Levenberg-Marquardt on the model ``b + sum_i w_i * term_i``
+    (each trial is one pass, its Jacobian computed in the same pass). Non-finite starts and fits
+    that do not lower the sum of squares return the input unchanged. ``y_var`` is not needed
+    (kept so that callers written for the first version still work).
     """
     if steps <= 0:
         return InnerFit(expr, 0)
@@ -50,26 +69,74 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     if _inner_count(terms) == 0:
         return InnerFit(expr, 0)
     varying = [t for _, t in terms if t.variables]
-    with np.errstate(all="ignore"):
-        values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in varying])
-    start = fit_term_weights(values, y)
+    values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in varying])
+    start = fit_term_weights(values, y)  # None when a term is non-finite on some row
     if start is None:
         return InnerFit(expr, 1)
     weights, intercept, _ = start
     model = weighted_sum(varying, weights, intercept)
-    fit = fit_constants(model, columns, y, method="lm", rng=None, batch_size=len(y), patience=steps,
-                        max_iter=steps, y_var=y_var, time_limit=1.0)
-    passes = 1 + fit.objective_calls + 1
-    if not fit.improved:
-        return InnerFit(expr, passes)
-    return InnerFit(expr.with_constants(_inner_values(terms, fit.expression.constants)), passes)
+    best, passes = _levenberg_marquardt(compile_expression(model), np.asarray(model.constants), columns, y,
+                                        steps)
+    if best is None:
+        return InnerFit(expr, 1 + passes)
+    return InnerFit(expr.with_constants(_inner_values(terms, best)), 1 + passes)
+
+
+def _levenberg_marquardt(program: Program, params: np.ndarray, columns: np.ndarray, y: np.ndarray,
+                         steps: int) -> tuple[np.ndarray | None, int]:
+    """At most ``steps`` trial points from ``params``; the best parameters if they lower the sum of
+    squared residuals by a relative ``_REL_TOL`` (else None), and the passes spent (the start's
+    included). Each pass computes a point's values and Jacobian together."""
+    value, jac = run_program(program, params, columns)
+    passes = 1
+    with np.errstate(all="ignore"):
+        residual = value - y
+        loss = float(residual @ residual)
+        if not math.isfinite(loss):
+            return None, passes
+        jac = np.where(np.isfinite(jac), jac, 0.0)
+        gram, gradient = jac @ jac.T, jac @ residual
+        scaling = np.maximum(gram.diagonal(), 1e-12)
+        damping = _TAU * float(np.max(scaling))
+        initial, nu, best = loss, 2.0, None
+        floor = _EXACT * float(y @ y)  # an exact fit, to float precision
+        for _ in range(steps):
+            try:
+                step = np.linalg.solve(gram + np.diag(damping * scaling), -gradient)
+            except np.linalg.LinAlgError:
+                break
+            predicted = float(step @ (damping * scaling * step - gradient))  # the linear model's reduction
+            if not math.isfinite(predicted) or predicted <= _FTOL * loss:
+                break  # no step left that could matter
+            trial = params + step
+            value, new_jac = run_program(program, trial, columns)
+            passes += 1
+            new_residual = value - y
+            new_loss = float(new_residual @ new_residual)
+            if math.isfinite(new_loss) and new_loss < loss:
+                gain = (loss - new_loss) / predicted if predicted > 0 else 1.0
+                converged = loss - new_loss <= _FTOL * loss or new_loss <= floor
+                params, loss, residual = trial, new_loss, new_residual
+                jac = np.where(np.isfinite(new_jac), new_jac, 0.0)
+                gram, gradient = jac @ jac.T, jac @ residual
+                scaling = np.maximum(scaling, gram.diagonal())
+                damping *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+                nu = 2.0
+                if loss < initial * (1.0 - _REL_TOL):
+                    best = params
+                if converged:
+                    break
+            else:
+                damping *= nu
+                nu *= 2.0
+    return best, passes
 
 
 def _inner_count(terms: list[tuple[float, Expression]]) -> int:
     return sum(t.n_constants - _has_own_coefficient(t) for _, t in terms if t.variables)
 
 
-def _inner_values(terms: list[tuple[float, Expression]], model_constants: tuple[float, ...]) -> list[float]:
+def _inner_values(terms: list[tuple[float, Expression]], model_constants: np.ndarray) -> list[float]:
     """The fitted constants of the terms, read out of ``weighted_sum``'s layout
     (``w_0, <t_0's constants>, w_1, <t_1's constants>, ..., b``), constant terms kept."""
     out: list[float] = []
@@ -77,7 +144,7 @@ def _inner_values(terms: list[tuple[float, Expression]], model_constants: tuple[
     for _, term in terms:
         if term.variables:
             position += 1  # the term's weight
-            out.extend(model_constants[position:position + term.n_constants])
+            out.extend(float(c) for c in model_constants[position:position + term.n_constants])
             position += term.n_constants
         else:
             out.extend(term.constants)
