@@ -13,8 +13,8 @@ solves them anew on all rows.
 The loop is our own (Marquardt's diagonal scaling, Nielsen's damping update) rather than
 MINPACK through ``scipy.optimize.leastsq``: a fit here is a handful of steps on 64 rows, where
 MINPACK's set-up and its separate residual and Jacobian calls cost more than the arithmetic.
-One pass of :func:`dgsr.core.gradients.run_program` per term gives a point's values and its
-Jacobian together, so each step costs one pass over the expression.
+Each step is one pass that gives a point's values and its Jacobian together: compiled by numba
+(:mod:`dgsr.core.jit`) when it is installed, else :func:`dgsr.core.gradients.run_program`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgsr.core import jit
 from dgsr.core.constants import additive_terms, fit_term_weights, weighted_sum
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
@@ -69,17 +70,28 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     if _inner_count(terms) == 0:
         return InnerFit(expr, 0)
     varying = [t for _, t in terms if t.variables]
-    values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in varying])
+    if jit.AVAILABLE:
+        best, passes = jit.fit_weighted_terms(varying, columns, y, steps, tau=_TAU, ftol=_FTOL, exact=_EXACT,
+                                              rel_tol=_REL_TOL)
+    else:
+        best, passes = _fit_weighted_terms(varying, columns, y, steps)
+    if best is None:
+        return InnerFit(expr, passes)
+    return InnerFit(expr.with_constants(_inner_values(terms, best)), passes)
+
+
+def _fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray,
+                        steps: int) -> tuple[np.ndarray | None, int]:
+    """The numpy path of :func:`dgsr.core.jit.fit_weighted_terms`, the same steps."""
+    values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in terms])
     start = fit_term_weights(values, y)  # None when a term is non-finite on some row
     if start is None:
-        return InnerFit(expr, 1)
+        return None, 1
     weights, intercept, _ = start
-    model = weighted_sum(varying, weights, intercept)
-    best, passes = _levenberg_marquardt(compile_expression(model), np.asarray(model.constants), columns, y,
-                                        steps)
-    if best is None:
-        return InnerFit(expr, 1 + passes)
-    return InnerFit(expr.with_constants(_inner_values(terms, best)), 1 + passes)
+    model = weighted_sum(terms, weights, intercept)
+    best, passes = _levenberg_marquardt(compile_expression(model), np.asarray(model.constants, dtype=np.float64),
+                                        columns, y, steps)
+    return best, 1 + passes
 
 
 def _levenberg_marquardt(program: Program, params: np.ndarray, columns: np.ndarray, y: np.ndarray,

@@ -1,0 +1,270 @@
+"""Compiled (numba) kernels for the inner constant fit, with the pure-numpy path as fallback.
+
+An inner fit is a handful of Levenberg-Marquardt steps on 64 rows (:mod:`dgsr.core.inner_fit`).
+At that size numpy's per-call overhead, paid once per node and per step, is the whole cost;
+these kernels run the same arithmetic row by row in machine code: :func:`run_encoded` computes a
+program's values and the Jacobian with respect to its constants in one pass (forward mode, one
+dual vector per stack slot), and :func:`levenberg_marquardt_encoded` is the loop of
+:func:`dgsr.core.inner_fit._levenberg_marquardt`, step for step.
+
+numba is optional. :data:`AVAILABLE` is False when it cannot be imported, or when the
+environment variable ``DGSR_NO_JIT`` is set (to anything but ``0`` or empty); callers then use
+the numpy path, which gives the same numbers up to rounding. Kernels compile on first use and
+are cached on disk by numba (``cache=True``), so a later process loads them in a fraction of a
+second.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from dgsr.core.constants import weighted_sum
+from dgsr.core.expression import Expression
+from dgsr.core.operators import CONSTANT, OPERATORS
+
+try:  # the fallback is the numpy path, so a missing or broken numba is not an error
+    import numba
+except Exception:  # noqa: BLE001 - any import failure (missing, wrong llvmlite) means "no JIT"
+    numba = None
+
+#: Whether the compiled kernels are used (numba importable and ``DGSR_NO_JIT`` unset).
+AVAILABLE: bool = numba is not None and os.environ.get("DGSR_NO_JIT", "") in ("", "0")
+
+# Op codes of the encoded program (postfix order: the prefix sequence reversed).
+_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "sin": 4, "cos": 5, "tan": 6, "exp": 7, "log": 8,
+          "sqrt": 9, "inv": 10, "sq": 11}
+_CONST_CODE, _VAR_CODE = 20, 21
+assert set(_CODES) == set(OPERATORS), "every operator needs an op code"
+
+
+def encode(expr: Expression) -> tuple[np.ndarray, np.ndarray]:
+    """``expr`` (non-empty) as op codes and arguments in postfix order: a constant's argument is
+    its index in ``expr.constants``, a variable's its column, an operator's unused."""
+    if expr.is_empty:
+        raise ValueError("cannot encode the empty expression")
+    ops = np.empty(expr.size, dtype=np.int64)
+    args = np.zeros(expr.size, dtype=np.int64)
+    ci = expr.n_constants
+    for k, s in enumerate(reversed(expr.symbols)):
+        if s == CONSTANT:
+            ci -= 1
+            ops[k], args[k] = _CONST_CODE, ci
+        elif s in _CODES:
+            ops[k] = _CODES[s]
+        else:
+            ops[k], args[k] = _VAR_CODE, int(s[1:])
+    return ops, args
+
+
+def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled below
+    """Values ``[n]`` into ``value`` and the Jacobian ``[p, n]`` into ``jac`` (p = len(theta)).
+
+    A subtree's constants are a contiguous range of ``theta`` (prefix order), so each stack slot
+    carries the derivatives of its own range only, ``[lo, hi)``, as ``gradients.run_program``
+    does: a non-finite partial then reaches only the constants below it.
+    """
+    n_rows = columns.shape[1]
+    p = theta.shape[0]
+    depth = ops.shape[0]
+    sv = np.empty(depth)
+    sj = np.zeros((depth, p))
+    lo = np.zeros(depth, dtype=np.int64)
+    hi = np.zeros(depth, dtype=np.int64)  # lo == hi: the slot depends on no constant
+    for r in range(n_rows):
+        sp = 0
+        for k in range(depth):
+            op = ops[k]
+            if op == 20:
+                sv[sp] = theta[args[k]]
+                sj[sp, args[k]] = 1.0
+                lo[sp], hi[sp] = args[k], args[k] + 1
+                sp += 1
+            elif op == 21:
+                sv[sp] = columns[args[k], r]
+                lo[sp], hi[sp] = 0, 0
+                sp += 1
+            elif op <= 3:
+                a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
+                if op == 0:
+                    out, da, db = a + b, 1.0, 1.0
+                elif op == 1:
+                    out, da, db = a - b, 1.0, -1.0
+                elif op == 2:
+                    out, da, db = a * b, b, a
+                else:
+                    out = a / b
+                    da, db = 1.0 / b, -out / b
+                sv[sp - 2] = out
+                for q in range(lo[sp - 2], hi[sp - 2]):
+                    sj[sp - 2, q] *= db
+                for q in range(lo[sp - 1], hi[sp - 1]):
+                    sj[sp - 2, q] = da * sj[sp - 1, q]
+                if hi[sp - 1] > lo[sp - 1]:
+                    if hi[sp - 2] > lo[sp - 2]:
+                        lo[sp - 2] = min(lo[sp - 2], lo[sp - 1])
+                        hi[sp - 2] = max(hi[sp - 2], hi[sp - 1])
+                    else:
+                        lo[sp - 2], hi[sp - 2] = lo[sp - 1], hi[sp - 1]
+                sp -= 1
+            else:
+                a = sv[sp - 1]
+                if op == 4:
+                    out, d = np.sin(a), np.cos(a)
+                elif op == 5:
+                    out, d = np.cos(a), -np.sin(a)
+                elif op == 6:
+                    out = np.tan(a)
+                    d = 1.0 + out * out
+                elif op == 7:
+                    out = np.exp(a)
+                    d = out
+                elif op == 8:
+                    out, d = np.log(a), 1.0 / a
+                elif op == 9:
+                    out = np.sqrt(a)
+                    d = 0.5 / out
+                elif op == 10:
+                    out = 1.0 / a
+                    d = -(out * out)
+                else:
+                    out, d = a * a, 2.0 * a
+                sv[sp - 1] = out
+                for q in range(lo[sp - 1], hi[sp - 1]):
+                    sj[sp - 1, q] *= d
+        value[r] = sv[0]
+        for q in range(p):
+            jac[q, r] = sj[0, q] if lo[0] <= q < hi[0] else 0.0
+
+
+def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol):  # pragma: no cover - compiled below
+    """The Levenberg-Marquardt loop of ``inner_fit._levenberg_marquardt``; returns
+    ``(best or params, improved, passes)``."""
+    n = y.shape[0]
+    p = params.shape[0]
+    value = np.empty(n)
+    jac = np.empty((p, n))
+    _run_jit(ops, args, params, columns, value, jac)
+    passes = 1
+    residual = value - y
+    loss = np.dot(residual, residual)
+    if not np.isfinite(loss):
+        return params, False, passes
+    jac = np.where(np.isfinite(jac), jac, 0.0)
+    gram = jac @ jac.T
+    gradient = jac @ residual
+    scaling = np.maximum(np.diag(gram).copy(), 1e-12)
+    damping = tau * np.max(scaling)
+    initial = loss
+    nu = 2.0
+    improved = False
+    best = params.copy()
+    floor = exact * np.dot(y, y)
+    new_jac = np.empty((p, n))
+    for _ in range(steps):
+        system = gram.copy()
+        for q in range(p):
+            system[q, q] += damping * scaling[q]
+        step = np.linalg.solve(system, -gradient)
+        predicted = np.dot(step, damping * scaling * step - gradient)
+        if not np.isfinite(predicted) or predicted <= ftol * loss:
+            break
+        trial = params + step
+        _run_jit(ops, args, trial, columns, value, new_jac)
+        passes += 1
+        new_residual = value - y
+        new_loss = np.dot(new_residual, new_residual)
+        if np.isfinite(new_loss) and new_loss < loss:
+            gain = (loss - new_loss) / predicted if predicted > 0 else 1.0
+            converged = loss - new_loss <= ftol * loss or new_loss <= floor
+            params, loss, residual = trial, new_loss, new_residual
+            jac = np.where(np.isfinite(new_jac), new_jac, 0.0)
+            gram = jac @ jac.T
+            gradient = jac @ residual
+            scaling = np.maximum(scaling, np.diag(gram))
+            damping *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+            nu = 2.0
+            if loss < initial * (1.0 - rel_tol):
+                best = params.copy()
+                improved = True
+            if converged:
+                break
+        else:
+            damping *= nu
+            nu *= 2.0
+    return best, improved, passes
+
+
+def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel_tol):  # pragma: no cover
+    """Start weights in closed form, then ``_lm``. ``params`` holds the model's constants with
+    ``1`` at the term weights (``weights_at``) and the intercept last: the Jacobian rows of the
+    weights are then the terms' values, so one pass gives both. Returns ``(best, improved,
+    passes)``; a term that is non-finite on some row ends it after that pass."""
+    n = y.shape[0]
+    p = params.shape[0]
+    value = np.empty(n)
+    jac = np.empty((p, n))
+    _run_jit(ops, args, params, columns, value, jac)
+    if not np.all(np.isfinite(value)):
+        return params, False, 1
+    m = weights_at.shape[0]
+    terms = np.empty((m, n))
+    for i in range(m):
+        terms[i] = jac[weights_at[i]]
+    means = np.empty(m)
+    for i in range(m):
+        means[i] = np.mean(terms[i])
+    y_mean = np.mean(y)
+    centered = terms - means.reshape((m, 1))
+    gram = centered @ centered.T
+    if not np.all(np.isfinite(gram)):
+        return params, False, 1
+    w = np.linalg.lstsq(gram, centered @ (y - y_mean), 1e-12)[0]
+    intercept = y_mean - np.dot(w, means)
+    if not (np.all(np.isfinite(w)) and np.isfinite(intercept)):
+        return params, False, 1
+    start = params.copy()
+    for i in range(m):
+        start[weights_at[i]] = w[i]
+    start[p - 1] = intercept
+    best, improved, passes = _lm_jit(ops, args, start, columns, y, steps, tau, ftol, exact, rel_tol)
+    return best, improved, 1 + passes
+
+
+if AVAILABLE:
+    _run_jit = numba.njit(cache=True, error_model="numpy", nogil=True)(_run)
+    _lm_jit = numba.njit(cache=True, error_model="numpy", nogil=True)(_lm)
+    _fit_jit = numba.njit(cache=True, error_model="numpy", nogil=True)(_fit)
+else:
+    _run_jit = _lm_jit = _fit_jit = None
+
+
+def run_encoded(ops: np.ndarray, args: np.ndarray, theta: np.ndarray,
+                columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values ``[n_rows]`` and Jacobian ``[n_constants, n_rows]`` of an encoded program at ``theta``
+    (compiled; only when :data:`AVAILABLE`). Non-finite values propagate."""
+    n = columns.shape[1]
+    value, jac = np.empty(n), np.empty((theta.shape[0], n))
+    _run_jit(ops, args, np.ascontiguousarray(theta, dtype=np.float64), columns, value, jac)
+    return value, jac
+
+
+def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray, steps: int, *, tau: float,
+                       ftol: float, exact: float, rel_tol: float) -> tuple[np.ndarray | None, int]:
+    """``b + sum_i w_i * terms[i]`` fitted to ``y`` (compiled; only when :data:`AVAILABLE`): the
+    weights and intercept in closed form, then at most ``steps`` Levenberg-Marquardt trials on
+    every constant. Returns the fitted constants in ``weighted_sum``'s layout (``w_0, <t_0's
+    constants>, ..., b``) if they lower the loss by a relative ``rel_tol``, else None, and the
+    passes spent (1 when a term is non-finite on some row)."""
+    model = weighted_sum(terms, np.ones(len(terms)), 0.0)
+    ops, args = encode(model)
+    params = np.asarray(model.constants, dtype=np.float64)
+    weights_at = np.cumsum([0] + [1 + t.n_constants for t in terms[:-1]]).astype(np.int64)
+    try:
+        best, improved, passes = _fit_jit(ops, args, params, weights_at, np.ascontiguousarray(columns),
+                                          np.ascontiguousarray(y, dtype=np.float64), steps, tau, ftol, exact,
+                                          rel_tol)
+    except np.linalg.LinAlgError:  # a singular system ends the fit; the input stays
+        return None, 1
+    return (best if improved else None), passes
