@@ -72,7 +72,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)"
-    r"|k\d+|inner\d+))*)$")
+    r"|k\d+|inner\d+|nojit))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -81,8 +81,11 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
     if match is None:
         return None
     options: dict[str, Any] = {}
-    for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|k\d+", match.group(1)):
-        if token in ("random", "neural", "semantic"):
+    for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|k\d+|nojit",
+                            match.group(1)):
+        if token == "nojit":  # the numpy path instead of the compiled inner-fit kernels (dgsr.core.jit)
+            options["jit"] = False
+        elif token in ("random", "neural", "semantic"):
             options["policy"] = token
         elif token in ("param", "noparam"):  # the semantic policy with or without parametric pair operands
             options["parametric_operands"] = token == "param"
@@ -133,6 +136,10 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
         from dgsr import SymbolicRegressor
 
         kwargs: dict[str, Any] = {"max_time": budget.time, "random_state": budget.seed, "verbose": False, **options}
+        if not kwargs.pop("jit", True):
+            from dgsr.core import jit
+
+            jit.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
         parametric = kwargs.pop("parametric_operands", None)
         if parametric is not None:
             from dgsr.policies.semantic.policy import SemanticPolicy
