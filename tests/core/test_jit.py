@@ -77,6 +77,8 @@ LAWS = [
     ("1/(1 + sq(x0 - 1) + sq(x1 + 0.2))", lambda X: 1 / (1 + (X[:, 0] - 1.5) ** 2 + (X[:, 1] + 0.5) ** 2)),
     ("sqrt(x0)*log(x1 + 2.2) + tan(0.3*x2)", lambda X: X[:, 0] + X[:, 1]),  # undefined at x0 < 0
     ("sin(0.7*x0) + sin(1.9*x1) + 3", lambda X: np.sin(0.5 * X[:, 0]) - 2 * np.sin(2 * X[:, 1])),
+    # Two equal terms: collinear, so the start weights are the minimum-norm least-squares ones.
+    ("sin(0.9*x0 + 0.1) + sin(0.9*x0 + 0.1) + x1", lambda X: np.sin(1.2 * X[:, 0] - 0.3) + X[:, 1]),
 ]
 
 

@@ -20,7 +20,8 @@ import os
 
 import numpy as np
 
-from dgsr.core.constants import weighted_sum
+from dgsr.core.constants import fit_term_weights, weighted_sum
+from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.operators import CONSTANT, OPERATORS
 
@@ -138,55 +139,135 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
             jac[q, r] = sj[0, q] if lo[0] <= q < hi[0] else 0.0
 
 
+def _cholesky_solve(a, b, out):  # pragma: no cover - compiled below
+    """Solve ``a x = b`` for symmetric positive definite ``a`` (p x p) into ``out``; False when a
+    pivot is not positive (numerically singular), then ``out`` is undefined. Plain loops: a
+    LAPACK call from numba costs more to compile than the whole fit costs to run."""
+    p = a.shape[0]
+    low = np.zeros((p, p))
+    for i in range(p):
+        for j in range(i + 1):
+            total = a[i, j]
+            for k in range(j):
+                total -= low[i, k] * low[j, k]
+            if i == j:
+                if not total > 1e-300:
+                    return False
+                low[i, i] = np.sqrt(total)
+            else:
+                low[i, j] = total / low[j, j]
+    for i in range(p):  # forward: low z = b
+        total = b[i]
+        for k in range(i):
+            total -= low[i, k] * out[k]
+        out[i] = total / low[i, i]
+    for i in range(p - 1, -1, -1):  # backward: low^T x = z
+        total = out[i]
+        for k in range(i + 1, p):
+            total -= low[k, i] * out[k]
+        out[i] = total / low[i, i]
+    return True
+
+
+def _normal_equations(jac, residual, gram, gradient):  # pragma: no cover - compiled below
+    """``gram = J J^T`` and ``gradient = J r`` with non-finite Jacobian entries read as 0."""
+    p, n = jac.shape
+    for i in range(p):
+        for r in range(n):
+            if not np.isfinite(jac[i, r]):
+                jac[i, r] = 0.0
+    for i in range(p):
+        g = 0.0
+        for r in range(n):
+            g += jac[i, r] * residual[r]
+        gradient[i] = g
+        for j in range(i + 1):
+            total = 0.0
+            for r in range(n):
+                total += jac[i, r] * jac[j, r]
+            gram[i, j] = total
+            gram[j, i] = total
+
+
+def _sum_of_squares(value, y, residual):  # pragma: no cover - compiled below
+    total = 0.0
+    for r in range(y.shape[0]):
+        residual[r] = value[r] - y[r]
+        total += residual[r] * residual[r]
+    return total
+
+
 def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol):  # pragma: no cover - compiled below
-    """The Levenberg-Marquardt loop of ``inner_fit._levenberg_marquardt``; returns
+    """The Levenberg-Marquardt loop of ``inner_fit._levenberg_marquardt``, step for step; returns
     ``(best or params, improved, passes)``."""
     n = y.shape[0]
     p = params.shape[0]
+    params = params.copy()
     value = np.empty(n)
     jac = np.empty((p, n))
+    residual = np.empty(n)
     _run_jit(ops, args, params, columns, value, jac)
     passes = 1
-    residual = value - y
-    loss = np.dot(residual, residual)
+    loss = _sum_of_squares_jit(value, y, residual)
+    best = params.copy()
     if not np.isfinite(loss):
-        return params, False, passes
-    jac = np.where(np.isfinite(jac), jac, 0.0)
-    gram = jac @ jac.T
-    gradient = jac @ residual
-    scaling = np.maximum(np.diag(gram).copy(), 1e-12)
-    damping = tau * np.max(scaling)
+        return best, False, passes
+    gram = np.empty((p, p))
+    gradient = np.empty(p)
+    _normal_equations_jit(jac, residual, gram, gradient)
+    scaling = np.empty(p)
+    largest = 0.0
+    for i in range(p):
+        scaling[i] = max(gram[i, i], 1e-12)
+        largest = max(largest, scaling[i])
+    damping = tau * largest
     initial = loss
     nu = 2.0
     improved = False
-    best = params.copy()
-    floor = exact * np.dot(y, y)
+    y_ss = 0.0
+    for r in range(n):
+        y_ss += y[r] * y[r]
+    floor = exact * y_ss
+    system = np.empty((p, p))
+    rhs = np.empty(p)
+    step = np.empty(p)
+    trial = np.empty(p)
     new_jac = np.empty((p, n))
+    new_residual = np.empty(n)
     for _ in range(steps):
-        system = gram.copy()
-        for q in range(p):
-            system[q, q] += damping * scaling[q]
-        step = np.linalg.solve(system, -gradient)
-        predicted = np.dot(step, damping * scaling * step - gradient)
+        for i in range(p):
+            for j in range(p):
+                system[i, j] = gram[i, j]
+            system[i, i] += damping * scaling[i]
+            rhs[i] = -gradient[i]
+        if not _cholesky_solve_jit(system, rhs, step):
+            break
+        predicted = 0.0
+        for i in range(p):
+            predicted += step[i] * (damping * scaling[i] * step[i] - gradient[i])
         if not np.isfinite(predicted) or predicted <= ftol * loss:
             break
-        trial = params + step
+        for i in range(p):
+            trial[i] = params[i] + step[i]
         _run_jit(ops, args, trial, columns, value, new_jac)
         passes += 1
-        new_residual = value - y
-        new_loss = np.dot(new_residual, new_residual)
+        new_loss = _sum_of_squares_jit(value, y, new_residual)
         if np.isfinite(new_loss) and new_loss < loss:
             gain = (loss - new_loss) / predicted if predicted > 0 else 1.0
             converged = loss - new_loss <= ftol * loss or new_loss <= floor
-            params, loss, residual = trial, new_loss, new_residual
-            jac = np.where(np.isfinite(new_jac), new_jac, 0.0)
-            gram = jac @ jac.T
-            gradient = jac @ residual
-            scaling = np.maximum(scaling, np.diag(gram))
-            damping *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+            params, trial = trial, params  # swap buffers: trial is the new point
+            residual, new_residual = new_residual, residual
+            jac, new_jac = new_jac, jac
+            loss = new_loss
+            _normal_equations_jit(jac, residual, gram, gradient)
+            for i in range(p):
+                scaling[i] = max(scaling[i], gram[i, i])
+            shrink = 2.0 * gain - 1.0
+            damping *= max(1.0 / 3.0, 1.0 - shrink * shrink * shrink)
             nu = 2.0
             if loss < initial * (1.0 - rel_tol):
-                best = params.copy()
+                for i in range(p):
+                    best[i] = params[i]
                 improved = True
             if converged:
                 break
@@ -200,44 +281,77 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
     """Start weights in closed form, then ``_lm``. ``params`` holds the model's constants with
     ``1`` at the term weights (``weights_at``) and the intercept last: the Jacobian rows of the
     weights are then the terms' values, so one pass gives both. Returns ``(best, improved,
-    passes)``; a term that is non-finite on some row ends it after that pass."""
+    passes, status)``: status 0 done, 1 a term is non-finite on some row (the fit ends after that
+    pass), 2 the terms are numerically collinear (the caller takes the least-squares start)."""
     n = y.shape[0]
     p = params.shape[0]
     value = np.empty(n)
     jac = np.empty((p, n))
     _run_jit(ops, args, params, columns, value, jac)
-    if not np.all(np.isfinite(value)):
-        return params, False, 1
+    for r in range(n):
+        if not np.isfinite(value[r]):
+            return params, False, 1, 1
     m = weights_at.shape[0]
-    terms = np.empty((m, n))
+    means = np.zeros(m)
     for i in range(m):
-        terms[i] = jac[weights_at[i]]
-    means = np.empty(m)
+        for r in range(n):
+            means[i] += jac[weights_at[i], r]
+        means[i] /= n
+    y_mean = 0.0
+    for r in range(n):
+        y_mean += y[r]
+    y_mean /= n
+    gram = np.empty((m, m))
+    rhs = np.empty(m)
     for i in range(m):
-        means[i] = np.mean(terms[i])
-    y_mean = np.mean(y)
-    centered = terms - means.reshape((m, 1))
-    gram = centered @ centered.T
-    if not np.all(np.isfinite(gram)):
-        return params, False, 1
-    w = np.linalg.lstsq(gram, centered @ (y - y_mean), 1e-12)[0]
-    intercept = y_mean - np.dot(w, means)
-    if not (np.all(np.isfinite(w)) and np.isfinite(intercept)):
-        return params, False, 1
+        total = 0.0
+        for r in range(n):
+            total += (jac[weights_at[i], r] - means[i]) * (y[r] - y_mean)
+        rhs[i] = total
+        for j in range(i + 1):
+            total = 0.0
+            for r in range(n):
+                total += (jac[weights_at[i], r] - means[i]) * (jac[weights_at[j], r] - means[j])
+            gram[i, j] = total
+            gram[j, i] = total
+    largest = 0.0
+    for i in range(m):
+        largest = max(largest, gram[i, i])
+    if not np.isfinite(largest):
+        return params, False, 1, 1
+    w = np.empty(m)
+    # Well-conditioned (every pivot clear of rounding): the solve is the least-squares solution.
+    low = np.empty((m, m))
+    for i in range(m):
+        for j in range(m):
+            low[i, j] = gram[i, j]
+    if largest <= 0.0 or not _cholesky_solve_jit(low, rhs, w):
+        return params, False, 1, 2
+    intercept = y_mean
+    for i in range(m):
+        intercept -= w[i] * means[i]
+        if not np.isfinite(w[i]) or gram[i, i] < 1e-10 * largest:
+            return params, False, 1, 2
+    if not np.isfinite(intercept):
+        return params, False, 1, 1
     start = params.copy()
     for i in range(m):
         start[weights_at[i]] = w[i]
     start[p - 1] = intercept
     best, improved, passes = _lm_jit(ops, args, start, columns, y, steps, tau, ftol, exact, rel_tol)
-    return best, improved, 1 + passes
+    return best, improved, 1 + passes, 0
 
 
 if AVAILABLE:
-    _run_jit = numba.njit(cache=True, error_model="numpy", nogil=True)(_run)
-    _lm_jit = numba.njit(cache=True, error_model="numpy", nogil=True)(_lm)
-    _fit_jit = numba.njit(cache=True, error_model="numpy", nogil=True)(_fit)
+    _compile = numba.njit(cache=True, error_model="numpy", nogil=True)
+    _run_jit = _compile(_run)
+    _cholesky_solve_jit = _compile(_cholesky_solve)
+    _normal_equations_jit = _compile(_normal_equations)
+    _sum_of_squares_jit = _compile(_sum_of_squares)
+    _lm_jit = _compile(_lm)
+    _fit_jit = _compile(_fit)
 else:
-    _run_jit = _lm_jit = _fit_jit = None
+    _run_jit = _cholesky_solve_jit = _normal_equations_jit = _sum_of_squares_jit = _lm_jit = _fit_jit = None
 
 
 def run_encoded(ops: np.ndarray, args: np.ndarray, theta: np.ndarray,
@@ -261,10 +375,17 @@ def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarr
     ops, args = encode(model)
     params = np.asarray(model.constants, dtype=np.float64)
     weights_at = np.cumsum([0] + [1 + t.n_constants for t in terms[:-1]]).astype(np.int64)
-    try:
-        best, improved, passes = _fit_jit(ops, args, params, weights_at, np.ascontiguousarray(columns),
-                                          np.ascontiguousarray(y, dtype=np.float64), steps, tau, ftol, exact,
-                                          rel_tol)
-    except np.linalg.LinAlgError:  # a singular system ends the fit; the input stays
-        return None, 1
+    columns = np.ascontiguousarray(columns)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    best, improved, passes, status = _fit_jit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact,
+                                              rel_tol)
+    if status == 2:  # collinear terms: the minimum-norm least-squares start, as the numpy path takes it
+        values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in terms])
+        start = fit_term_weights(values, y)
+        if start is None:
+            return None, 1
+        model = weighted_sum(terms, *start[:2])
+        best, improved, passes = _lm_jit(ops, args, np.asarray(model.constants, dtype=np.float64), columns, y,
+                                         steps, tau, ftol, exact, rel_tol)
+        passes += 1
     return (best if improved else None), passes
