@@ -37,6 +37,7 @@ AVAILABLE: bool = numba is not None and os.environ.get("DGSR_NO_JIT", "") in (""
 _CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "sin": 4, "cos": 5, "tan": 6, "exp": 7, "log": 8,
           "sqrt": 9, "inv": 10, "sq": 11}
 _CONST_CODE, _VAR_CODE = 20, 21
+_CODES_BINARY_LAST = 3  # codes 0..3 are the binary operators
 assert set(_CODES) == set(OPERATORS), "every operator needs an op code"
 
 
@@ -77,16 +78,16 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
         sp = 0
         for k in range(depth):
             op = ops[k]
-            if op == 20:
+            if op == _CONST_CODE:
                 sv[sp] = theta[args[k]]
                 sj[sp, args[k]] = 1.0
                 lo[sp], hi[sp] = args[k], args[k] + 1
                 sp += 1
-            elif op == 21:
+            elif op == _VAR_CODE:
                 sv[sp] = columns[args[k], r]
                 lo[sp], hi[sp] = 0, 0
                 sp += 1
-            elif op <= 3:
+            elif op <= _CODES_BINARY_LAST:
                 a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
                 if op == 0:
                     out, da, db = a + b, 1.0, 1.0
