@@ -55,14 +55,13 @@ def inner_constant_count(expr: Expression) -> int:
     return _inner_count(additive_terms(expr))
 
 
-def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *, steps: int,
-                        y_var: float | None = None) -> InnerFit:
+def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *, steps: int) -> InnerFit:
     """Fit the inner constants of ``expr`` to ``y`` on ``columns`` (the fixed fitting rows).
 
     At most ``steps`` trial points of Levenberg-Marquardt on the model ``b + sum_i w_i * term_i``
     (each trial is one pass, its Jacobian computed in the same pass). Non-finite starts and fits
-    that do not lower the sum of squares return the input unchanged. ``y_var`` is not needed
-    (kept so that callers written for the first version still work).
+    that do not lower the sum of squares return the input unchanged. ``passes`` is 0 exactly
+    when nothing was tried: ``expr`` has no inner constants, or ``steps`` is 0.
     """
     if steps <= 0:
         return InnerFit(expr, 0)

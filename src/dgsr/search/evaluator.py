@@ -24,7 +24,7 @@ from dgsr.core.constants import (
 )
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
-from dgsr.core.inner_fit import fit_inner_constants, inner_constant_count
+from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.config import SearchConfig
 
@@ -67,17 +67,17 @@ class Evaluator:
             rows = rng.choice(self.n, size=min(config.inner_fit_rows, self.n), replace=False)
             rows.sort()
             self.fit_columns, self.fit_y = self.columns[:, rows], self.y[rows]
-            self.fit_y_var = float(np.var(self.fit_y))
 
     def score_child(self, expr: Expression, key: tuple) -> tuple[float, Expression]:
         """R² of a new child and the form the tree keeps: with its inner constants fitted first
         (``inner_fit_steps``), else the child itself. ``key`` is the child's own key."""
-        if not self.config.inner_fit_steps or inner_constant_count(expr) == 0:
+        if not self.config.inner_fit_steps:
             return self.score(expr, False, key), expr
         form = self.fitted_forms.get(key)
         if form is None:
-            fit = fit_inner_constants(expr, self.fit_columns, self.fit_y, steps=self.config.inner_fit_steps,
-                                      y_var=self.fit_y_var)
+            fit = fit_inner_constants(expr, self.fit_columns, self.fit_y, steps=self.config.inner_fit_steps)
+            if fit.passes == 0:  # no inner constants: nothing was fitted (and nothing to remember)
+                return self.score(expr, False, key), expr
             self.budget.add(fit.passes * self.fit_y.shape[0] / self.n * self.weight)
             form = fit.expression
             if len(self.fitted_forms) >= self.config.cache_size:

@@ -211,7 +211,7 @@ def _parametric_single_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> 
     yield [_u("sin", _b("add", _b("mul", _C(k * math.pi / spread), v), _C(0.0))) for k in (1.0, 2.0, 4.0)]
 
 
-def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray, y_var: float,
+def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray,
             linear: list[int]) -> Expression | None:
     """The start whose constants, fitted to ``y`` with a few Levenberg-Marquardt steps together
     with a weight for it and for each of the ``linear`` variables (and an intercept), explain
@@ -224,7 +224,7 @@ def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray, y_var:
         model = start
         for i in linear:
             model = Expression.combine("add", model, _var(i))
-        fitted = fit_inner_constants(model, columns, y, steps=_PARAMETRIC_STEPS, y_var=y_var).expression
+        fitted = fit_inner_constants(model, columns, y, steps=_PARAMETRIC_STEPS).expression
         form = start.with_constants(fitted.constants[:start.n_constants])  # the start's constants lead
         with np.errstate(all="ignore"):
             v = evaluate_columns(form, columns)
@@ -294,13 +294,13 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         linear = rich if n_rows > len(rich) + 2 else []
         for i in pairs[:max_parametric_variables]:
             for starts in _parametric_single_forms(i, columns[i], allowed_ops):
-                form = _fitted(starts, columns, y, y_var, linear) if y_var > 0 else None
+                form = _fitted(starts, columns, y, linear) if y_var > 0 else None
                 if form is not None:
                     parametric.append(form)
         for a_i, i in enumerate(pairs[:max_parametric_variables]):
             for j in pairs[a_i + 1:max_parametric_variables]:
                 for starts in _parametric_pair_forms(i, j, columns[i], columns[j], allowed_ops):
-                    form = _fitted(starts, columns, y, y_var, linear) if y_var > 0 else None
+                    form = _fitted(starts, columns, y, linear) if y_var > 0 else None
                     if form is not None:
                         parametric.append(form)
 
