@@ -488,3 +488,11 @@ def weighted_sum(terms: list[Expression], weights: np.ndarray, intercept: float)
         scaled = Expression.combine("mul", Expression.constant(float(w)), term)
         total = scaled if total is None else Expression.combine("add", total, scaled)
     return Expression.combine("add", total, Expression.constant(float(intercept)))
+
+
+def weighted_model(terms: list[Expression], columns: np.ndarray, y: np.ndarray) -> Expression | None:
+    """``b + sum_i w_i * terms[i]`` (:func:`weighted_sum`) with the least-squares weights and
+    intercept of :func:`fit_term_weights` on ``columns``; None when a term is non-finite on some row."""
+    values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in terms])
+    start = fit_term_weights(values, y)
+    return None if start is None else weighted_sum(terms, *start[:2])

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgsr.core import jit
-from dgsr.core.constants import additive_terms, fit_term_weights, weighted_sum
-from dgsr.core.evaluate import evaluate_columns
+from dgsr.core.constants import additive_terms, weighted_model
 from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
 
@@ -82,12 +81,9 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
 def _fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray,
                         steps: int) -> tuple[np.ndarray | None, int]:
     """The numpy path of :func:`dgsr.core.jit.fit_weighted_terms`, the same steps."""
-    values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in terms])
-    start = fit_term_weights(values, y)  # None when a term is non-finite on some row
-    if start is None:
+    model = weighted_model(terms, columns, y)
+    if model is None:
         return None, 1
-    weights, intercept, _ = start
-    model = weighted_sum(terms, weights, intercept)
     best, passes = _levenberg_marquardt(compile_expression(model), np.asarray(model.constants, dtype=np.float64),
                                         columns, y, steps)
     return best, 1 + passes

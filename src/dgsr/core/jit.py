@@ -20,8 +20,7 @@ import os
 
 import numpy as np
 
-from dgsr.core.constants import fit_term_weights, weighted_sum
-from dgsr.core.evaluate import evaluate_columns
+from dgsr.core.constants import weighted_model, weighted_sum
 from dgsr.core.expression import Expression
 from dgsr.core.operators import CONSTANT, OPERATORS
 
@@ -381,11 +380,9 @@ def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarr
     best, improved, passes, status = _fit_jit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact,
                                               rel_tol)
     if status == 2:  # collinear terms: the minimum-norm least-squares start, as the numpy path takes it
-        values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in terms])
-        start = fit_term_weights(values, y)
-        if start is None:
+        model = weighted_model(terms, columns, y)
+        if model is None:
             return None, 1
-        model = weighted_sum(terms, *start[:2])
         best, improved, passes = _lm_jit(ops, args, np.asarray(model.constants, dtype=np.float64), columns, y,
                                          steps, tau, ftol, exact, rel_tol)
         passes += 1
