@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 
 _DGSR_NAME = re.compile(
-    r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced)"
+    r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
     r"|k\d+|inner\d+|nojit))*)$")
 
 

@@ -20,7 +20,14 @@ import numpy as np
 from dgsr.core.evaluate import as_columns, weighted_mean, weighted_var
 from dgsr.core.exponent_scaling import Scaling, fit_scaling
 from dgsr.core.expression import Expression
-from dgsr.core.pareto import non_dominated
+from dgsr.core.pareto import non_dominated, select
+from dgsr.estimator.cross_validation import (
+    CV_MAX_ROWS,
+    CV_MIN_ROWS,
+    cross_validated_choice,
+    fold_labels,
+    out_of_fold_errors,
+)
 from dgsr.estimator.features import select_features
 from dgsr.estimator.front import FrontEntry, best_of_each_size, front_entry
 from dgsr.estimator.input_checks import TrainingData, validate_sample_weight
@@ -176,7 +183,7 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w)),
                             floor if math.isfinite(floor) else 0.0)
     if split is None:
-        return SearchOutcome(entries)
+        return _cross_validated(est, entries, X, y, w, polish_rng)
     w_val = w_all[split[1]] if w_all is not None else None
     errors = squared_errors([e.expression for e in entries], X_all[split[1]], y_all[split[1]], w_val)
     chosen = validation_choice(errors)
@@ -187,6 +194,26 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     entries = [front_entry(e.expression, all_columns, y_all, y_var, w_all) for e in entries]
     est.validation_loss_ = errors.mean(axis=1)
     return SearchOutcome(entries, chosen, errors)
+
+
+def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,
+                     w: np.ndarray | None, rng: np.random.Generator) -> SearchOutcome:
+    """The front, with ``"cv"``'s choice among it when the data are small enough to check
+    (:mod:`dgsr.estimator.cross_validation`); otherwise the caller's rule picks."""
+    n_rows = len(y)
+    if est.model_selection != "cv" or not entries or not CV_MIN_ROWS <= n_rows <= CV_MAX_ROWS \
+            or est._interrupted:
+        return SearchOutcome(entries)
+    pick = int(select(entries, "balanced"))
+    labels = fold_labels(n_rows, rng)
+    try:
+        errors, spent = out_of_fold_errors([e.expression for e in entries], as_columns(X), y, labels, rng, w)
+    except KeyboardInterrupt:  # Ctrl-C while cross-validating: the training-loss rule picks
+        note_interrupt(est, "cross-validation", "the 'balanced' rule picks on training loss", stacklevel=5)
+        return SearchOutcome(entries)
+    est.n_evaluations_ += spent
+    est.validation_loss_ = errors.mean(axis=1)
+    return SearchOutcome(entries, cross_validated_choice(errors, pick), errors)
 
 
 def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, rng: np.random.Generator,

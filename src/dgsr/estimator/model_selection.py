@@ -33,13 +33,22 @@ from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.pareto import SELECTION_RULES, select
 
-#: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.core.pareto`
-#: and ``"validation"`` (rows held out from the search, :func:`validation_choice`).
-MODEL_SELECTION_RULES = (*SELECTION_RULES, "validation")
+#: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.core.pareto`,
+#: ``"validation"`` (rows held out from the search, :func:`validation_choice`) and ``"cv"``
+#: (``"balanced"`` checked by cross-validation on small data, :mod:`dgsr.estimator.cross_validation`).
+MODEL_SELECTION_RULES = (*SELECTION_RULES, "validation", "cv")
+#: The rules that fall back to ``"balanced"`` when they have nothing to choose on (too few rows
+#: held out, too many rows to cross-validate, a constant target).
+_HELD_OUT_RULES = ("validation", "cv")
 #: Share of the training rows held out from the search by ``model_selection="validation"``.
 VALIDATION_SHARE = 0.25
 #: Fewer rows than this in the validation part and the validation rule falls back to "balanced".
 MIN_VALIDATION_ROWS = 10
+#: Periods of the periodic operators, for :func:`undersampled_oscillation`.
+PERIODS = {"sin": 2.0 * math.pi, "cos": 2.0 * math.pi, "tan": math.pi}
+#: Fewer distinct argument values per period than this, and a periodic node's values on the
+#: data are a hash of its inputs rather than a wave (Nyquist asks for more than two per period).
+MIN_SAMPLES_PER_PERIOD = 4
 #: Probe points of :func:`has_pole` drawn in the data's box.
 POLE_PROBES = 4096
 #: "Equally good" for the pole preference under a training-loss rule: loss within this factor.
@@ -186,17 +195,60 @@ def prefer_pole_free(entries: Sequence[_Entry], chosen: int, probes: np.ndarray,
     return chosen, True
 
 
+# ---------------------------------------------------------------------- undersampled waves
+def undersampled_oscillation(expr: Expression, columns: np.ndarray) -> bool:
+    """Whether a ``sin``, ``cos`` or ``tan`` node of ``expr`` oscillates faster than the training
+    rows ``columns`` can show: its argument spans more than one period and has fewer than
+    :data:`MIN_SAMPLES_PER_PERIOD` distinct values per period spanned.
+
+    Such a node takes nearly independent values at the rows (``tan(x)`` at integer ``x``), so
+    a weight on it fits the noise of those rows, and cross-validation of the structure cannot
+    tell: the structure was chosen because it fits them.
+    """
+    for i, symbol in enumerate(expr.symbols):
+        period = PERIODS.get(symbol)
+        if period is None:
+            continue
+        with np.errstate(all="ignore"):
+            argument = evaluate_columns(expr.subtree(i + 1), columns)
+        argument = argument[np.isfinite(argument)]
+        if argument.size < 2:
+            continue
+        spanned = float(np.ptp(argument)) / period
+        if spanned > 1.0 and np.unique(argument).size < MIN_SAMPLES_PER_PERIOD * spanned:
+            return True
+    return False
+
+
+def _well_sampled_choice(entries: Sequence[_Entry], chosen: int, columns: np.ndarray, rule: str,
+                         errors: np.ndarray | None) -> int:
+    """``chosen``, or when it is an :func:`undersampled_oscillation`, the choice of ``rule`` (or
+    of the one-standard-error rule on validation ``errors``) among the entries that are not;
+    ``chosen`` when every entry is."""
+    if not undersampled_oscillation(entries[chosen].expression, columns):
+        return chosen
+    keep = np.array([not undersampled_oscillation(e.expression, columns) for e in entries])
+    if not keep.any():
+        return chosen
+    kept = np.flatnonzero(keep)
+    if errors is not None:
+        return int(kept[validation_choice(errors[keep], "1se")])
+    return int(kept[select([entries[i] for i in kept], rule)])
+
+
 # ---------------------------------------------------------------------- the estimator's choice
 def choose_entry(entries: Sequence[_Entry], chosen: int | None, X: np.ndarray, model_selection: str,
                  errors: np.ndarray | None = None) -> int:
     """The front entry ``predict`` uses: ``chosen`` (picked on validation rows, whose squared
-    ``errors`` are given) or else ``model_selection``'s rule, then :func:`prefer_pole_free` on the
-    box of ``X`` (warns when the selected entry keeps a pole)."""
+    ``errors`` are given) or else ``model_selection``'s rule, then the same choice among the
+    expressions without an :func:`undersampled_oscillation` on ``X`` if the chosen one has one,
+    then :func:`prefer_pole_free` on the box of ``X`` (warns when the selected entry keeps a pole)."""
+    rule = "balanced" if model_selection in _HELD_OUT_RULES else model_selection
     if chosen is None:
-        rule = "balanced" if model_selection == "validation" else model_selection
         chosen = int(select(entries, rule))
     if not entries or X.shape[1] == 0:
         return chosen
+    chosen = _well_sampled_choice(entries, chosen, as_columns(X), rule, errors)
     index, pole = prefer_pole_free(entries, chosen, probe_points(X), errors)
     if pole:
         warnings.warn("The selected expression has a pole (or is undefined) inside the range of the training "
