@@ -72,7 +72,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|nojit))*)$")
+    r"|k\d+|inner\d+|nojit|nosum))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -81,9 +81,11 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
     if match is None:
         return None
     options: dict[str, Any] = {}
-    for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|k\d+|nojit",
+    for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|k\d+|nojit|nosum",
                             match.group(1)):
-        if token == "nojit":  # the numpy path instead of the compiled inner-fit kernels (dgsr.core.jit)
+        if token == "nosum":  # the semantic policy without sums of operands as first proposals
+            options["additive_roots"] = False
+        elif token == "nojit":  # the numpy path instead of the compiled inner-fit kernels (dgsr.core.jit)
             options["jit"] = False
         elif token in ("random", "neural", "semantic"):
             options["policy"] = token
@@ -141,10 +143,12 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
 
             jit.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
         parametric = kwargs.pop("parametric_operands", None)
-        if parametric is not None:
+        additive = kwargs.pop("additive_roots", None)
+        if parametric is not None or additive is not None:
             from dgsr.policies.semantic.policy import SemanticPolicy
 
-            kwargs["policy"] = SemanticPolicy(parametric_operands=parametric)
+            kwargs["policy"] = SemanticPolicy(parametric_operands=True if parametric is None else parametric,
+                                              additive_roots=True if additive is None else additive)
         if budget.evaluations is not None:
             kwargs["max_evaluations"] = budget.evaluations
         est = SymbolicRegressor(**kwargs)

@@ -68,12 +68,16 @@ class OperandLibrary:
         ``values ** 2`` (the matching needs it at every expansion).
     sizes:
         Node count of each operand.
+    parametric:
+        ``[n_operands]`` bool: whether the operand is a parametric form whose constants were
+        fitted to ``y`` here.
     """
 
     expressions: tuple[Expression, ...]
     values: np.ndarray
     squares: np.ndarray
     sizes: np.ndarray
+    parametric: np.ndarray
 
     def __len__(self) -> int:
         return len(self.expressions)
@@ -268,7 +272,7 @@ def _relevance(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
 def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] | None = None,
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
                   max_size: int = 6, fit_parametric: bool = False,
-                  max_parametric_variables: int = 4) -> OperandLibrary:
+                  max_parametric_variables: int = 5) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -306,6 +310,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
 
     exprs: list[Expression] = []
     rows: list[np.ndarray] = []
+    flags: list[bool] = []
     seen: set[bytes] = set()
     ordered = [(e, False) for e in sorted(candidates, key=lambda e: e.size)] + [(e, True) for e in parametric]
     for expr, is_parametric in ordered:
@@ -326,6 +331,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         seen.add(key)
         exprs.append(expr)
         rows.append(v)
+        flags.append(is_parametric)
     values = np.array(rows, dtype=np.float64).reshape(len(rows), n_rows)
     with np.errstate(all="ignore"):
         centered = values - values.mean(axis=1, keepdims=True)
@@ -333,8 +339,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         squares = values * values
         # An operand whose squares overflow cannot be matched (its sums are inf): leave it out.
         keep = (norms2 > 0) & np.isfinite(norms2) & np.isfinite(squares.sum(axis=1))
+    parametric_flags = np.array(flags, dtype=bool)
     if not keep.all():
         exprs = [e for e, k in zip(exprs, keep) if k]
-        values, squares = values[keep], squares[keep]
+        values, squares, parametric_flags = values[keep], squares[keep], parametric_flags[keep]
     sizes = np.array([e.size for e in exprs], dtype=np.float64)
-    return OperandLibrary(tuple(exprs), values, squares, sizes)
+    return OperandLibrary(tuple(exprs), values, squares, sizes, parametric_flags)

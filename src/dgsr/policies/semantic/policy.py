@@ -32,6 +32,7 @@ from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
 from dgsr.core.operators import BINARY, NUMPY_FUNCTIONS, OPERATORS, UNARY, resolve_operators
 from dgsr.policies.random import RandomPolicy
+from dgsr.policies.semantic.additive import greedy_sums
 from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents, root_target
 from dgsr.policies.semantic.operand_library import OperandLibrary, build_library
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
@@ -41,7 +42,9 @@ from dgsr.search.policy import Proposal
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
 _ADDITIVE = frozenset({"add", "sub"})
 # Binary mutation kinds and how each turns desired values D and current values A into a target for B.
-_MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
+_MAX_PENDING = 5000
+_SUM_STARTS = 8  # operands that best explain y alone, each tried as a sum's first term
+_SUMS_PROPOSED = 2  # sums among a trial's first proposals (the rest stay single operands)  # expressions whose pending candidates a trial's context remembers
 
 
 @dataclass
@@ -82,6 +85,10 @@ class SemanticPolicy:
         Add operands of two variables with constants inside a nonlinear part (``sin(c*u + d)``,
         ``sq(u - c)``, ``inv(u + c)``, ``sin(c*(x_i + a)*(x_j + b))``) to the library, their
         constants fitted to ``y`` per trial (:func:`~dgsr.policies.semantic.operand_library.build_library`).
+    additive_roots:
+        Also propose, as a trial's first mutation, sums of operands chosen jointly by forward
+        selection (:func:`~dgsr.policies.semantic.additive.greedy_sums`), ranked with the single
+        operands by the same match.
     """
 
     has_critic = False
@@ -89,7 +96,7 @@ class SemanticPolicy:
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
-                 size_penalty: float = 0.03, parametric_operands: bool = True):
+                 size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
@@ -98,6 +105,7 @@ class SemanticPolicy:
         self.temperature = temperature
         self.size_penalty = size_penalty
         self.parametric_operands = parametric_operands
+        self.additive_roots = additive_roots
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -269,8 +277,31 @@ class SemanticPolicy:
         match = _match(targets, np.ones_like(targets), lib, _spread(context.y)).match
         match = match - self.size_penalty * lib.sizes[None, :]
         order = np.argsort(-match[0], kind="stable")
-        return [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
-                for j in order[: 4 * self.max_nodes]][::-1]
+        ranked = [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
+                  for j in order[: 4 * self.max_nodes]]
+        if self.additive_roots:
+            ranked.extend(self._sum_candidates(context, match[0] + self.size_penalty * lib.sizes))
+        ranked.sort(key=lambda r: r[0])
+        return ranked
+
+    def _sum_candidates(self, context: SemanticContext, alone: np.ndarray
+                        ) -> list[tuple[float, Callable[[], Mutation | None]]]:
+        """Sums of operands that explain ``y`` together (:func:`greedy_sums`), from a free first
+        step and from each fitted parametric operand and each of the best operands alone
+        (``alone``: their matches without the size penalty) as the first term; the best distinct
+        sums."""
+        lib = context.library
+        firsts = [None, *np.flatnonzero(lib.parametric).tolist(),
+                  *np.argsort(-np.where(np.isfinite(alone), alone, -np.inf))[:_SUM_STARTS].tolist()]
+        found: dict[frozenset, tuple[float, list[int]]] = {}
+        for first in dict.fromkeys(firsts):
+            for m, terms in greedy_sums(lib.values, lib.sizes, context.y, size_penalty=self.size_penalty,
+                                        max_size=self.max_size, first=first):
+                key = frozenset(terms)
+                if key not in found or found[key][0] < m:
+                    found[key] = (m, terms)
+        best = sorted(found.values(), key=lambda c: -c[0])[:_SUMS_PROPOSED]
+        return [(m, partial(Mutation, 0, "root", _sum_of([lib.expressions[j] for j in terms]))) for m, terms in best]
 
     def _constants(self, fit: _Fit, meta: list[tuple[int, str, bool, bool]]
                    ) -> list[tuple[float, Callable[[], Mutation | None]]]:
@@ -323,6 +354,13 @@ class SemanticPolicy:
             return list(range(expression.size))
         rest = rng.choice(np.arange(1, expression.size), size=self.max_nodes - 1, replace=False)
         return [0, *sorted(int(p) for p in rest)]
+
+
+def _sum_of(terms: list[Expression]) -> Expression:
+    out = terms[0]
+    for term in terms[1:]:
+        out = Expression.combine("add", out, term)
+    return out
 
 
 def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
