@@ -17,6 +17,7 @@ from dgsr.cli.example import example_path
 from dgsr.cli.files import check_run_folder, check_writable_folder
 from dgsr.cli.tables import column_list, front_frame, print_front, read_table
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
+from dgsr.estimator.regressor import DEFAULT_SELECTION
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
 
 
@@ -40,8 +41,8 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("--inner-fit-steps", type=int, default=None, metavar="N",
                    help="Levenberg-Marquardt steps each new candidate's inner constants get before it is "
                         "valued (default: the estimator's inner_fit_steps, 3; 0 values candidates as proposed)")
-    p.add_argument("--selection", choices=MODEL_SELECTION_RULES, default="balanced",
-                   help="which front expression predictions use (default: balanced; see SymbolicRegressor)")
+    p.add_argument("--selection", choices=MODEL_SELECTION_RULES, default=DEFAULT_SELECTION,
+                   help=f"which front expression predictions use (default: {DEFAULT_SELECTION}; see SymbolicRegressor)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="processes for independent search units, -1 for every CPU (default: 1; the result "
                         "does not depend on N for a fixed --seed and --evals)")
