@@ -74,7 +74,7 @@ def test_fit_target_option_and_progress(tmp_path, table, capsys):
     assert "evals" in captured.err
     est = pickle.loads((tmp_path / "r" / "model.pkl").read_bytes())
     assert list(est.feature_names_in_) == ["C", "V"]
-    assert est.model_selection == "balanced"
+    assert est.model_selection == "cv"  # the estimator's default
     args += ["--selection", "accuracy", "--quiet", "--out", str(tmp_path / "a")]
     assert cli.main(args) == 0
     est = pickle.loads((tmp_path / "a" / "model.pkl").read_bytes())

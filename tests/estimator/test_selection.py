@@ -195,7 +195,7 @@ def test_default_rule_does_not_lose_to_linear_regression_on_diabetes():
     X, y = load_diabetes(return_X_y=True)
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, random_state=0)
     est = SymbolicRegressor(policy="random", max_evaluations=3000, max_time=None, random_state=0)
-    assert est.model_selection == "balanced"
+    assert est.model_selection == "cv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X_train, y_train)
