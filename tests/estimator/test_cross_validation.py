@@ -122,6 +122,7 @@ def test_cv_is_a_rule_and_reports_out_of_fold_losses():
         a = SymbolicRegressor(**kw).fit(X, y)
         b = SymbolicRegressor(**kw).fit(X, y)
     assert a.validation_loss_ is not None and len(a.validation_loss_) == len(a.equations_)
+    assert a.n_evaluations_ <= 3000 + 1e-9  # the check's refits are counted, within the budget
     # Out-of-fold losses are honest: never below the training loss of the refitted front on average.
     assert np.mean(a.validation_loss_) > np.mean(a.equations_["loss"])
     np.testing.assert_array_equal(a.validation_loss_, b.validation_loss_)  # deterministic for a seed

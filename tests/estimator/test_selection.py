@@ -167,7 +167,9 @@ def test_tiny_data_warns_and_a_kept_pole_is_reported():
     y = 1.0 / (X[:, 0] - 2.0)  # the data itself has a pole in range: nothing pole-free is as good
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est = _est(max_evaluations=1500).fit(X, y)
+        # "balanced": on training loss nothing pole-free is as good. (Under "cv" the out-of-fold
+        # errors next to the pole are so spread that log(x0) is within one standard error.)
+        est = _est(max_evaluations=1500, model_selection="balanced").fit(X, y)
     messages = [str(w.message) for w in caught]
     assert any("Only 15 rows for expressions of up to max_size=60" in m for m in messages)
     assert has_pole(est.expression_, probe_points(X))  # the law itself: no pole-free formula is as good

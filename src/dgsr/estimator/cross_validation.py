@@ -17,6 +17,7 @@ step counts and use all rows of their folds (no subsampling, no time cap in the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,14 +47,17 @@ def fold_labels(n_rows: int, rng: np.random.Generator, folds: int = CV_FOLDS) ->
 
 
 def out_of_fold_errors(exprs: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
-                       labels: np.ndarray, rng: np.random.Generator,
-                       w: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+                       labels: np.ndarray, rng: np.random.Generator, w: np.ndarray | None = None,
+                       max_evaluations: float = math.inf) -> tuple[np.ndarray | None, float]:
     """``([n_exprs, n_rows] squared errors, evaluations spent)``.
 
     Row ``i``'s error for an expression is measured with constants refitted on the rows of the
     other folds (``labels`` as from :func:`fold_labels`); weighted like
     :func:`dgsr.estimator.model_selection.squared_errors`. An expression that is non-finite
     on a held-out row gets a row of inf (it cannot be trusted on new rows either).
+    Evaluations count as CONTRACTS §2 does (a refit's passes over its folds' rows as fractions,
+    the held-out scoring of each expression as one); when ``max_evaluations`` would be
+    exceeded the check stops and the errors are None.
     """
     n_rows = len(y)
     scale = np.ones(n_rows) if w is None else w / np.mean(w)
@@ -62,23 +66,32 @@ def out_of_fold_errors(exprs: Sequence[Expression], columns: np.ndarray, y: np.n
     folds = np.unique(labels)
     for k, expr in enumerate(exprs):
         row = np.empty(n_rows)
+        if spent + 1.0 > max_evaluations:
+            return None, spent
+        spent += 1.0  # the held-out scoring: every row once
         for fold in folds:
             test = labels == fold
             train = ~test
             fitted = expr
             if expr.n_constants:
+                left = (max_evaluations - spent) / train.mean()
+                if left < 4.0:  # a fit always makes its start and its final scoring
+                    return None, spent
                 w_train = None if w is None else w[train]
                 with np.errstate(all="ignore"):
                     y_var = weighted_var(y[train], w_train)
                 fit = fit_constants(expr, columns[:, train], y[train], method="lm", rng=rng,
                                     time_limit=_REFIT_SECONDS, batch_size=int(train.sum()),
-                                    y_var=y_var, max_iter=CV_REFIT_STEPS, sample_weight=w_train)
+                                    y_var=y_var, max_iter=CV_REFIT_STEPS, sample_weight=w_train,
+                                    max_evaluations=left)
                 spent += fit.evaluations * train.mean()
                 if fit.improved:
                     fitted = fit.expression
             with np.errstate(all="ignore"):
                 row[test] = scale[test] * (evaluate_columns(fitted, columns[:, test]) - y[test]) ** 2
         errors[k] = row if np.isfinite(row).all() else np.inf
+    if spent > max_evaluations:
+        return None, spent
     return errors, spent
 
 

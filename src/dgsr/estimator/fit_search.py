@@ -47,6 +47,17 @@ _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
 #: Share of var(y) below which the front treats two losses as equal (an R² difference under 1e-15).
 _EXACT_FIT_FLOOR = 1e-15
 _POLISH_EVAL_SHARE = 0.02
+#: Evaluations kept back for the ``"cv"`` check where it runs, out of the polish's reach: at most
+#: this many (measured: about 190 for a 14-expression front on 750 rows, docs/DESIGN.md) and at
+#: most a fifth of ``max_evaluations``. A check that runs out of them leaves the pick as it is.
+_CV_EVALS, _CV_EVAL_SHARE_MAX = 400.0, 0.2
+
+
+def _cv_reserve(est: Any, n_rows: int) -> float:
+    """Evaluations of ``est.max_evaluations`` kept for the ``"cv"`` check (0 where it does not run)."""
+    if est.max_evaluations is None or not _cross_validates(est, n_rows):
+        return 0.0
+    return min(_CV_EVALS, _CV_EVAL_SHARE_MAX * est.max_evaluations)
 
 Split = tuple[np.ndarray, np.ndarray]
 
@@ -180,7 +191,9 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
         note_interrupt(est, "the search", "constants are not refitted on all rows", stacklevel=5)
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
     floor = _EXACT_FIT_FLOOR * weighted_var(y, w)
-    entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w)),
+    keep = _cv_reserve(est, len(y)) if split is None else 0.0
+    entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w,
+                                                     keep=keep)),
                             floor if math.isfinite(floor) else 0.0)
     if split is None:
         return _cross_validated(est, entries, X, y, w, polish_rng)
@@ -196,22 +209,30 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     return SearchOutcome(entries, chosen, errors)
 
 
+def _cross_validates(est: Any, n_rows: int) -> bool:
+    """Whether ``model_selection="cv"`` checks its pick on data of ``n_rows`` rows."""
+    return est.model_selection == "cv" and CV_MIN_ROWS <= n_rows <= CV_MAX_ROWS
+
+
 def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,
                      w: np.ndarray | None, rng: np.random.Generator) -> SearchOutcome:
     """The front, with ``"cv"``'s choice among it when the data are small enough to check
     (:mod:`dgsr.estimator.cross_validation`); otherwise the caller's rule picks."""
     n_rows = len(y)
-    if est.model_selection != "cv" or not entries or not CV_MIN_ROWS <= n_rows <= CV_MAX_ROWS \
-            or est._interrupted:
+    if not entries or not _cross_validates(est, n_rows) or est._interrupted:
         return SearchOutcome(entries)
     pick = int(select(entries, "balanced"))
     labels = fold_labels(n_rows, rng)
+    evals_left = math.inf if est.max_evaluations is None else est.max_evaluations - est.n_evaluations_
     try:
-        errors, spent = out_of_fold_errors([e.expression for e in entries], as_columns(X), y, labels, rng, w)
+        errors, spent = out_of_fold_errors([e.expression for e in entries], as_columns(X), y, labels, rng, w,
+                                           max_evaluations=evals_left)
     except KeyboardInterrupt:  # Ctrl-C while cross-validating: the training-loss rule picks
         note_interrupt(est, "cross-validation", "the 'balanced' rule picks on training loss", stacklevel=5)
         return SearchOutcome(entries)
     est.n_evaluations_ += spent
+    if errors is None:  # the evaluation budget ran out first: the training-loss rule picks
+        return SearchOutcome(entries)
     est.validation_loss_ = errors.mean(axis=1)
     return SearchOutcome(entries, cross_validated_choice(errors, pick), errors)
 
@@ -235,7 +256,7 @@ def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, r
         search_time = max(est.max_time - reserve - (time.perf_counter() - start), 0.0)
     search_evals = None
     if est.max_evaluations is not None:
-        search_evals = max(1, int(est.max_evaluations * (1.0 - _POLISH_EVAL_SHARE)))
+        search_evals = max(1, int(est.max_evaluations * (1.0 - _POLISH_EVAL_SHARE) - _cv_reserve(est, len(y))))
     budget = Budget(max_evaluations=search_evals, max_time=search_time, target_r2=est.target_r2)
     if not est.verbose:
         return run_units(est, X, y, policy, config, rng, budget, previous, None, w)

@@ -25,13 +25,15 @@ _POLISH_SECONDS = 2.0
 
 
 def polish(est: Any, exprs: list[Expression], columns: np.ndarray, y: np.ndarray,
-           rng: np.random.Generator, start: float, w: np.ndarray | None = None) -> list[FrontEntry]:
+           rng: np.random.Generator, start: float, w: np.ndarray | None = None, keep: float = 0.0
+           ) -> list[FrontEntry]:
     """``exprs`` with their constants refitted and tidied on ``columns, y``, scored; entries whose
-    loss is not finite are dropped. ``start`` is when ``fit`` began (for ``est.max_time``)."""
+    loss is not finite are dropped. ``start`` is when ``fit`` began (for ``est.max_time``);
+    ``keep`` evaluations of ``est.max_evaluations`` are left for what follows (the ``"cv"`` check)."""
     y_var = weighted_var(y, w)
     evals_left = math.inf
     if est.max_evaluations is not None:
-        evals_left = est.max_evaluations - est.n_evaluations_
+        evals_left = est.max_evaluations - est.n_evaluations_ - keep
     entries = []
     for i, expr in enumerate(exprs):
         if not est._interrupted:

@@ -14,11 +14,22 @@ plain sum of its operands.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dgsr.core.expression import Expression
+
+if TYPE_CHECKING:
+    from dgsr.policies.semantic.operand_library import OperandLibrary
+
 #: Most terms in one sum.
 MAX_TERMS = 6
+#: Operands that best explain y alone, each tried as a sum's first term.
+SUM_STARTS = 8
+#: Sums among a trial's first proposals (the rest stay single operands): with more, additive
+#: approximations of a multiplicative law crowd out the operands that build it.
+SUMS_PROPOSED = 2
 #: An operand whose part outside the chosen terms' span has less than this share of its
 #: variance adds nothing new (collinear with them).
 _COLLINEAR = 1e-8
@@ -81,4 +92,29 @@ def greedy_sums(values: np.ndarray, sizes: np.ndarray, y: np.ndarray, *, size_pe
             residual = residual - np.outer(residual @ q, q)
         if len(chosen) >= 2:
             out.append((best_match, list(chosen)))
+    return out
+
+
+def best_sums(library: OperandLibrary, y: np.ndarray, alone: np.ndarray, size_penalty: float,
+              max_size: int, n_best: int = SUMS_PROPOSED, n_starts: int = SUM_STARTS
+              ) -> list[tuple[float, Expression]]:
+    """The ``n_best`` distinct sums (``(match, expression)``, best first) of forward selection run
+    from a free first step, from each fitted parametric operand of ``library`` and from each of
+    the ``n_starts`` operands with the highest ``alone`` (their matches without the size penalty)
+    as the first term. A sum is the plain ``add`` chain of its operands."""
+    ranked = np.argsort(-np.where(np.isfinite(alone), alone, -np.inf), kind="stable")[:n_starts]
+    firsts = [None, *np.flatnonzero(library.parametric).tolist(), *ranked.tolist()]
+    found: dict[frozenset, tuple[float, list[int]]] = {}
+    for first in dict.fromkeys(firsts):
+        for m, terms in greedy_sums(library.values, library.sizes, y, size_penalty=size_penalty,
+                                    max_size=max_size, first=first):
+            key = frozenset(terms)
+            if key not in found or found[key][0] < m:
+                found[key] = (m, terms)
+    out = []
+    for m, terms in sorted(found.values(), key=lambda c: -c[0])[:n_best]:
+        expr = library.expressions[terms[0]]
+        for j in terms[1:]:
+            expr = Expression.combine("add", expr, library.expressions[j])
+        out.append((m, expr))
     return out

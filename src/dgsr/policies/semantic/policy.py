@@ -1,19 +1,18 @@
 """The semantic policy: mutations aimed at the data in closed form, with no training.
 
-For the expression to expand, the policy computes the *desired values* of its nodes by semantic
-backpropagation (:mod:`dgsr.policies.semantic.backprop`), turns them into the values an operand ``B``
-should take for each binary mutation (``A + B = D`` gives ``B = D - A``, ``A * B = D`` gives
-``B = D / A``, ...), and scores every operand of a library (:mod:`dgsr.policies.semantic.operand_library`) against
-every such target at once with matrix products: the score is the share of the target's variance
-a least-squares line ``c*B + d`` leaves unexplained. Unary mutations are scored the same way on
-their own values. The best-matching distinct valid mutations are proposed first, with priors
-from their match quality; a share of uniformly random proposals keeps exploring.
+For the expression to expand, the policy computes the *desired values* of its nodes by semantic backpropagation
+(:mod:`dgsr.policies.semantic.backprop`), turns them into the values an operand ``B`` should take for each binary
+mutation (``A + B = D`` gives ``B = D - A``, ``A * B = D`` gives ``B = D / A``, ...), and scores every operand of a
+library (:mod:`dgsr.policies.semantic.operand_library`) against every such target at once with matrix products:
+the score is the share of the target's variance a least-squares line ``c*B + d`` leaves unexplained. Unary
+mutations are scored the same way on their own values. The best-matching distinct valid mutations are proposed
+first, with priors from their match quality; a share of uniformly random proposals keeps exploring. A trial's
+first proposals also hold sums of operands chosen jointly (:mod:`dgsr.policies.semantic.additive`).
 
-When the position of ``B`` absorbs a scale (a chain of ``mul``/``div``/``inv``/``sq``/``sqrt``
-up to the root, whose linear scaling the search fits for free; or a top-level sum, whose terms
-the search reweights) the operand is proposed as it is; otherwise as ``c*B`` or ``c*B + d`` with
-the fitted constants, so the inner constants a law needs arrive with it (the search refines
-them by Levenberg-Marquardt when the child improves on the trial's best).
+When the position of ``B`` absorbs a scale (a chain of ``mul``/``div``/``inv``/``sq``/``sqrt`` up to the root,
+whose linear scaling the search fits for free; or a top-level sum, whose terms the search reweights) the operand
+is proposed as it is; otherwise as ``c*B`` or ``c*B + d`` with the fitted constants, so the inner constants a
+law needs arrive with it (the search refines them by Levenberg-Marquardt).
 
 CONTRACTS §5: ``prepare`` (library and scoring rows, once per trial), ``propose``, ``value``
 (NaN: nodes are valued by their accuracy, as for the random policy). Numpy only.
@@ -32,9 +31,10 @@ from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
 from dgsr.core.operators import BINARY, NUMPY_FUNCTIONS, OPERATORS, UNARY, resolve_operators
 from dgsr.policies.random import RandomPolicy
-from dgsr.policies.semantic.additive import greedy_sums
+from dgsr.policies.semantic.additive import best_sums
 from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents, root_target
 from dgsr.policies.semantic.operand_library import OperandLibrary, build_library
+from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
 from dgsr.search.policy import Proposal
 
@@ -42,9 +42,7 @@ from dgsr.search.policy import Proposal
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
 _ADDITIVE = frozenset({"add", "sub"})
 # Binary mutation kinds and how each turns desired values D and current values A into a target for B.
-_MAX_PENDING = 5000
-_SUM_STARTS = 8  # operands that best explain y alone, each tried as a sum's first term
-_SUMS_PROPOSED = 2  # sums among a trial's first proposals (the rest stay single operands)  # expressions whose pending candidates a trial's context remembers
+_MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
 
 
 @dataclass
@@ -86,9 +84,8 @@ class SemanticPolicy:
         ``sq(u - c)``, ``inv(u + c)``, ``sin(c*(x_i + a)*(x_j + b))``) to the library, their
         constants fitted to ``y`` per trial (:func:`~dgsr.policies.semantic.operand_library.build_library`).
     additive_roots:
-        Also propose, as a trial's first mutation, sums of operands chosen jointly by forward
-        selection (:func:`~dgsr.policies.semantic.additive.greedy_sums`), ranked with the single
-        operands by the same match.
+        Also propose, as a trial's first mutation, sums of operands that explain ``y`` together
+        (:func:`~dgsr.policies.semantic.additive.best_sums`).
     """
 
     has_critic = False
@@ -246,7 +243,7 @@ class SemanticPolicy:
                     meta.append((pos, kind, scale_path or additive_path, False))
         if target_rows:
             targets = np.array(target_rows)
-            weights = _clean_weights(np.array(weight_rows), targets)
+            weights = clean_weights(np.array(weight_rows), targets)
             fit = _match(targets, weights, lib, np.array(denominators)[:, None])
             # Parsimony: between operands that match about as well, the smaller first (a factor
             # c*B costs 2 nodes more where nothing absorbs it).
@@ -280,28 +277,11 @@ class SemanticPolicy:
         ranked = [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
                   for j in order[: 4 * self.max_nodes]]
         if self.additive_roots:
-            ranked.extend(self._sum_candidates(context, match[0] + self.size_penalty * lib.sizes))
+            alone = match[0] + self.size_penalty * lib.sizes
+            ranked.extend((m, partial(Mutation, 0, "root", e))
+                          for m, e in best_sums(lib, context.y, alone, self.size_penalty, self.max_size))
         ranked.sort(key=lambda r: r[0])
         return ranked
-
-    def _sum_candidates(self, context: SemanticContext, alone: np.ndarray
-                        ) -> list[tuple[float, Callable[[], Mutation | None]]]:
-        """Sums of operands that explain ``y`` together (:func:`greedy_sums`), from a free first
-        step and from each fitted parametric operand and each of the best operands alone
-        (``alone``: their matches without the size penalty) as the first term; the best distinct
-        sums."""
-        lib = context.library
-        firsts = [None, *np.flatnonzero(lib.parametric).tolist(),
-                  *np.argsort(-np.where(np.isfinite(alone), alone, -np.inf))[:_SUM_STARTS].tolist()]
-        found: dict[frozenset, tuple[float, list[int]]] = {}
-        for first in dict.fromkeys(firsts):
-            for m, terms in greedy_sums(lib.values, lib.sizes, context.y, size_penalty=self.size_penalty,
-                                        max_size=self.max_size, first=first):
-                key = frozenset(terms)
-                if key not in found or found[key][0] < m:
-                    found[key] = (m, terms)
-        best = sorted(found.values(), key=lambda c: -c[0])[:_SUMS_PROPOSED]
-        return [(m, partial(Mutation, 0, "root", _sum_of([lib.expressions[j] for j in terms]))) for m, terms in best]
 
     def _constants(self, fit: _Fit, meta: list[tuple[int, str, bool, bool]]
                    ) -> list[tuple[float, Callable[[], Mutation | None]]]:
@@ -356,13 +336,6 @@ class SemanticPolicy:
         return [0, *sorted(int(p) for p in rest)]
 
 
-def _sum_of(terms: list[Expression]) -> Expression:
-    out = terms[0]
-    for term in terms[1:]:
-        out = Expression.combine("add", out, term)
-    return out
-
-
 def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
               fit: tuple[float, float, float, float, float, float]) -> Mutation | None:
     pos, kind, scale_ok, offset_ok = meta
@@ -385,24 +358,6 @@ def _absorbs(expr: Expression, parent: list[int], position: int) -> tuple[bool, 
             offset = False
         p = parent[p]
     return scale, offset
-
-
-def _row_medians(a: np.ndarray) -> np.ndarray:
-    """Median of the finite entries of each row (NaN for a row with none), as ``[n_rows, 1]``."""
-    finite = np.isfinite(a)
-    counts = finite.sum(axis=1)
-    ordered = np.sort(np.where(finite, a, np.inf), axis=1)
-    idx = np.clip((counts - 1) // 2, 0, a.shape[1] - 1)
-    med = ordered[np.arange(a.shape[0]), idx]
-    return np.where(counts > 0, med, np.nan)[:, None]
-
-
-def _not_extreme(targets: np.ndarray) -> np.ndarray:
-    """False at rows whose target is far outside the bulk of its row (poles of a division)."""
-    with np.errstate(all="ignore"):
-        dev = np.abs(targets - _row_medians(targets))
-        mad = _row_medians(dev)
-        return ~(dev > 50.0 * np.where(mad > 0, mad, np.inf))
 
 
 @dataclass(frozen=True)
@@ -447,18 +402,6 @@ def _spread(values: np.ndarray) -> float:
         c = values - values.mean()
         out = float(c @ c)
     return out if math.isfinite(out) and out > 0 else math.inf
-
-
-def _clean_weights(weights: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Weights with masked rows (non-finite target or weight, or a target far outside its bulk)
-    at zero, and each row's weights capped at 1,000 times their median so one row near a pole
-    cannot decide a match."""
-    with np.errstate(all="ignore"):
-        ok = np.isfinite(targets) & np.isfinite(weights) & (weights > 0) & _not_extreme(targets)
-        w = np.where(ok, weights, np.nan)
-        cap = 1e3 * _row_medians(w)
-        w = np.where(ok, np.minimum(np.nan_to_num(w), np.nan_to_num(cap, nan=np.inf)), 0.0)
-    return w
 
 
 def _match(targets: np.ndarray, weights: np.ndarray, lib: OperandLibrary, denominator: np.ndarray | float) -> _Fit:
