@@ -142,13 +142,12 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
             from dgsr.core import jit
 
             jit.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
-        parametric = kwargs.pop("parametric_operands", None)
-        additive = kwargs.pop("additive_roots", None)
-        if parametric is not None or additive is not None:
+        # Tokens that set the semantic policy's own options (the rest keep its defaults).
+        policy_options = {k: kwargs.pop(k) for k in ("parametric_operands", "additive_roots") if k in kwargs}
+        if policy_options:
             from dgsr.policies.semantic.policy import SemanticPolicy
 
-            kwargs["policy"] = SemanticPolicy(parametric_operands=True if parametric is None else parametric,
-                                              additive_roots=True if additive is None else additive)
+            kwargs["policy"] = SemanticPolicy(**policy_options)
         if budget.evaluations is not None:
             kwargs["max_evaluations"] = budget.evaluations
         est = SymbolicRegressor(**kwargs)

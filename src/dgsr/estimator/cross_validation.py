@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dgsr.core.constants import fit_constants
-from dgsr.core.evaluate import evaluate_columns, weighted_var
+from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.estimator.model_selection import one_se_eligible, validation_choice
 
@@ -77,12 +77,9 @@ def out_of_fold_errors(exprs: Sequence[Expression], columns: np.ndarray, y: np.n
                 left = (max_evaluations - spent) / train.mean()
                 if left < 4.0:  # a fit always makes its start and its final scoring
                     return None, spent
-                w_train = None if w is None else w[train]
-                with np.errstate(all="ignore"):
-                    y_var = weighted_var(y[train], w_train)
                 fit = fit_constants(expr, columns[:, train], y[train], method="lm", rng=rng,
                                     time_limit=_REFIT_SECONDS, batch_size=int(train.sum()),
-                                    y_var=y_var, max_iter=CV_REFIT_STEPS, sample_weight=w_train,
+                                    max_iter=CV_REFIT_STEPS, sample_weight=None if w is None else w[train],
                                     max_evaluations=left)
                 spent += fit.evaluations * train.mean()
                 if fit.improved:

@@ -225,10 +225,8 @@ def _well_sampled_choice(entries: Sequence[_Entry], chosen: int, columns: np.nda
     """``chosen``, or when it is an :func:`undersampled_oscillation`, the choice of ``rule`` (or
     of the one-standard-error rule on validation ``errors``) among the entries that are not;
     ``chosen`` when every entry is."""
-    if not undersampled_oscillation(entries[chosen].expression, columns):
-        return chosen
     keep = np.array([not undersampled_oscillation(e.expression, columns) for e in entries])
-    if not keep.any():
+    if keep[chosen] or not keep.any():
         return chosen
     kept = np.flatnonzero(keep)
     if errors is not None:
