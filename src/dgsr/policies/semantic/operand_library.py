@@ -272,13 +272,15 @@ def _relevance(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
 def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] | None = None,
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
                   max_size: int = 6, fit_parametric: bool = False,
-                  max_parametric_variables: int = 5) -> OperandLibrary:
+                  max_parametric_variables: int = 5,
+                  extra_operands: Iterable[Expression] = ()) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
     ``max_size`` nodes are left out, except the parametric pair forms that ``fit_parametric``
     adds for the ``max_parametric_variables`` variables most related to ``y``: their constants are
-    fitted to ``y`` here, a guess that the search's inner-constant fits refine in place.
+    fitted to ``y`` here, a guess that the search's inner-constant fits refine in place, and
+    ``extra_operands`` (the policy's power laws, :mod:`dgsr.policies.semantic.power_law`).
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features, n_rows = columns.shape
@@ -312,9 +314,12 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     rows: list[np.ndarray] = []
     flags: list[bool] = []
     seen: set[bytes] = set()
-    ordered = [(e, False) for e in sorted(candidates, key=lambda e: e.size)] + [(e, True) for e in parametric]
-    for expr, is_parametric in ordered:
-        if expr.size > max_size and not is_parametric:
+    extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]
+    # (operand, parametric, exempt from max_size)
+    ordered = ([(e, False, False) for e in sorted(candidates, key=lambda e: e.size)]
+               + [(e, False, True) for e in extra] + [(e, True, True) for e in parametric])
+    for expr, is_parametric, any_size in ordered:
+        if expr.size > max_size and not any_size:
             continue
         v = evaluate_columns(expr, columns)
         with np.errstate(all="ignore"):

@@ -34,6 +34,7 @@ from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.additive import best_sums
 from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents, root_target
 from dgsr.policies.semantic.operand_library import OperandLibrary, build_library
+from dgsr.policies.semantic.power_law import power_law_operands
 from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
 from dgsr.search.policy import Proposal
@@ -43,6 +44,7 @@ _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
 _ADDITIVE = frozenset({"add", "sub"})
 # Binary mutation kinds and how each turns desired values D and current values A into a target for B.
 _MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
+_POWER_LAW_ROWS = 1000  # rows the power-law exponents are fitted on
 
 
 @dataclass
@@ -86,6 +88,9 @@ class SemanticPolicy:
     additive_roots:
         Also propose, as a trial's first mutation, sums of operands that explain ``y`` together
         (:func:`~dgsr.policies.semantic.additive.best_sums`).
+    power_laws:
+        Add the monomials read off a log-space regression of ``y`` on the variables to the
+        library (:func:`~dgsr.policies.semantic.power_law.power_law_operands`).
     """
 
     has_critic = False
@@ -93,7 +98,8 @@ class SemanticPolicy:
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
-                 size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True):
+                 size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
+                 power_laws: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
@@ -103,6 +109,7 @@ class SemanticPolicy:
         self.size_penalty = size_penalty
         self.parametric_operands = parametric_operands
         self.additive_roots = additive_roots
+        self.power_laws = power_laws
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -117,7 +124,14 @@ class SemanticPolicy:
         rows = np.sort(rng.choice(n, size=self.n_rows, replace=False)) if n > self.n_rows else np.arange(n)
         columns = as_columns(X[rows])
         y_rows = y[rows]
-        library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands)
+        monomials: list[Expression] = []
+        if getattr(self, "power_laws", False):  # policies pickled before 0.6 lack the attribute
+            # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
+            # that is not a power is noise in log space), without drawing from rng.
+            spread = np.unique(np.linspace(0, n - 1, min(n, _POWER_LAW_ROWS)).astype(int))
+            monomials = power_law_operands(as_columns(X[spread]), y[spread])
+        library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
+                                extra_operands=monomials)
         return SemanticContext(columns, y_rows, library, X.shape[1])
 
     def propose(self, context: SemanticContext, expression: Expression, k: int,

@@ -1,0 +1,115 @@
+"""Power-law operands: ``prod_i x_i**a_i`` with exponents read off a regression in log space.
+
+Physical laws are often a monomial times a little more (``m*q**4/(eps**2*h**2*n**2)``,
+``p*cos(t)*sin(t)/(eps*r**3)``). Growing ``q**4`` or ``r**-5`` one mutation at a time goes through
+intermediate expressions that fit worse than what the search already has, so it rarely gets
+there. In log space the monomial part is linear: ``log|y| = sum_i a_i log|x_i| + log|g| + c``, and
+least squares over the variables that keep one sign recovers the ``a_i`` (what is left, ``g``,
+acts as noise when it does not depend on those variables). Exponents rounded to halves give an
+operand of a few powers; the operand library adds it and the semantic policy matches it like any
+other operand (a root candidate, or a factor of a product).
+
+Three operands are offered at most: every variable with a nonzero rounded exponent; only the
+variables whose exponent lies close to a half-integer (a variable inside ``g`` gets a fitted
+exponent that means nothing, and usually lies between halves); only those close to an integer
+(``sqrt(x**2 + y**2)`` reads as ``x**0.5*y**0.5``, which the library's distance does better).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dgsr.core.expression import Expression
+
+#: Largest |exponent| an operand uses (r**-5 appears in dipole and radiation laws).
+MAX_EXPONENT = 5.0
+#: A fitted exponent this close to a half-integer counts as that half-integer ("clean").
+CLEAN_TOLERANCE = 0.1
+#: Reweighting steps of the least-absolute-deviations fit.
+_IRLS_STEPS = 12
+
+
+def _power(v: Expression, k: int) -> Expression:
+    """``v**k`` for k in 1..5 with squares and products (Table 1 has no general power)."""
+    sq = Expression.combine("sq", v)
+    return {1: v, 2: sq, 3: Expression.combine("mul", v, sq), 4: Expression.combine("sq", sq),
+            5: Expression.combine("mul", v, Expression.combine("sq", sq))}[k]
+
+
+def _factor(i: int, exponent: float) -> Expression:
+    """``x_i**|exponent|`` for a positive multiple of a half."""
+    v = Expression.variable(i)
+    whole = int(math.floor(abs(exponent) + 1e-9))
+    half = abs(exponent) - whole > 0.25
+    if whole == 0:
+        return Expression.combine("sqrt", v)
+    power = _power(v, whole)
+    return Expression.combine("mul", power, Expression.combine("sqrt", v)) if half else power
+
+
+def _product(factors: list[Expression]) -> Expression | None:
+    out: Expression | None = None
+    for f in factors:
+        out = f if out is None else Expression.combine("mul", out, f)
+    return out
+
+
+def monomial(exponents: dict[int, float]) -> Expression | None:
+    """The operand ``prod x_i**e_i`` for exponents that are nonzero multiples of a half (None when
+    there is none): the positive powers over the product of the negative ones."""
+    top = _product([_factor(i, e) for i, e in sorted(exponents.items()) if e > 0])
+    bottom = _product([_factor(i, e) for i, e in sorted(exponents.items()) if e < 0])
+    if bottom is None:
+        return top
+    if top is None:
+        return Expression.combine("inv", bottom)
+    return Expression.combine("div", top, bottom)
+
+
+def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> dict[int, float]:
+    """Least-squares exponents of ``log|y|`` on ``log|x_i|`` for the variables that never change
+    sign or vanish, by least absolute deviations; {} when the data cannot say (too few
+    rows, ``y`` never nonzero, no such variable)."""
+    n_features, n_rows = columns.shape
+    with np.errstate(all="ignore"):
+        usable = [i for i in range(n_features)
+                  if np.all(np.isfinite(columns[i])) and (np.all(columns[i] > 0) or np.all(columns[i] < 0))
+                  and float(np.ptp(np.log(np.abs(columns[i])))) > 1e-3]
+        rows = np.isfinite(y) & (np.abs(y) > 0)
+    if not usable or int(rows.sum()) < len(usable) + 5:
+        return {}
+    with np.errstate(all="ignore"):
+        design = np.column_stack([np.log(np.abs(columns[usable][:, rows])).T, np.ones(int(rows.sum()))])
+        target = np.log(np.abs(y[rows]))
+    if not (np.all(np.isfinite(design)) and np.all(np.isfinite(target))):
+        return {}
+    coef = np.linalg.lstsq(design, target, rcond=None)[0]
+    # Least absolute deviations by reweighting: log|g| has a long tail towards -inf near the
+    # zeros of a sign-changing factor g, which drags least squares and not the median.
+    for _ in range(_IRLS_STEPS):
+        residual = np.abs(target - design @ coef)
+        w = 1.0 / np.sqrt(np.maximum(residual, 1e-6))
+        step = np.linalg.lstsq(design * w[:, None], target * w, rcond=None)[0]
+        if not np.all(np.isfinite(step)):
+            break
+        coef = step
+    if not np.all(np.isfinite(coef)):
+        return {}
+    return {i: float(a) for i, a in zip(usable, coef[:-1])}
+
+
+def power_law_operands(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
+    """Up to three monomials suggested by ``y``'s log-space regression (see the module docstring)."""
+    exponents = fitted_exponents(columns, y)
+    rounded = {i: float(np.clip(round(2 * a) / 2, -MAX_EXPONENT, MAX_EXPONENT)) for i, a in exponents.items()}
+    everything = {i: e for i, e in rounded.items() if e != 0}
+    clean = {i: e for i, e in everything.items() if abs(exponents[i] - e) <= CLEAN_TOLERANCE}
+    whole = {i: e for i, e in clean.items() if e == round(e)}
+    out: list[Expression] = []
+    for chosen in (everything, clean, whole):
+        expr = monomial(chosen) if chosen else None
+        if expr is not None and all(expr.key() != o.key() for o in out):
+            out.append(expr)
+    return out
