@@ -92,13 +92,14 @@ def out_of_fold_errors(exprs: Sequence[Expression], columns: np.ndarray, y: np.n
     return errors, spent
 
 
-def cross_validated_choice(errors: np.ndarray, pick: int) -> int:
-    """``pick`` when its out-of-fold ``errors`` are within one standard error of the lowest
-    expression's, else the smallest expression (lowest index of a front sorted by size) that is."""
+def cross_validated_choice(errors: np.ndarray, pick: int, floor: float = 0.0) -> int:
+    """``pick`` when its out-of-fold ``errors`` are within one standard error (or ``floor``) of the
+    lowest expression's, else the smallest expression (lowest index of a front sorted by size)
+    that is. ``floor``: mean squared errors closer than this are equal (two exact fits)."""
     means = errors.mean(axis=1)
     if not np.isfinite(means).any():
         return pick
     best = int(np.argmin(np.where(np.isfinite(means), means, np.inf)))
-    if one_se_eligible(errors, best)[pick]:
+    if one_se_eligible(errors, best, floor)[pick]:
         return pick
-    return validation_choice(errors, "1se")
+    return validation_choice(errors, "1se", floor)

@@ -199,7 +199,7 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
         return _cross_validated(est, entries, X, y, w, polish_rng)
     w_val = w_all[split[1]] if w_all is not None else None
     errors = squared_errors([e.expression for e in entries], X_all[split[1]], y_all[split[1]], w_val)
-    chosen = validation_choice(errors)
+    chosen = validation_choice(errors, floor=_EXACT_FIT_FLOOR * weighted_var(y_all[split[1]], w_val))
     refit = polish(est, [entries[chosen].expression], as_columns(X_all), y_all, polish_rng, start, w_all)
     if refit:
         entries[chosen] = refit[0]
@@ -234,7 +234,9 @@ def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.n
     if errors is None:  # the evaluation budget ran out first: the training-loss rule picks
         return SearchOutcome(entries)
     est.validation_loss_ = errors.mean(axis=1)
-    return SearchOutcome(entries, cross_validated_choice(errors, pick), errors)
+    floor = _EXACT_FIT_FLOOR * weighted_var(y, w)  # two exact laws: rounding noise must not choose
+    return SearchOutcome(entries, cross_validated_choice(errors, pick, floor if math.isfinite(floor) else 0.0),
+                         errors)
 
 
 def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, rng: np.random.Generator,

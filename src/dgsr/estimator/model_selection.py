@@ -87,9 +87,11 @@ def squared_errors(exprs: Sequence[Expression], X: np.ndarray, y: np.ndarray,
     return out
 
 
-def one_se_eligible(errors: np.ndarray, reference: int) -> np.ndarray:
+def one_se_eligible(errors: np.ndarray, reference: int, floor: float = 0.0) -> np.ndarray:
     """Boolean mask: rows of ``errors`` whose mean exceeds row ``reference``'s by at most one
-    standard error of the paired per-row difference (so they are as good, within noise)."""
+    standard error of the paired per-row difference (so they are as good, within noise), or by
+    at most ``floor``: two exact fits differ only by float rounding, whose "standard error" would
+    otherwise decide between them."""
     n = errors.shape[1]
     out = np.zeros(len(errors), dtype=bool)
     ref = errors[reference]
@@ -100,15 +102,16 @@ def one_se_eligible(errors: np.ndarray, reference: int) -> np.ndarray:
             continue
         d = row - ref
         se = float(np.std(d, ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-        out[i] = float(np.mean(d)) <= se
+        out[i] = float(np.mean(d)) <= se + floor
     return out
 
 
-def validation_choice(errors: np.ndarray, rule: str = "1se") -> int:
+def validation_choice(errors: np.ndarray, rule: str = "1se", floor: float = 0.0) -> int:
     """Index (into a front sorted by size) chosen from its squared errors on validation rows.
 
     ``"min"``: the lowest mean. ``"1se"``: the smallest expression within one standard error
-    of the lowest mean (:func:`one_se_eligible`). An all-infinite front gives index 0.
+    of the lowest mean (:func:`one_se_eligible`, with its ``floor``). An all-infinite front gives
+    index 0.
     """
     means = errors.mean(axis=1)
     if not np.isfinite(means).any():
@@ -118,7 +121,7 @@ def validation_choice(errors: np.ndarray, rule: str = "1se") -> int:
         return best
     if rule != "1se":
         raise ValueError(f"rule must be 'min' or '1se', got {rule!r}")
-    return int(np.flatnonzero(one_se_eligible(errors, best))[0])
+    return int(np.flatnonzero(one_se_eligible(errors, best, floor))[0])
 
 
 def linear_candidate(X: np.ndarray, y: np.ndarray, max_size: int,
