@@ -83,6 +83,16 @@ def test_the_pick_stands_unless_another_entry_is_better_beyond_noise():
         assert cross_validated_choice(errors, 1) == 1
 
 
+def test_two_exact_fits_are_not_told_apart_by_rounding_noise():
+    # Out-of-fold errors of two exact laws are float rounding (~1e-29); the smaller of them would
+    # win the 1-SE comparison by noise alone and move the pick off the one "balanced" made.
+    rng = np.random.default_rng(1)
+    errors = np.stack([rng.exponential(50.0, 300), rng.exponential(1e-29, 300), rng.exponential(1.5e-29, 300)])
+    errors[1] *= 0.5  # entry 1's mean is clearly below entry 2's at the noise's own scale
+    assert cross_validated_choice(errors, 2) == 1  # no floor: the noise decides
+    assert cross_validated_choice(errors, 2, floor=1e-15 * 160.0) == 2  # the floor: both exact, the pick stands
+
+
 # ---------------------------------------------------------------------- undersampled waves
 @pytest.mark.parametrize("formula, x, flagged", [
     ("tan(x0)", np.arange(80.0, 149.0, 2.0), True),              # tan at even integers: 1.6 rows per period
