@@ -17,7 +17,7 @@ from functools import cached_property
 import sympy
 
 from dgsr.core.names import quote
-from dgsr.core.operators import CONSTANT, OPERATORS, arity, is_variable, variable_index, variable_symbol
+from dgsr.core.operators import ARITY, CONSTANT, OPERATORS, arity, is_variable, variable_index, variable_symbol
 
 
 class MalformedExpression(ValueError):
@@ -49,12 +49,13 @@ class Expression:
             raise MalformedExpression(f"{n_const} constant slots but {len(self.constants)} values")
         if self.symbols:
             need = 1
+            children = ARITY.get
             for i, s in enumerate(self.symbols):
                 if need == 0:
                     raise MalformedExpression(f"trailing symbols after position {i}: {self.symbols}")
                 if s not in OPERATORS and s != CONSTANT and not is_variable(s):
                     raise MalformedExpression(f"unknown symbol {s!r}")
-                need += arity(s) - 1
+                need += children(s, 0) - 1
             if need != 0:
                 raise MalformedExpression(f"incomplete prefix sequence {self.symbols}")
 
@@ -107,15 +108,19 @@ class Expression:
     @cached_property
     def subtree_ends(self) -> tuple[int, ...]:
         """``subtree_ends[i]`` is the exclusive end of the subtree rooted at prefix position ``i``."""
-        ends = [0] * len(self.symbols)
+        symbols = self.symbols
+        ends = [0] * len(symbols)
         stack: list[int] = []  # end positions of already-scanned subtrees, scanning right to left
-        for i in range(len(self.symbols) - 1, -1, -1):
-            k = arity(self.symbols[i])
-            end = i + 1
-            for _ in range(k):
-                end = stack.pop()
+        children, pop, push = ARITY.get, stack.pop, stack.append
+        for i in range(len(symbols) - 1, -1, -1):
+            k = children(symbols[i], 0)
+            if k == 0:
+                end = i + 1
+            else:
+                for _ in range(k):  # the last popped is the rightmost child's end
+                    end = pop()
             ends[i] = end
-            stack.append(end)
+            push(end)
         return tuple(ends)
 
     @cached_property
@@ -168,7 +173,10 @@ class Expression:
 
     def with_constants(self, values: Sequence[float]) -> Expression:
         """Same structure, new constant values."""
-        return Expression(self.symbols, tuple(float(v) for v in values))
+        constants = tuple(float(v) for v in values)
+        if len(constants) != len(self.constants):  # the structure is already checked: only the count can be wrong
+            raise MalformedExpression(f"{len(self.constants)} constant slots but {len(constants)} values")
+        return Expression._trusted(self.symbols, constants)
 
     def key(self, digits: int | None = None) -> tuple:
         """Cheap canonical key for caches: the prefix tuple, with constants rounded if asked."""

@@ -81,10 +81,13 @@ def variable_index(symbol: str) -> int:
     return int(symbol[1:])
 
 
+#: Operator name -> number of children (the lookup the structural hot loops use).
+ARITY: dict[str, int] = {name: op.arity for name, op in OPERATORS.items()}
+
+
 def arity(symbol: str) -> int:
     """Number of children of a prefix symbol (0 for variables and constants)."""
-    op = OPERATORS.get(symbol)
-    return op.arity if op is not None else 0
+    return ARITY.get(symbol, 0)
 
 
 #: PySR-style spellings accepted for the Table 1 operators (``"+"`` for ``add``, ``"square"`` for ``sq``).

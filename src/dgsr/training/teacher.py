@@ -53,7 +53,7 @@ def teacher_policy() -> SemanticPolicy:
     """The teacher: the semantic policy with no random share (its ranking only) and without
     parametric operands (the teacher of the shipped weights; their per-problem fits would
     multiply the cost of labelling, docs/DESIGN.md)."""
-    return SemanticPolicy(random_share=0.0, parametric_operands=False, additive_roots=False)
+    return SemanticPolicy(random_share=0.0, parametric_operands=False, additive_roots=False, power_laws=False)
 
 
 def teacher_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: np.random.Generator, *,
@@ -124,7 +124,8 @@ def search_path_examples(X: np.ndarray, y: np.ndarray, target: Expression, rng: 
     from dgsr.search.mcts import SearchConfig, run_search
 
     config = SearchConfig(n_samples=16, record_training_data=True)
-    result = run_search(X, y, teacher or SemanticPolicy(parametric_operands=False, additive_roots=False), config=config, rng=rng,
+    fallback = SemanticPolicy(parametric_operands=False, additive_roots=False, power_laws=False)
+    result = run_search(X, y, teacher or fallback, config=config, rng=rng,
                         budget=Budget(max_evaluations=evaluations, target_r2=config.solved_r2))
 
     def best_fits_check(threshold: float) -> bool:
@@ -165,7 +166,7 @@ def collect_search_paths(seed: int | Sequence[int], *, n_problems: int | None = 
     if n_problems is None and seconds is None:
         raise ValueError("give n_problems or seconds")
     rng = np.random.default_rng(seed)
-    teacher = SemanticPolicy(parametric_operands=False, additive_roots=False)
+    teacher = SemanticPolicy(parametric_operands=False, additive_roots=False, power_laws=False)
     start = time.perf_counter()
     for i, problem in enumerate(training_problems(rng, config, n_points + check_points, exclude)):
         if (n_problems is not None and i >= n_problems) or \

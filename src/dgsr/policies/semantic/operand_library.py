@@ -150,6 +150,27 @@ def _pair_forms(i: int, j: int, allowed: frozenset[str]) -> Iterable[Expression]
             yield _u("exp", _b("mul", _C(-1.0), _b(inner, a, b)))
 
 
+def _pair_root_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
+                     allowed: frozenset[str]) -> Iterable[Expression]:
+    """``sqrt(c - sq(u))`` and ``sqrt(c + sq(u))`` for ``u`` the ratio (either way) or product of
+    two variables: the single-variable ``sqrt(c +- sq(x))`` forms, for a dimensionless ratio
+    (a Lorentz factor ``sqrt(1 - v**2/c**2)``, a cosine from a sine ``sqrt(1 - (a/b)**2)``). Seven
+    nodes, one more than the library's limit, so they are built apart; ``c`` starts at 1 (the
+    search fits it later)."""
+    if not {"sqrt", "sq"} <= allowed:
+        return
+    a, b = _var(i), _var(j)
+    with np.errstate(all="ignore"):
+        forms = [("div", _b("div", a, b), xi / xj), ("div", _b("div", b, a), xj / xi), ("mul", _b("mul", a, b), xi * xj)]
+    for op, u, values in forms:
+        if op not in allowed or not np.all(np.isfinite(values)):
+            continue
+        if "sub" in allowed and float(np.max(values * values)) < 1.0:  # defined on every row
+            yield _u("sqrt", _b("sub", _C(1.0), _u("sq", u)))
+        if "add" in allowed:
+            yield _u("sqrt", _b("add", _C(1.0), _u("sq", u)))
+
+
 def _parametric_pair_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
                            allowed: frozenset[str]) -> Iterable[list[Expression]]:
     """Operands of two variables with constants inside a nonlinear part, each as a list of
@@ -290,9 +311,12 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     candidates: list[Expression] = [_var(i) for i in range(n_features)]
     for i in rich:
         candidates.extend(_single_variable_forms(i, columns[i], allowed_ops))
+    roots: list[Expression] = []  # pair forms one node over max_size
     for a_i, i in enumerate(pairs):
         for j in pairs[a_i + 1:]:
             candidates.extend(_pair_forms(i, j, allowed_ops))
+            if fit_parametric:  # a constant inside a nonlinear part, as the parametric forms
+                roots.extend(_pair_root_forms(i, j, columns[i], columns[j], allowed_ops))
     parametric: list[Expression] = []
     if fit_parametric and n_rows >= 8:
         # Fitted to y together with a linear model of the most relevant columns (see _fitted).
@@ -317,7 +341,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]
     # (operand, parametric, exempt from max_size)
     ordered = ([(e, False, False) for e in sorted(candidates, key=lambda e: e.size)]
-               + [(e, False, True) for e in extra] + [(e, True, True) for e in parametric])
+               + [(e, False, True) for e in [*roots, *extra]] + [(e, True, True) for e in parametric])
     for expr, is_parametric, any_size in ordered:
         if expr.size > max_size and not any_size:
             continue
