@@ -374,3 +374,25 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         values, squares, parametric_flags = values[keep], squares[keep], parametric_flags[keep]
     sizes = np.array([e.size for e in exprs], dtype=np.float64)
     return OperandLibrary(tuple(exprs), values, squares, sizes, parametric_flags)
+
+
+def operand_library(expressions: Iterable[Expression], columns: np.ndarray) -> OperandLibrary | None:
+    """A library of just ``expressions`` (those finite and not constant on ``columns``; the first
+    of equal ones), or None when none is: the semantic policy's per-expansion operands."""
+    exprs, rows, keys = [], [], set()
+    for expr in expressions:
+        if expr.key() in keys:
+            continue
+        keys.add(expr.key())
+        with np.errstate(all="ignore"):
+            v = evaluate_columns(expr, columns)
+            squares = v * v
+            if not (np.all(np.isfinite(squares)) and float(np.ptp(v)) > 1e-12 * float(np.max(np.abs(v)))):
+                continue
+        exprs.append(expr)
+        rows.append(v)
+    if not exprs:
+        return None
+    values = np.array(rows, dtype=np.float64)
+    return OperandLibrary(tuple(exprs), values, values * values, np.array([e.size for e in exprs], dtype=np.float64),
+                          np.zeros(len(exprs), dtype=bool))

@@ -33,8 +33,9 @@ from dgsr.core.operators import BINARY, NUMPY_FUNCTIONS, OPERATORS, UNARY, resol
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.additive import best_sums
 from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents, root_target
-from dgsr.policies.semantic.operand_library import OperandLibrary, build_library
-from dgsr.policies.semantic.power_law import power_law_operands
+from dgsr.policies.semantic.matching import OperandFit, match_operands
+from dgsr.policies.semantic.operand_library import OperandLibrary, build_library, operand_library
+from dgsr.policies.semantic.power_law import log_design, power_law_operands, target_monomials
 from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
 from dgsr.search.policy import Proposal
@@ -55,6 +56,9 @@ class SemanticContext:
     y: np.ndarray
     library: OperandLibrary
     n_features: int
+    #: Variables whose log the per-expansion power laws use, and that log design (None: off or none).
+    log_variables: list = field(default_factory=list)
+    log_design: np.ndarray | None = None
     #: Per expanded expression: its ranked candidates not yet proposed, and the children already
     #: proposed. A node expanded again (progressive widening) gets the next-best candidates.
     pending: dict = field(default_factory=dict)
@@ -132,7 +136,8 @@ class SemanticPolicy:
             monomials = power_law_operands(as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials)
-        return SemanticContext(columns, y_rows, library, X.shape[1])
+        log_variables, design = log_design(columns) if getattr(self, "power_laws", False) else ([], None)
+        return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design)
 
     def propose(self, context: SemanticContext, expression: Expression, k: int,
                 rng: np.random.Generator) -> list[Proposal]:
@@ -258,34 +263,49 @@ class SemanticPolicy:
         if target_rows:
             targets = np.array(target_rows)
             weights = clean_weights(np.array(weight_rows), targets)
-            fit = _match(targets, weights, lib, np.array(denominators)[:, None])
-            # Parsimony: between operands that match about as well, the smaller first (a factor
-            # c*B costs 2 nodes more where nothing absorbs it).
-            extra = np.array([0.0 if m[2] else 2.0 for m in meta])[:, None]
-            match = fit.match - self.size_penalty * (lib.sizes[None, :] + extra)
-            n_top = min(match.size, 6 * self.max_nodes)
-            flat = np.argpartition(-match.ravel(), n_top - 1)[:n_top] if match.size > n_top else np.arange(match.size)
-            seen: set[tuple[int, float]] = set()
-            for f in flat[np.argsort(-match.ravel()[flat], kind="stable")]:
-                t, j = divmod(int(f), len(lib))
-                if not np.isfinite(match[t, j]):
-                    continue
-                # The same operand matching equally well at several nodes (x0*x1*B at either
-                # factor) gives equivalent children: propose it once.
-                twin = (j, round(float(match[t, j]), 6))
-                if twin in seen:
-                    continue
-                seen.add(twin)
-                ranked.append((float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], fit.at(t, j))))
+            fit = match_operands(targets, weights, lib, np.array(denominators)[:, None])
+            ranked.extend(self._operand_candidates(fit, lib, meta))
+            # Products of powers fitted to each target in log space: operands no fixed library holds.
+            dynamic = operand_library([e for e in target_monomials(context.log_variables, context.log_design,
+                                                                   targets, weights > 0) if e is not None],
+                                      context.columns) if context.log_design is not None else None
+            if dynamic is not None:
+                dynamic_fit = match_operands(targets, weights, dynamic, np.array(denominators)[:, None])
+                ranked.extend(self._operand_candidates(dynamic_fit, dynamic, meta))
             ranked.extend(self._constants(fit, meta))
         ranked.sort(key=lambda r: r[0])
         return ranked
+
+    def _operand_candidates(self, fit: OperandFit, lib: OperandLibrary, meta: list[tuple[int, str, bool, bool]]
+                            ) -> list[tuple[float, Callable[[], Mutation | None]]]:
+        """The best binary mutations ``<node, kind, B>`` for ``lib``'s operands ``B`` from their fits
+        to the targets (``meta`` says each target's node and kind)."""
+        # Parsimony: between operands that match about as well, the smaller first (a factor
+        # c*B costs 2 nodes more where nothing absorbs it).
+        extra = np.array([0.0 if m[2] else 2.0 for m in meta])[:, None]
+        match = fit.match - self.size_penalty * (lib.sizes[None, :] + extra)
+        n_top = min(match.size, 6 * self.max_nodes)
+        flat = np.argpartition(-match.ravel(), n_top - 1)[:n_top] if match.size > n_top else np.arange(match.size)
+        seen: set[tuple[int, float]] = set()
+        out = []
+        for f in flat[np.argsort(-match.ravel()[flat], kind="stable")]:
+            t, j = divmod(int(f), len(lib))
+            if not np.isfinite(match[t, j]):
+                continue
+            # The same operand matching equally well at several nodes (x0*x1*B at either
+            # factor) gives equivalent children: propose it once.
+            twin = (j, round(float(match[t, j]), 6))
+            if twin in seen:
+                continue
+            seen.add(twin)
+            out.append((float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], fit.at(t, j))))
+        return out
 
     def _root_candidates(self, context: SemanticContext) -> list[tuple[float, Callable[[], Mutation | None]]]:
         """The first mutation of a trial: the library operands that best explain y, best last."""
         lib = context.library
         targets = context.y[None, :]
-        match = _match(targets, np.ones_like(targets), lib, _spread(context.y)).match
+        match = match_operands(targets, np.ones_like(targets), lib, _spread(context.y)).match
         match = match - self.size_penalty * lib.sizes[None, :]
         order = np.argsort(-match[0], kind="stable")
         ranked = [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
@@ -297,7 +317,7 @@ class SemanticPolicy:
         ranked.sort(key=lambda r: r[0])
         return ranked
 
-    def _constants(self, fit: _Fit, meta: list[tuple[int, str, bool, bool]]
+    def _constants(self, fit: OperandFit, meta: list[tuple[int, str, bool, bool]]
                    ) -> list[tuple[float, Callable[[], Mutation | None]]]:
         """A constant operand ``B = c`` where nothing absorbs it (``A + c`` inside a function,
         ``A * c`` inside a sum of a function): ``c`` is the weighted mean of the target."""
@@ -374,72 +394,12 @@ def _absorbs(expr: Expression, parent: list[int], position: int) -> tuple[bool, 
     return scale, offset
 
 
-@dataclass(frozen=True)
-class _Fit:
-    """Weighted least-squares fits of every target row by every library operand
-    (``[n_targets, n_operands]``).
-
-    ``match`` is ``-log10`` of the weighted residual of ``c*B + d`` over the target's
-    ``denominator`` (-inf where undefined). The sums it came from are kept so that the constants
-    of the few candidates actually proposed are computed on demand (:meth:`at`).
-    """
-
-    match: np.ndarray
-    n: np.ndarray
-    sy: np.ndarray
-    syy: np.ndarray
-    var_y: np.ndarray
-    denominator: np.ndarray
-    sx: np.ndarray
-    sxx: np.ndarray
-    sxy: np.ndarray
-
-    def at(self, t: int, j: int) -> tuple[float, float, float, float, float, float]:
-        """``c, d`` of ``c*B + d``, the slope ``c0`` through the origin, the residual sums of
-        squares with and without ``d``, and the target's sum of squares, for one pair."""
-        n, sy, syy = float(self.n[t, 0]), float(self.sy[t, 0]), float(self.syy[t, 0])
-        sx, sxx, sxy = float(self.sx[t, j]), float(self.sxx[t, j]), float(self.sxy[t, j])
-        with np.errstate(all="ignore"):
-            var_x = sxx - sx * sx / n
-            cov = sxy - sx * sy / n
-            coef = cov / var_x if var_x > 0 else math.nan
-            icpt = (sy - coef * sx) / n
-            sse = max(syy - sy * sy / n - cov * coef, 0.0)
-            coef0 = sxy / sxx if sxx > 0 else math.nan
-            sse0 = max(syy - sxy * coef0, 0.0)
-        return coef, icpt, coef0, sse, sse0, syy
-
-
 def _spread(values: np.ndarray) -> float:
     """Sum of squared deviations from the mean (the denominator of an unexplained share)."""
     with np.errstate(all="ignore"):
         c = values - values.mean()
         out = float(c @ c)
     return out if math.isfinite(out) and out > 0 else math.inf
-
-
-def _match(targets: np.ndarray, weights: np.ndarray, lib: OperandLibrary, denominator: np.ndarray | float) -> _Fit:
-    """Weighted least-squares fit of every target row by ``c*B + d`` for every library operand
-    ``B``, from three matrix products; rows with weight 0 are left out."""
-    with np.errstate(all="ignore"):
-        t = np.where(weights > 0, targets, 0.0)
-        wt = weights * t
-        n = weights.sum(axis=1, keepdims=True)
-        sy = wt.sum(axis=1, keepdims=True)
-        syy = (wt * t).sum(axis=1, keepdims=True)
-        sx = weights @ lib.values.T
-        sxx = weights @ lib.squares.T
-        sxy = wt @ lib.values.T
-        var_y = syy - sy * sy / n
-        var_x = sxx - sx * sx / n
-        cov = sxy - sx * sy / n
-        sse = var_y - cov * cov / var_x
-        denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), (len(targets), 1))
-        match = -np.log10(np.clip(sse / denominator, 1e-12, 1.0))
-        counts = (weights > 0).sum(axis=1, keepdims=True)
-        bad = ~(np.isfinite(match) & (var_x > 1e-12 * sxx) & (var_y > 0) & (counts >= 5))
-        match[bad] = -np.inf
-    return _Fit(match, n, sy, syy, var_y, denominator, sx, sxx, sxy)
 
 
 def _residual(target: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:

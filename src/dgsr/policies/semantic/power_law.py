@@ -41,7 +41,7 @@ def _power(v: Expression, k: int) -> Expression:
 def _factor(i: int, exponent: float) -> Expression:
     """``x_i**|exponent|`` for a positive multiple of a half."""
     v = Expression.variable(i)
-    whole = int(math.floor(abs(exponent) + 1e-9))
+    whole = math.floor(abs(exponent) + 1e-9)
     half = abs(exponent) - whole > 0.25
     if whole == 0:
         return Expression.combine("sqrt", v)
@@ -72,16 +72,13 @@ def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> dict[int, float]:
     """Least-squares exponents of ``log|y|`` on ``log|x_i|`` for the variables that never change
     sign or vanish, by least absolute deviations; {} when the data cannot say (too few
     rows, ``y`` never nonzero, no such variable)."""
-    n_features, n_rows = columns.shape
+    usable, full = log_design(columns)
     with np.errstate(all="ignore"):
-        usable = [i for i in range(n_features)
-                  if np.all(np.isfinite(columns[i])) and (np.all(columns[i] > 0) or np.all(columns[i] < 0))
-                  and float(np.ptp(np.log(np.abs(columns[i])))) > 1e-3]
         rows = np.isfinite(y) & (np.abs(y) > 0)
-    if not usable or int(rows.sum()) < len(usable) + 5:
+    if full is None or int(rows.sum()) < len(usable) + 5:
         return {}
     with np.errstate(all="ignore"):
-        design = np.column_stack([np.log(np.abs(columns[usable][:, rows])).T, np.ones(int(rows.sum()))])
+        design = full[rows]
         target = np.log(np.abs(y[rows]))
     if not (np.all(np.isfinite(design)) and np.all(np.isfinite(target))):
         return {}
@@ -112,4 +109,39 @@ def power_law_operands(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
         expr = monomial(chosen) if chosen else None
         if expr is not None and all(expr.key() != o.key() for o in out):
             out.append(expr)
+    return out
+
+
+def log_design(columns: np.ndarray) -> tuple[list[int], np.ndarray | None]:
+    """The variables that keep one sign and vary, and ``[n_rows, k + 1]`` of their ``log|x|`` with
+    a column of ones (None when there is no such variable): the design every
+    :func:`target_monomials` fit shares, built once per trial."""
+    with np.errstate(all="ignore"):
+        usable = [i for i in range(columns.shape[0])
+                  if np.all(np.isfinite(columns[i])) and (np.all(columns[i] > 0) or np.all(columns[i] < 0))
+                  and float(np.ptp(np.log(np.abs(columns[i])))) > 1e-3]
+        if not usable:
+            return [], None
+        design = np.column_stack([np.log(np.abs(columns[usable])).T, np.ones(columns.shape[1])])
+    return usable, design
+
+
+def target_monomials(usable: list[int], design: np.ndarray | None, targets: np.ndarray,
+                     rows: np.ndarray) -> list[Expression | None]:
+    """For each target row (values a node should take, from semantic backpropagation), the monomial
+    whose exponents, fitted to ``log|target|`` by least squares on its ``rows``, all lie within
+    :data:`CLEAN_TOLERANCE` of a half-integer; None where there is none (too few rows, a target
+    that is not a product of powers)."""
+    out: list[Expression | None] = []
+    for t, ok in zip(targets, rows):
+        expr = None
+        if design is not None:
+            with np.errstate(all="ignore"):
+                ok = ok & np.isfinite(t) & (t != 0)
+                if int(ok.sum()) >= len(usable) + 5:
+                    coef = np.linalg.lstsq(design[ok], np.log(np.abs(t[ok])), rcond=None)[0][:-1]
+                    rounded = np.clip(np.round(2 * coef) / 2, -MAX_EXPONENT, MAX_EXPONENT)
+                    if np.all(np.isfinite(coef)) and np.all(np.abs(coef - rounded) <= CLEAN_TOLERANCE):
+                        expr = monomial({i: float(e) for i, e in zip(usable, rounded) if e != 0})
+        out.append(expr)
     return out
