@@ -10,7 +10,13 @@ import pytest
 from dgsr import SymbolicRegressor
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.policies.semantic.policy import SemanticPolicy
-from dgsr.policies.semantic.power_law import fitted_exponents, monomial, power_law_operands
+from dgsr.policies.semantic.power_law import (
+    fitted_exponents,
+    log_design,
+    monomial,
+    power_law_operands,
+    target_monomials,
+)
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -27,7 +33,8 @@ def _proportional(a: np.ndarray, b: np.ndarray) -> bool:
 def test_the_exponents_of_a_monomial_are_recovered():
     m, q, h, n, eps = X = _positive(100, 5)
     y = -0.125 * m * q**4 / (eps**2 * h**2 * n**2)
-    exponents = fitted_exponents(X, y)
+    exponents, misfit = fitted_exponents(X, y)
+    assert misfit < 1e-9
     assert sorted(exponents) == [0, 1, 2, 3, 4]
     assert [exponents[i] for i in range(5)] == pytest.approx([1, 4, -2, -2, -2], abs=1e-6)
     operands = power_law_operands(X, y)
@@ -108,3 +115,29 @@ def test_search_recovers_a_product_of_powers_at_a_fixed_budget(power_laws):
         assert r2 > 1 - 1e-9
     else:
         assert r2 < 0.999
+
+
+def test_target_monomials_fit_each_target_and_skip_what_is_no_product_of_powers():
+    x = _positive(120, 3, seed=7)
+    usable, design = log_design(x)
+    assert usable == [0, 1, 2]
+    targets = np.stack([2.0 * x[0] ** 2 / x[2], np.sin(3 * x[1]) + 1.5, -x[1] ** 0.5 * x[2] ** 3])
+    rows = np.ones_like(targets, dtype=bool)
+    rows[0, :10] = False  # rows a target leaves out are not used
+    targets[0, :10] = np.nan
+    found = target_monomials(usable, design, targets, rows)
+    assert _proportional(evaluate_columns(found[0], x), x[0] ** 2 / x[2])
+    assert found[1] is None
+    assert _proportional(evaluate_columns(found[2], x), np.sqrt(x[1]) * x[2] ** 3)
+    assert target_monomials([], None, targets, rows) == [None, None, None]
+
+
+def test_laws_that_are_no_product_of_powers_get_no_half_power_lookalike():
+    # 1/(1/d1 + n/d2) reads as d1**0.28*d2**0.75/n**0.72 in log space, and m*(u**2 + v**2 + w**2)/2
+    # as m*(u*v*w)**0.5: rounded, such exponents made operands that fit well and drew the search
+    # away from the law (Feynman I.27.6 and I.13.4 lost their exact recovery to them).
+    d1, d2, n = X = _positive(1000, 3, seed=8)
+    assert power_law_operands(X, 1 / (1 / d1 + n / d2)) == []
+    m, u, v, w = X = _positive(1000, 4, seed=9)
+    operands = power_law_operands(X, 0.5 * m * (u**2 + v**2 + w**2))
+    assert all("sqrt" not in e.symbols for e in operands)

@@ -9,10 +9,12 @@ acts as noise when it does not depend on those variables). Exponents rounded to 
 operand of a few powers; the operand library adds it and the semantic policy matches it like any
 other operand (a root candidate, or a factor of a product).
 
-Three operands are offered at most: every variable with a nonzero rounded exponent; only the
-variables whose exponent lies close to a half-integer (a variable inside ``g`` gets a fitted
-exponent that means nothing, and usually lies between halves); only those close to an integer
-(``sqrt(x**2 + y**2)`` reads as ``x**0.5*y**0.5``, which the library's distance does better).
+Two operands are offered at most: the variables whose exponent lies close to a half-integer
+(a variable inside ``g`` gets a fitted exponent that means nothing, and usually lies between
+halves), when ``|y|`` is close to that monomial; and the variables whose exponent lies close
+to an integer (``sqrt(x**2 + y**2)`` reads as ``x**0.5*y**0.5``, which the library's distance
+does better). Rounding the other exponents too gave operands that fit laws of other shapes
+well (``1/(1/a + b/c)``) and drew the search away from them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from dgsr.core.expression import Expression
 MAX_EXPONENT = 5.0
 #: A fitted exponent this close to a half-integer counts as that half-integer ("clean").
 CLEAN_TOLERANCE = 0.1
+#: Half powers are offered only when |y| is this close to the monomial (median absolute log
+#: residual, ~5%): sqrt-products otherwise mimic laws of other shapes (1/(1/a + b/c) reads as
+#: a**0.3*c**0.75/b**0.7 and draws the search away from the law).
+TIGHT_MISFIT = 0.05
 #: Reweighting steps of the least-absolute-deviations fit.
 _IRLS_STEPS = 12
 
@@ -68,20 +74,21 @@ def monomial(exponents: dict[int, float]) -> Expression | None:
     return Expression.combine("div", top, bottom)
 
 
-def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> dict[int, float]:
-    """Least-squares exponents of ``log|y|`` on ``log|x_i|`` for the variables that never change
-    sign or vanish, by least absolute deviations; {} when the data cannot say (too few
-    rows, ``y`` never nonzero, no such variable)."""
+def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> tuple[dict[int, float], float]:
+    """Exponents of ``log|y|`` on ``log|x_i|`` for the variables that never change sign or vanish,
+    by least absolute deviations, and the median absolute log residual (how far ``|y|`` is
+    from a product of powers of them); ``({}, inf)`` when the data cannot say (too few rows,
+    ``y`` never nonzero, no such variable)."""
     usable, full = log_design(columns)
     with np.errstate(all="ignore"):
         rows = np.isfinite(y) & (np.abs(y) > 0)
     if full is None or int(rows.sum()) < len(usable) + 5:
-        return {}
+        return {}, math.inf
     with np.errstate(all="ignore"):
         design = full[rows]
         target = np.log(np.abs(y[rows]))
     if not (np.all(np.isfinite(design)) and np.all(np.isfinite(target))):
-        return {}
+        return {}, math.inf
     coef = np.linalg.lstsq(design, target, rcond=None)[0]
     # Least absolute deviations by reweighting: log|g| has a long tail towards -inf near the
     # zeros of a sign-changing factor g, which drags least squares and not the median.
@@ -93,19 +100,18 @@ def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> dict[int, float]:
             break
         coef = step
     if not np.all(np.isfinite(coef)):
-        return {}
-    return {i: float(a) for i, a in zip(usable, coef[:-1])}
+        return {}, math.inf
+    return {i: float(a) for i, a in zip(usable, coef[:-1])}, float(np.median(np.abs(target - design @ coef)))
 
 
 def power_law_operands(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
-    """Up to three monomials suggested by ``y``'s log-space regression (see the module docstring)."""
-    exponents = fitted_exponents(columns, y)
+    """Up to two monomials suggested by ``y``'s log-space regression (see the module docstring)."""
+    exponents, misfit = fitted_exponents(columns, y)
     rounded = {i: float(np.clip(round(2 * a) / 2, -MAX_EXPONENT, MAX_EXPONENT)) for i, a in exponents.items()}
-    everything = {i: e for i, e in rounded.items() if e != 0}
-    clean = {i: e for i, e in everything.items() if abs(exponents[i] - e) <= CLEAN_TOLERANCE}
+    clean = {i: e for i, e in rounded.items() if e != 0 and abs(exponents[i] - e) <= CLEAN_TOLERANCE}
     whole = {i: e for i, e in clean.items() if e == round(e)}
     out: list[Expression] = []
-    for chosen in (everything, clean, whole):
+    for chosen in ((clean, whole) if misfit <= TIGHT_MISFIT else (whole,)):
         expr = monomial(chosen) if chosen else None
         if expr is not None and all(expr.key() != o.key() for o in out):
             out.append(expr)
