@@ -8,7 +8,6 @@ import sympy
 
 from dgsr import SymbolicRegressor
 from dgsr.bench.protocol import is_symbolic_solution
-from dgsr.core.evaluate import evaluate_columns
 from dgsr.policies.semantic.operand_library import build_library
 
 pytestmark = pytest.mark.timeout(120, method="thread")
@@ -23,7 +22,7 @@ def _lorentz(rows: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def test_the_library_holds_the_root_of_one_minus_a_squared_ratio():
     X, y = _lorentz(100)
     lib = build_library(X, y, fit_parametric=True)
-    m0, v, c = X
+    _, v, c = X
     with np.errstate(all="raise"):
         wanted = np.sqrt(1 - (v / c) ** 2)
     hits = [e for e, values in zip(lib.expressions, lib.values) if np.allclose(values, wanted, rtol=1e-12)]

@@ -17,7 +17,15 @@ from functools import cached_property
 import sympy
 
 from dgsr.core.names import quote
-from dgsr.core.operators import ARITY, CONSTANT, OPERATORS, arity, is_variable, variable_index, variable_symbol
+from dgsr.core.operators import (
+    ARITY,
+    CONSTANT,
+    OPERATORS,
+    arity,
+    is_variable,
+    variable_index,
+    variable_symbol,
+)
 
 
 class MalformedExpression(ValueError):
