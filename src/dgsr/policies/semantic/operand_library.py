@@ -165,7 +165,7 @@ def _pair_root_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
     for op, u, values in forms:
         if op not in allowed or not np.all(np.isfinite(values)):
             continue
-        if "sub" in allowed and float(np.max(values * values)) < 1.0:  # defined on every row
+        if "sub" in allowed and float(np.max(np.abs(values))) < 1.0:  # defined on every row
             yield _u("sqrt", _b("sub", _C(1.0), _u("sq", u)))
         if "add" in allowed:
             yield _u("sqrt", _b("add", _C(1.0), _u("sq", u)))
