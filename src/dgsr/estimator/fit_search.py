@@ -190,16 +190,16 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see dgsr.estimator.interrupts)
         note_interrupt(est, "the search", "constants are not refitted on all rows", stacklevel=5)
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
-    floor = _EXACT_FIT_FLOOR * weighted_var(y, w)
+    floor = _exact_fit_floor(y, w)
     keep = _cv_reserve(est, len(y)) if split is None else 0.0
     entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w,
                                                      keep=keep)),
-                            floor if math.isfinite(floor) else 0.0)
+                            floor)
     if split is None:
         return _cross_validated(est, entries, X, y, w, polish_rng)
     w_val = w_all[split[1]] if w_all is not None else None
     errors = squared_errors([e.expression for e in entries], X_all[split[1]], y_all[split[1]], w_val)
-    chosen = validation_choice(errors, floor=_EXACT_FIT_FLOOR * weighted_var(y_all[split[1]], w_val))
+    chosen = validation_choice(errors, floor=_exact_fit_floor(y_all[split[1]], w_val))
     refit = polish(est, [entries[chosen].expression], as_columns(X_all), y_all, polish_rng, start, w_all)
     if refit:
         entries[chosen] = refit[0]
@@ -207,6 +207,12 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     entries = [front_entry(e.expression, all_columns, y_all, y_var, w_all) for e in entries]
     est.validation_loss_ = errors.mean(axis=1)
     return SearchOutcome(entries, chosen, errors)
+
+
+def _exact_fit_floor(y: np.ndarray, w: np.ndarray | None) -> float:
+    """Losses closer than this are float noise (two exact fits): 1e-15 of var(y), 0 if that is not finite."""
+    floor = _EXACT_FIT_FLOOR * weighted_var(y, w)
+    return floor if math.isfinite(floor) else 0.0
 
 
 def _cross_validates(est: Any, n_rows: int) -> bool:
@@ -234,9 +240,8 @@ def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.n
     if errors is None:  # the evaluation budget ran out first: the training-loss rule picks
         return SearchOutcome(entries)
     est.validation_loss_ = errors.mean(axis=1)
-    floor = _EXACT_FIT_FLOOR * weighted_var(y, w)  # two exact laws: rounding noise must not choose
-    return SearchOutcome(entries, cross_validated_choice(errors, pick, floor if math.isfinite(floor) else 0.0),
-                         errors)
+    # Two exact laws: rounding noise must not choose between them.
+    return SearchOutcome(entries, cross_validated_choice(errors, pick, _exact_fit_floor(y, w)), errors)
 
 
 def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, rng: np.random.Generator,

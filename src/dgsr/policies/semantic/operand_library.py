@@ -334,14 +334,22 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                     if form is not None:
                         parametric.append(form)
 
-    exprs: list[Expression] = []
-    rows: list[np.ndarray] = []
-    flags: list[bool] = []
-    seen: set[bytes] = set()
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]
     # (operand, parametric, exempt from max_size)
     ordered = ([(e, False, False) for e in sorted(candidates, key=lambda e: e.size)]
                + [(e, False, True) for e in [*roots, *extra]] + [(e, True, True) for e in parametric])
+    return _assemble(ordered, columns, max_size)
+
+
+def _assemble(ordered: Iterable[tuple[Expression, bool, bool]], columns: np.ndarray,
+              max_size: int) -> OperandLibrary:
+    """The library of ``(operand, parametric, exempt from max_size)`` entries: each evaluated on
+    ``columns``, kept when finite, not constant and distinct by values from those before it."""
+    n_rows = columns.shape[1]
+    exprs: list[Expression] = []
+    rows: list[np.ndarray] = []
+    flags: list[bool] = []
+    seen: set[bytes] = set()
     for expr, is_parametric, any_size in ordered:
         if expr.size > max_size and not any_size:
             continue
@@ -379,20 +387,5 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
 def operand_library(expressions: Iterable[Expression], columns: np.ndarray) -> OperandLibrary | None:
     """A library of just ``expressions`` (those finite and not constant on ``columns``; the first
     of equal ones), or None when none is: the semantic policy's per-expansion operands."""
-    exprs, rows, keys = [], [], set()
-    for expr in expressions:
-        if expr.key() in keys:
-            continue
-        keys.add(expr.key())
-        with np.errstate(all="ignore"):
-            v = evaluate_columns(expr, columns)
-            squares = v * v
-            if not (np.all(np.isfinite(squares)) and float(np.ptp(v)) > 1e-12 * float(np.max(np.abs(v)))):
-                continue
-        exprs.append(expr)
-        rows.append(v)
-    if not exprs:
-        return None
-    values = np.array(rows, dtype=np.float64)
-    return OperandLibrary(tuple(exprs), values, values * values, np.array([e.size for e in exprs], dtype=np.float64),
-                          np.zeros(len(exprs), dtype=bool))
+    library = _assemble(((e, False, True) for e in expressions), columns, max_size=0)
+    return library if len(library) else None

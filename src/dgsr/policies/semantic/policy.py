@@ -128,15 +128,16 @@ class SemanticPolicy:
         rows = np.sort(rng.choice(n, size=self.n_rows, replace=False)) if n > self.n_rows else np.arange(n)
         columns = as_columns(X[rows])
         y_rows = y[rows]
+        power_laws = getattr(self, "power_laws", False)  # policies pickled before 0.6 lack the attribute
         monomials: list[Expression] = []
-        if getattr(self, "power_laws", False):  # policies pickled before 0.6 lack the attribute
+        if power_laws:
             # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
             # that is not a power is noise in log space), without drawing from rng.
             spread = np.unique(np.linspace(0, n - 1, min(n, _POWER_LAW_ROWS)).astype(int))
             monomials = power_law_operands(as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials)
-        log_variables, design = log_design(columns) if getattr(self, "power_laws", False) else ([], None)
+        log_variables, design = log_design(columns) if power_laws else ([], None)
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design)
 
     def propose(self, context: SemanticContext, expression: Expression, k: int,
@@ -266,9 +267,8 @@ class SemanticPolicy:
             fit = match_operands(targets, weights, lib, np.array(denominators)[:, None])
             ranked.extend(self._operand_candidates(fit, lib, meta))
             # Products of powers fitted to each target in log space: operands no fixed library holds.
-            dynamic = operand_library([e for e in target_monomials(context.log_variables, context.log_design,
-                                                                   targets, weights > 0) if e is not None],
-                                      context.columns) if context.log_design is not None else None
+            found = target_monomials(context.log_variables, context.log_design, targets, weights > 0)
+            dynamic = operand_library([e for e in found if e is not None], context.columns)
             if dynamic is not None:
                 dynamic_fit = match_operands(targets, weights, dynamic, np.array(denominators)[:, None])
                 ranked.extend(self._operand_candidates(dynamic_fit, dynamic, meta))

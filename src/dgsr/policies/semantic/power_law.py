@@ -55,6 +55,11 @@ def _factor(i: int, exponent: float) -> Expression:
     return Expression.combine("mul", power, Expression.combine("sqrt", v)) if half else power
 
 
+def _halves(exponents: np.ndarray) -> np.ndarray:
+    """Each exponent rounded to the nearest half, within +-:data:`MAX_EXPONENT`."""
+    return np.clip(np.round(2 * exponents) / 2, -MAX_EXPONENT, MAX_EXPONENT)
+
+
 def _product(factors: list[Expression]) -> Expression | None:
     out: Expression | None = None
     for f in factors:
@@ -84,10 +89,10 @@ def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> tuple[dict[int, floa
         rows = np.isfinite(y) & (np.abs(y) > 0)
     if full is None or int(rows.sum()) < len(usable) + 5:
         return {}, math.inf
+    design = full[rows]  # finite: log_design keeps only columns that never vanish
     with np.errstate(all="ignore"):
-        design = full[rows]
         target = np.log(np.abs(y[rows]))
-    if not (np.all(np.isfinite(design)) and np.all(np.isfinite(target))):
+    if not np.all(np.isfinite(target)):
         return {}, math.inf
     coef = np.linalg.lstsq(design, target, rcond=None)[0]
     # Least absolute deviations by reweighting: log|g| has a long tail towards -inf near the
@@ -107,7 +112,7 @@ def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> tuple[dict[int, floa
 def power_law_operands(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
     """Up to two monomials suggested by ``y``'s log-space regression (see the module docstring)."""
     exponents, misfit = fitted_exponents(columns, y)
-    rounded = {i: float(np.clip(round(2 * a) / 2, -MAX_EXPONENT, MAX_EXPONENT)) for i, a in exponents.items()}
+    rounded = dict(zip(exponents, _halves(np.array(list(exponents.values()))).tolist()))
     clean = {i: e for i, e in rounded.items() if e != 0 and abs(exponents[i] - e) <= CLEAN_TOLERANCE}
     whole = {i: e for i, e in clean.items() if e == round(e)}
     out: list[Expression] = []
@@ -138,16 +143,17 @@ def target_monomials(usable: list[int], design: np.ndarray | None, targets: np.n
     whose exponents, fitted to ``log|target|`` by least squares on its ``rows``, all lie within
     :data:`CLEAN_TOLERANCE` of a half-integer; None where there is none (too few rows, a target
     that is not a product of powers)."""
+    if design is None:
+        return [None] * len(targets)
     out: list[Expression | None] = []
     for t, ok in zip(targets, rows):
         expr = None
-        if design is not None:
-            with np.errstate(all="ignore"):
-                ok = ok & np.isfinite(t) & (t != 0)
-                if int(ok.sum()) >= len(usable) + 5:
-                    coef = np.linalg.lstsq(design[ok], np.log(np.abs(t[ok])), rcond=None)[0][:-1]
-                    rounded = np.clip(np.round(2 * coef) / 2, -MAX_EXPONENT, MAX_EXPONENT)
-                    if np.all(np.isfinite(coef)) and np.all(np.abs(coef - rounded) <= CLEAN_TOLERANCE):
-                        expr = monomial({i: float(e) for i, e in zip(usable, rounded) if e != 0})
+        with np.errstate(all="ignore"):
+            ok = ok & np.isfinite(t) & (t != 0)
+            if int(ok.sum()) >= len(usable) + 5:
+                coef = np.linalg.lstsq(design[ok], np.log(np.abs(t[ok])), rcond=None)[0][:-1]
+                rounded = _halves(coef)
+                if np.all(np.isfinite(coef)) and np.all(np.abs(coef - rounded) <= CLEAN_TOLERANCE):
+                    expr = monomial({i: float(e) for i, e in zip(usable, rounded) if e != 0})
         out.append(expr)
     return out
