@@ -259,3 +259,22 @@ def test_variable_pointer_extends_a_file_as_a_no_op_and_its_scores_reach_every_l
         swapped[:, [0, 1]] = memory[:, [1, 0]]
         loss_swapped, _, _ = grouped_action_loss(new, hidden, target, keys=new.variable_keys(swapped))
         assert abs(float(loss_swapped) - float(loss)) > 1e-4
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_worker_processes_build_the_same_batches_and_the_same_run(tmp_path):
+    from dgsr.training.prefetch import BatchPrefetcher, step_batch
+
+    with BatchPrefetcher(TINY, 5, workers=2) as coming:
+        ahead = [next(coming) for _ in range(3)]
+    for offset, batch in enumerate(ahead):
+        inline = step_batch(TINY, 5 + offset)
+        for name in ("points", "states", "actions", "negatives"):
+            assert torch.equal(getattr(batch, name), getattr(inline, name)), (offset, name)
+    torch.manual_seed(0)
+    alone = train(TINY, tmp_path / "a", 3, device="cpu", progress=False)
+    torch.manual_seed(0)
+    helped = train(TINY, tmp_path / "b", 3, device="cpu", progress=False, workers=2)
+    assert helped["loss"] == pytest.approx(alone["loss"], abs=1e-6)
+    with pytest.raises(ValueError, match="workers"):
+        BatchPrefetcher(TINY, 0, workers=-1)

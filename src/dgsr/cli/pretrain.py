@@ -54,6 +54,9 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--val-paths", default="", metavar="FILES",
                    help="comma-separated path files held out of training: their action loss is logged at "
                         "each evaluation (val_paths_loss, and val_paths_gap with y shuffled)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="processes that build the coming batches ahead of time (0 = in this process); "
+                        "the run is the same for any count")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this long")
     p.set_defaults(func=run)
 
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
                          steps_per_problem=args.steps_per_problem, teacher_share=args.teacher_share,
                          paths=args.paths, paths_share=args.paths_share, val_paths=args.val_paths)
     record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
-                   max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init)
+                   max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init,
+                   workers=args.workers)
     print(json.dumps(record))
     return 0

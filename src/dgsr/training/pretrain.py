@@ -37,7 +37,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -49,13 +48,12 @@ from dgsr.neural.sampling import token_groups
 from dgsr.neural.tokens import vocabulary
 from dgsr.training.batches import (
     Batch,
-    batch_examples,
-    collate,
     path_validation_batches,
     teacher_validation_batches,
     validation_batches,
 )
 from dgsr.training.optim import adamw, clipped_step
+from dgsr.training.prefetch import BatchPrefetcher
 from dgsr.training.pretrain_config import TrainConfig, resolve_data
 
 
@@ -162,14 +160,16 @@ def evaluate_batches(model: PolicyModel, batches: list[Batch], device: torch.dev
 # ---------------------------------------------------------------------- training loop
 def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = False,
           device: str | None = None, model_config: ModelConfig | None = None, progress: bool = True,
-          max_seconds: float | None = None, init: str | Path | None = None) -> dict[str, Any]:
+          max_seconds: float | None = None, init: str | Path | None = None,
+          workers: int = 0) -> dict[str, Any]:
     """Train until ``steps`` total steps (or ``max_seconds``); returns the last logged record.
 
     ``resume`` continues exactly from ``out/ckpt.pt`` (checksum verified; ``log.jsonl`` is cut
     back to the checkpoint's step, so the steps redone after a crash are logged once). ``init``
     (when not resuming) starts from a model file's weights (e.g. the shipped ones) with a fresh
     optimizer, at the step recorded in the file, so the data stream continues where that run
-    stopped instead of repeating it. A new run seeds torch from ``config.seed`` (weight
+    stopped instead of repeating it. ``workers`` processes build the coming steps' batches ahead of
+    time (:class:`~dgsr.training.prefetch.BatchPrefetcher`); the run is the same for any count. A new run seeds torch from ``config.seed`` (weight
     initialisation, dropout), so equal seeds give identical runs; it refuses an ``out`` that
     already holds a run (``FileExistsError``) rather than mixing two runs' logs.
     """
@@ -218,40 +218,41 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
         if config.val_paths else None
     start, record = time.time(), {}
     model.train()
-    while step < steps:
-        if max_seconds is not None and time.time() - start > max_seconds:
-            break
-        rng = np.random.default_rng([config.seed, step, 1])
-        batch = collate(batch_examples(config, step), rng).to(dev)
-        parts = losses(model, batch, config.critic_weight, mantissa_weight=config.mantissa_weight,
-                       aux_weight=config.aux_weight)
-        optimizer.zero_grad(set_to_none=True)
-        parts["loss"].backward()
-        grad_norm, _ = clipped_step(model, optimizer, config.grad_clip)
-        scheduler.step()
-        step += 1
-        record = {"step": step, "time": round(time.time() - start, 2), "lr": scheduler.get_last_lr()[0],
-                  "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
-        if step % config.eval_every == 0 or step == steps:
-            held_out = evaluate_batches(model, val, dev, config.critic_weight, config.aux_weight)
-            record.update({k: round(v, 6) for k, v in held_out.items()})
-            permuted = evaluate_batches(model, val_permuted, dev, config.critic_weight)
-            record["val_data_gap"] = round(permuted["val_action_loss"] - held_out["val_action_loss"], 6)
-            taught = evaluate_batches(model, val_teacher, dev, config.critic_weight)["val_action_loss"]
-            taught_permuted = evaluate_batches(model, val_teacher_permuted, dev, config.critic_weight)["val_action_loss"]
-            record["val_teacher_loss"] = round(taught, 6)
-            record["val_teacher_gap"] = round(taught_permuted - taught, 6)
-            if val_paths is not None:
-                held, shuffled = (evaluate_batches(model, b, dev, config.critic_weight)["val_action_loss"]
-                                  for b in val_paths)
-                record["val_paths_loss"] = round(held, 6)
-                record["val_paths_gap"] = round(shuffled - held, 6)
-        with open(log_path, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        if progress:
-            _progress(record, steps)
-        if step % config.checkpoint_every == 0 or step == steps:
-            _checkpoint(out, model, optimizer, config, step, record)
+    with BatchPrefetcher(config, step, workers) as coming:
+        while step < steps:
+            if max_seconds is not None and time.time() - start > max_seconds:
+                break
+            batch = next(coming).to(dev)
+            parts = losses(model, batch, config.critic_weight, mantissa_weight=config.mantissa_weight,
+                           aux_weight=config.aux_weight)
+            optimizer.zero_grad(set_to_none=True)
+            parts["loss"].backward()
+            grad_norm, _ = clipped_step(model, optimizer, config.grad_clip)
+            scheduler.step()
+            step += 1
+            record = {"step": step, "time": round(time.time() - start, 2), "lr": scheduler.get_last_lr()[0],
+                      "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
+            if step % config.eval_every == 0 or step == steps:
+                held_out = evaluate_batches(model, val, dev, config.critic_weight, config.aux_weight)
+                record.update({k: round(v, 6) for k, v in held_out.items()})
+                permuted = evaluate_batches(model, val_permuted, dev, config.critic_weight)
+                record["val_data_gap"] = round(permuted["val_action_loss"] - held_out["val_action_loss"], 6)
+                taught = evaluate_batches(model, val_teacher, dev, config.critic_weight)["val_action_loss"]
+                taught_permuted = evaluate_batches(model, val_teacher_permuted, dev,
+                                                   config.critic_weight)["val_action_loss"]
+                record["val_teacher_loss"] = round(taught, 6)
+                record["val_teacher_gap"] = round(taught_permuted - taught, 6)
+                if val_paths is not None:
+                    held, shuffled = (evaluate_batches(model, b, dev, config.critic_weight)["val_action_loss"]
+                                      for b in val_paths)
+                    record["val_paths_loss"] = round(held, 6)
+                    record["val_paths_gap"] = round(shuffled - held, 6)
+            with open(log_path, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+            if progress:
+                _progress(record, steps)
+            if step % config.checkpoint_every == 0 or step == steps:
+                _checkpoint(out, model, optimizer, config, step, record)
     if step % config.checkpoint_every and step != steps:
         _checkpoint(out, model, optimizer, config, step, record)
     if progress:
