@@ -27,9 +27,13 @@ def step_batch(config: TrainConfig, step: int) -> Batch:
 
 
 def _worker_init() -> None:
+    # One process per core: torch's and BLAS's own thread pools (the teacher's least squares run in
+    # numpy) would put every core's worth of threads in each worker.
     import torch
+    from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(1)  # one process per core: torch's own threads would oversubscribe them
+    torch.set_num_threads(1)
+    threadpool_limits(1)
 
 
 class BatchPrefetcher:
