@@ -254,3 +254,31 @@ def test_bench_names_the_missing_extra_before_running(monkeypatch):
     with pytest.raises(ValueError, match=r"operon needs pyoperon: pip install 'dgsr\[bench\]'.*--methods dgsr,gplearn"):
         _check_method_packages(["dgsr", "operon", "gplearn"])
     _check_method_packages(["dgsr", "gplearn"])  # nothing missing: no error
+
+
+@pytest.mark.timeout(60)
+def test_classic_suite_regenerates_each_law_from_the_packaged_list(tmp_path):
+    import sympy
+
+    from dgsr.bench.datasets import CLASSIC_ROWS, PACKAGED_DATA, generate_classic, load_problem, parse_formula
+
+    assert (PACKAGED_DATA / "classic" / "equations.tsv").stat().st_size < 16 * 1024
+    refs = list_datasets("classic", tmp_path)  # the list is packaged: any data folder lists it
+    names = [r.name for r in refs]
+    assert len(names) == 31 and names == sorted(names) and {"nguyen_1", "pagie_1", "vladislavleva_4"} <= set(names)
+    for ref in refs:
+        problem = load_problem(ref, tmp_path, seed=0)
+        assert problem.X.shape[0] == CLASSIC_ROWS and list(problem.X.columns) == list(problem.variables)
+        assert np.isfinite(problem.y).all() and np.ptp(problem.y) > 0, ref.name
+    # The values are the formula's, at inputs drawn inside the ranges, and the draw follows the seed.
+    k = generate_classic("keijzer_11", seed=1)
+    x, y = k.X["x"].to_numpy(), k.X["y"].to_numpy()
+    np.testing.assert_allclose(k.y, x * y + np.sin((x - 1) * (y - 1)), rtol=1e-12)
+    assert x.min() >= -3 and x.max() <= 3
+    np.testing.assert_array_equal(generate_classic("keijzer_11", seed=1).y, k.y)
+    assert not np.allclose(generate_classic("keijzer_11", seed=2).y, k.y)
+    v4 = generate_classic("vladislavleva_4", seed=0)
+    truth = parse_formula(v4.formula, v4.variables)
+    assert truth.free_symbols == {sympy.Symbol(f"x{i}") for i in range(1, 6)}
+    with pytest.raises(KeyError, match="classic"):
+        generate_classic("no_such_law", seed=0)

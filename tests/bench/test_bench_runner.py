@@ -147,3 +147,18 @@ def test_add_subparsers_passes_arguments_through():
 def test_results_file_is_json_lines(tmp_path):
     (tmp_path / RESULTS_FILE).write_text(json.dumps({"method": "m"}) + "\n" + '{"torn')
     assert read_rows(tmp_path / RESULTS_FILE) == [{"method": "m"}]
+
+
+@pytest.mark.timeout(120)
+def test_cli_classic_suite_checks_solutions_and_reports_them(tmp_path, data_dir):
+    out = tmp_path / "classic"
+    code = main(["--data", str(data_dir), "--suite", "classic", "--datasets", "korns_1,nguyen_8",
+                 "--methods", "fake-ok", "--time", "1", "--seeds", "1", "--out", str(out), "--quiet"])
+    assert code == 0
+    rows = {r["dataset"]: r for r in read_rows(out / RESULTS_FILE)}
+    assert set(rows) == {"korns_1", "nguyen_8"} and all(r["suite"] == "classic" for r in rows.values())
+    # least squares is the law on korns_1 (1.57 + 24.3*x3) and not on nguyen_8 (sqrt(x))
+    assert rows["korns_1"]["r2_test"] > 0.999999 and rows["korns_1"]["solution"] is True
+    assert rows["nguyen_8"]["solution"] is False
+    report = (out / "report.md").read_text()
+    assert "## Classic GP laws" in report and "| fake-ok | 50.0 |" in report

@@ -29,8 +29,8 @@ def _seeds(text: str) -> list[int]:
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dgsr bench", description="Run the SRBench-style benchmark "
                                 "(`dgsr bench report DIR` for the report, `dgsr bench list` for suites and methods).")
-    p.add_argument("--suite", default="feynman", help="feynman, blackbox, strogatz, blackbox-narrow or all "
-                   "(comma-separated for several; default feynman)")
+    p.add_argument("--suite", default="feynman", help="feynman, blackbox, strogatz, blackbox-narrow, classic or all "
+                   "(all = the three SRBench suites; comma-separated for several; default feynman)")
     p.add_argument("--methods", default="dgsr,operon-strong,operon,gplearn", help="comma-separated method names")
     p.add_argument("--time", type=float, default=None, help="seconds per run (default 60; 10 with --quick)")
     p.add_argument("--evals", type=int, default=None, help="evaluation budget per run (default: the method's)")
@@ -136,6 +136,7 @@ def cmd_list(argv: Sequence[str]) -> int:
         return 1
     for suite in ("feynman", "blackbox", "strogatz", "blackbox-narrow"):
         print(f"{suite}: {len(list_datasets(suite, data_dir))} datasets in {data_dir}")
+    print(f"classic: {len(list_datasets('classic', data_dir))} laws (packaged list, regenerated per seed)")
     return 0
 
 

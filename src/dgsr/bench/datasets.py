@@ -2,7 +2,9 @@
 
 Suites (CONTRACTS §3, paper §4.2): the 57 black-box PMLB datasets of E2E / DGSR-MCTS (column
 ``in_e2e_57`` of ``pmlb/MANIFEST.tsv``), the 119 Feynman problems regenerated from
-``feynman/equations.tsv`` and the 14 Strogatz ODE datasets. Formats are described in the data
+``feynman/equations.tsv`` and the 14 Strogatz ODE datasets; besides them, ``classic``: 31 laws
+from the genetic-programming literature (Nguyen, Keijzer, Vladislavleva, Korns, Pagie, Jin, the
+rationals of Krawiec and Pawlak), regenerated from the packaged ``classic/equations.tsv``. Formats are described in the data
 folder's README. Formula text from data files (and model strings from other libraries) never
 reaches ``sympy.sympify`` (which calls ``eval``) unchecked: :func:`parse_formula` first reads it
 into tokens and accepts only numbers, operators, parentheses, the file's variable names and a
@@ -29,8 +31,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-SUITES = ("feynman", "blackbox", "strogatz", "blackbox-narrow")
+SUITES = ("feynman", "blackbox", "strogatz", "blackbox-narrow", "classic")
 FEYNMAN_ROWS = 10_000
+#: Rows of a regenerated classic problem (300 to train, 100 to test): the literature's sets are
+#: of 20 to a few hundred points; a few hundred keep the exact laws identifiable.
+CLASSIC_ROWS = 400
 
 # Quick mode (CONTRACTS §3): names spread evenly over each sorted list, i.e. sorted(names)[round(i*(n-1)/(k-1))]
 # for i in 0..k-1, computed once and frozen here so the subset never drifts with the data folder.
@@ -200,6 +205,11 @@ def _equations(data_dir: Path) -> pd.DataFrame:
     return pd.read_csv(data_dir / "feynman" / "equations.tsv", sep="\t", dtype=str)
 
 
+def _classic_equations() -> pd.DataFrame:
+    """The classic suite's list: always the packaged one (SRBench's data folders have none)."""
+    return pd.read_csv(PACKAGED_DATA / "classic" / "equations.tsv", sep="\t", dtype=str)
+
+
 def list_datasets(suite: str, data_dir: Path) -> list[DatasetRef]:
     """The problems of a suite, sorted by name. ``blackbox-narrow`` = every available ≤10-feature file."""
     if suite == "all":
@@ -214,6 +224,8 @@ def list_datasets(suite: str, data_dir: Path) -> list[DatasetRef]:
     if suite == "feynman":
         eq = _equations(data_dir)
         return [DatasetRef("feynman", n) for n in sorted(eq.loc[eq["set"] != "strogatz", "name"])]
+    if suite == "classic":
+        return [DatasetRef("classic", n) for n in sorted(_classic_equations()["name"])]
     if suite == "strogatz":
         if is_cache(data_dir):
             eq = _equations(data_dir)
@@ -296,11 +308,23 @@ def _equation_row(data_dir: Path, name: str) -> pd.Series:
 
 def generate_feynman(data_dir: Path, name: str, seed: int, n_rows: int = FEYNMAN_ROWS) -> Problem:
     """Regenerate a Feynman problem: ``n_rows`` uniform samples, deterministic in (name, seed)."""
-    row = _equation_row(data_dir, name)
+    return _generate(DatasetRef("feynman", name), _equation_row(data_dir, name), seed, n_rows)
+
+
+def generate_classic(name: str, seed: int, n_rows: int = CLASSIC_ROWS) -> Problem:
+    """Regenerate a classic problem like a Feynman one (uniform samples in its ranges)."""
+    table = _classic_equations()
+    rows = table[table["name"] == name]
+    if rows.empty:
+        raise KeyError(f"{name} is not in the classic suite")
+    return _generate(DatasetRef("classic", name), rows.iloc[0], seed, n_rows)
+
+
+def _generate(ref: DatasetRef, row: pd.Series, seed: int, n_rows: int) -> Problem:
     variables = row["variables"].split(",")
-    rng = np.random.default_rng(stable_seed(name, seed))
+    rng = np.random.default_rng(stable_seed(ref.name, seed))
     X, y = sample_formula(row["formula"], variables, _parse_ranges(row["ranges"]), n_rows, rng)
-    return Problem(DatasetRef("feynman", name), X, y, row["formula"], tuple(variables))
+    return Problem(ref, X, y, row["formula"], tuple(variables))
 
 
 def _split_target(df: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
@@ -311,9 +335,11 @@ def _split_target(df: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def load_problem(ref: DatasetRef, data_dir: Path, seed: int = 0) -> Problem:
-    """Load one problem. Only Feynman data depends on ``seed`` (it is regenerated per seed)."""
+    """Load one problem. Only Feynman and classic data depend on ``seed`` (regenerated per seed)."""
     if ref.suite == "feynman":
         return generate_feynman(data_dir, ref.name, seed)
+    if ref.suite == "classic":
+        return generate_classic(ref.name, seed)
     if ref.suite in ("blackbox", "strogatz"):
         path = data_file(data_dir, ref.suite, ref.name)
         if path is None:

@@ -19,7 +19,7 @@ from .runner import RESULTS_FILE, read_rows, run_key
 
 SOLVED_R2 = 0.99
 STRICT_R2 = 0.999
-GROUND_TRUTH_SUITES = ("feynman", "strogatz")
+GROUND_TRUTH_SUITES = ("feynman", "strogatz", "classic")
 
 
 def pareto_ranks(accuracy: Sequence[float], size: Sequence[float]) -> list[int]:
@@ -297,14 +297,15 @@ def write_report(results_dir: str | Path) -> Path:
              _fmt(r["feynman_exact"], 1), _fmt(r["feynman_median_size"], 1), _fmt(ranks_fy.get(r["method"]))]
             for _, r in summary.iterrows()]
     lines += ["## Summary", "", *_table(headers, rows), ""]
-    st = summary[summary["strogatz_problems"] > 0]
-    if len(st):
-        lines += ["## Strogatz", "", *_table(
-            ["method", "R² ≥ 0.99 (%)", "R² > 0.999 (%)", "exact (%)", "median size"],
-            [[r["method"], _fmt(r["strogatz_r2_099"], 1), _fmt(r["strogatz_r2_0999"], 1),
-              _fmt(r["strogatz_exact"], 1), _fmt(r["strogatz_median_size"], 1)] for _, r in st.iterrows()]), ""]
+    for suite, title in (("strogatz", "Strogatz"), ("classic", "Classic GP laws")):
+        st = summary[summary[f"{suite}_problems"] > 0]
+        if len(st):
+            lines += [f"## {title}", "", *_table(
+                ["method", "R² ≥ 0.99 (%)", "R² > 0.999 (%)", "exact (%)", "median size"],
+                [[r["method"], _fmt(r[f"{suite}_r2_099"], 1), _fmt(r[f"{suite}_r2_0999"], 1),
+                  _fmt(r[f"{suite}_exact"], 1), _fmt(r[f"{suite}_median_size"], 1)] for _, r in st.iterrows()]), ""]
     lines += [("Aggregation: mean over seeds per dataset, then median over black-box datasets and mean over "
-              "Feynman/Strogatz problems. Failed runs (status other than `ok`) count as unsolved in the rates "
+              "Feynman/Strogatz/classic problems. Failed runs (status other than `ok`) count as unsolved in the rates "
               "and are left out of R² and size medians. Ranks: Pareto fronts on (accuracy, size), 1 = "
               "non-dominated (the paper's rank 0). Exact = SRBench's symbolic-solution check (checked only "
               "when test R² > 0.5)."), ""]
