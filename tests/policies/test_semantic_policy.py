@@ -183,6 +183,40 @@ def test_parametric_operands_fit_laws_with_inner_constants(law):
     assert best_r2(build_library(as_columns(X), y)) < 0.999
 
 
+@pytest.mark.parametrize("law", [
+    lambda X: X[:, 0] * X[:, 1] + np.sin((X[:, 0] - 1) * (X[:, 1] - 1)),  # Keijzer-11
+    lambda X: 1.35 * X[:, 0] * X[:, 1] + 5.5 * np.sin((X[:, 0] - 1) * (X[:, 1] - 1)),  # Jin-6
+])
+def test_a_sine_of_a_shifted_product_is_fitted_beside_the_product_itself(law):
+    # The product x0*x1 is the first-order part of (x0 - 1)*(x1 - 1); left in the residual while
+    # the sine's constants are fitted, it pulled them off the law. Fitted jointly with the pair's
+    # product, the library holds the law's sine: with x0*x1, x0 and x1 it explains y exactly.
+    X = np.random.default_rng(5).uniform(-3, 3, size=(300, 2))
+    y = law(X)
+    lib = build_library(as_columns(X), y, fit_parametric=True)
+    base = np.column_stack([X, X[:, 0] * X[:, 1], np.ones(len(y))])
+
+    def r2_with_product(values: np.ndarray) -> float:
+        design = np.column_stack([values, base])
+        resid = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+        return 1 - float(resid @ resid) / float(((y - y.mean()) ** 2).sum())
+
+    best = max(r2_with_product(v) for v, par in zip(lib.values, lib.parametric) if par)
+    assert best > 1 - 1e-9
+
+
+def test_parametric_constants_are_fitted_on_the_rows_given_for_them():
+    # fit_rows: the forms are fitted on those rows and valued on the library's own rows.
+    rng = np.random.default_rng(6)
+    X = rng.uniform(-3, 3, size=(400, 2))
+    y = X[:, 0] * X[:, 1] + np.sin((X[:, 0] - 1) * (X[:, 1] - 1))
+    few, many = as_columns(X[:60]), (as_columns(X[60:]), y[60:])
+    lib = build_library(few, y[:60], fit_parametric=True, fit_rows=many)
+    assert lib.values.shape[1] == 60
+    sines = [e for e, par in zip(lib.expressions, lib.parametric) if par and e.symbols[0] == "sin"]
+    assert any(np.allclose(evaluate(e, X), np.sin((X[:, 0] - 1) * (X[:, 1] - 1)), atol=1e-6) for e in sines)
+
+
 def test_parametric_operands_respect_allowed_operators():
     X = np.random.default_rng(3).uniform(-2, 2, size=(100, 2))
     y = 1 / (1 + (X[:, 0] - 1.5) ** 2 + (X[:, 1] + 0.5) ** 2)
