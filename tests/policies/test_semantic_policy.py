@@ -205,6 +205,21 @@ def test_a_sine_of_a_shifted_product_is_fitted_beside_the_product_itself(law):
     assert best > 1 - 1e-9
 
 
+@pytest.mark.parametrize("relevant", [5, 3])
+def test_a_bump_in_several_variables_is_a_library_operand(relevant):
+    # Vladislavleva-4 (UBall5D), 10/(5 + sum_i (x_i - 3)**2) over 5 variables, and the same over
+    # the first 3 of 5 (the other two must fade out of the bump): one operand explains y exactly.
+    X = np.random.default_rng(7).uniform(0.05, 6.05, size=(300, 5))
+    y = 10 / (5 + ((X[:, :relevant] - 3) ** 2).sum(axis=1))
+    lib = build_library(as_columns(X), y, fit_parametric=True)
+    yc = y - y.mean()
+    v = lib.values - lib.values.mean(axis=1, keepdims=True)
+    r2 = (v @ yc) ** 2 / ((v * v).sum(axis=1) * (yc @ yc))
+    assert float(np.max(r2[lib.parametric])) > 1 - 1e-9
+    without_inv = build_library(as_columns(X), y, fit_parametric=True, allowed={"add", "sub", "mul", "sq"})
+    assert all("inv" not in e.symbols for e in without_inv.expressions)
+
+
 def test_parametric_constants_are_fitted_on_the_rows_given_for_them():
     # fit_rows: the forms are fitted on those rows and valued on the library's own rows.
     rng = np.random.default_rng(6)

@@ -17,6 +17,13 @@ What goes in (all over the data's own variables, at most 6 nodes):
   of a product or quotient (``exp(-x_i*x_j)``, ``cos(x_i/x_j)``), for the variables most related
   to ``y`` when there are many.
 
+With ``fit_parametric`` (the semantic policy's default) the library also holds *parametric*
+operands, exempt from the size limit, whose inner constants are fitted to ``y`` here: for the
+variables most related to ``y``, ``sin(c*x + d)``; for each pair of them, sines and cosines of a
+shifted product, of ``c*u + d`` (``u`` the pair's product or sum), ``sq(u - c)``, ``inv(u + c)``
+and a two-variable bump; and a bump ``inv(sum_i sq(w_i*(x_i - a_i)) + c)`` over the 3, 4 and 5
+most related variables.
+
 With many columns the single-variable forms are built for the ``max_rich_variables`` variables
 most related to ``y`` (rank correlation of any form with ``y``) and pairs for the
 ``max_pair_variables`` first of them; every variable stays in the library as itself.
@@ -224,6 +231,25 @@ def _parametric_pair_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
             yield [_u("inv", _b("add", u, _C(1.0 - float(np.min(values)) if np.all(np.isfinite(values)) else 1.0)))]
 
 
+def _parametric_bump(variables: Sequence[int], columns: np.ndarray, allowed: frozenset[str]) -> Expression | None:
+    """The start of ``inv(sum_i sq(w_i*(x_i - a_i)) + c)`` over three or more ``variables``: a
+    bump (Lorentzian profile) in several variables, each with its own width, so one that does
+    not matter can fade (its ``w_i`` fitted to ~0). Centred on the medians, ``w_i = 1/std(x_i)``,
+    ``c`` the number of variables; None where the operators or the data do not allow it."""
+    if len(variables) < 3 or not {"inv", "sq", "mul", "sub", "add"} <= allowed:
+        return None
+    total: Expression | None = None
+    with np.errstate(all="ignore"):
+        for i in variables:
+            x = columns[i]
+            centre, scale = float(np.median(x)), float(np.std(x))
+            if not (math.isfinite(centre) and math.isfinite(scale) and scale > 0):
+                return None
+            term = _u("sq", _b("mul", _C(1.0 / scale), _b("sub", _var(i), _C(centre))))
+            total = term if total is None else _b("add", total, term)
+    return _u("inv", _b("add", total, _C(float(len(variables)))))
+
+
 def _parametric_single_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> Iterable[list[Expression]]:
     """``sin(c*x_i + d)`` (a frequency and a phase, which the fixed grid of single-variable forms
     lacks), starting at a half, a whole and two periods over the variable's range."""
@@ -345,6 +371,12 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                     form = _fitted(starts, fit_columns, fit_y, linear, product) if y_var > 0 else None
                     if form is not None:
                         parametric.append(form)
+        # Bumps over the 3, 4 and 5 most related variables (the pair forms hold the 2-variable one).
+        for k in range(3, min(len(pairs), max_parametric_variables) + 1):
+            start = _parametric_bump(pairs[:k], fit_columns, allowed_ops)
+            form = _fitted([start], fit_columns, fit_y, linear) if start is not None and y_var > 0 else None
+            if form is not None:
+                parametric.append(form)
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]
     # (operand, parametric, exempt from max_size)
