@@ -273,9 +273,9 @@ def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray,
     is the first-order part of the shifted product, and left in the residual it hides the sine)."""
     best, best_loss = None, math.inf
     with np.errstate(all="ignore"):
-        term_values = [evaluate_columns(t, columns) for t in terms]
-    kept = [t for t, v in zip(terms, term_values) if np.all(np.isfinite(v))]
-    rows = [columns[i] for i in linear] + [v for v in term_values if np.all(np.isfinite(v))]
+        finite = [(t, v) for t in terms if np.all(np.isfinite(v := evaluate_columns(t, columns)))]
+    kept = [t for t, _ in finite]
+    rows = [columns[i] for i in linear] + [v for _, v in finite]
     linear_values = np.vstack(rows) if rows else None
     for start in starts:
         model = start
@@ -355,28 +355,23 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                 roots.extend(_pair_root_forms(i, j, columns[i], columns[j], allowed_ops))
     parametric: list[Expression] = []
     fit_columns, fit_y = (columns, y) if fit_rows is None else fit_rows
-    if fit_parametric and fit_columns.shape[1] >= 8:
+    if fit_parametric and fit_columns.shape[1] >= 8 and float(np.var(fit_y)) > 0:
         # Fitted to y together with a linear model of the most relevant columns (see _fitted).
-        y_var = float(np.var(fit_y))
         linear = rich if fit_columns.shape[1] > len(rich) + 2 else []
+        fits: list[Expression | None] = []
         for i in pairs[:max_parametric_variables]:
-            for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops):
-                form = _fitted(starts, fit_columns, fit_y, linear) if y_var > 0 else None
-                if form is not None:
-                    parametric.append(form)
+            fits.extend(_fitted(starts, fit_columns, fit_y, linear)
+                        for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops))
         for a_i, i in enumerate(pairs[:max_parametric_variables]):
             for j in pairs[a_i + 1:max_parametric_variables]:
                 product = [_b("mul", _var(i), _var(j))] if "mul" in allowed_ops else []
-                for starts in _parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops):
-                    form = _fitted(starts, fit_columns, fit_y, linear, product) if y_var > 0 else None
-                    if form is not None:
-                        parametric.append(form)
+                fits.extend(_fitted(starts, fit_columns, fit_y, linear, product)
+                            for starts in _parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops))
         # Bumps over the 3, 4 and 5 most related variables (the pair forms hold the 2-variable one).
         for k in range(3, min(len(pairs), max_parametric_variables) + 1):
             start = _parametric_bump(pairs[:k], fit_columns, allowed_ops)
-            form = _fitted([start], fit_columns, fit_y, linear) if start is not None and y_var > 0 else None
-            if form is not None:
-                parametric.append(form)
+            fits.append(_fitted([start], fit_columns, fit_y, linear) if start is not None else None)
+        parametric = [form for form in fits if form is not None]
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]
     # (operand, parametric, exempt from max_size)

@@ -52,6 +52,11 @@ _POWER_LAW_ROWS = 1000  # rows the power-law exponents are fitted on
 _PARAMETRIC_FIT_ROWS = 300
 
 
+def _evenly_spaced(n: int, k: int) -> np.ndarray:
+    """Up to ``k`` row indices spread evenly over ``n`` rows (no draw from an rng)."""
+    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
+
+
 @dataclass
 class SemanticContext:
     """Per-trial state: the scoring rows, the library and a random fallback's context."""
@@ -137,13 +142,13 @@ class SemanticPolicy:
         if power_laws:
             # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
             # that is not a power is noise in log space), without drawing from rng.
-            spread = np.unique(np.linspace(0, n - 1, min(n, _POWER_LAW_ROWS)).astype(int))
+            spread = _evenly_spaced(n, _POWER_LAW_ROWS)
             monomials = power_law_operands(as_columns(X[spread]), y[spread])
         fit_rows = None
         if self.parametric_operands and n > self.n_rows:
             # The parametric constants are fitted on more rows than the scoring ones, evenly
             # spaced (no draw from rng), the scoring rows' values read off the fitted forms.
-            spread = np.unique(np.linspace(0, n - 1, min(n, _PARAMETRIC_FIT_ROWS)).astype(int))
+            spread = _evenly_spaced(n, _PARAMETRIC_FIT_ROWS)
             fit_rows = (as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials, fit_rows=fit_rows)
