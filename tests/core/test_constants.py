@@ -290,3 +290,40 @@ def test_an_evaluation_cap_bounds_what_a_fit_spends():
                                max_evaluations=cap)
         assert capped.evaluations <= cap
         assert capped.r2 <= free.r2 + 1e-12
+
+
+def test_weighted_sum_is_the_nested_tree_of_products_and_sums():
+    from dgsr.core.constants import weighted_sum
+
+    names = ["x0", "x1", "x2"]
+    terms = [parse(text, names) for text in ("x0*x1", "sin(2.0*x2 + 1.5)", "x1")]
+    built = weighted_sum(terms, np.array([0.5, -3.0, 7.0]), 1.25)
+    # add(add(add(mul(w0, t0), mul(w1, t1)), mul(w2, t2)), b), written out by hand
+    expected = parse("0.5*(x0*x1) + (-3.0)*sin(2.0*x2 + 1.5) + 7.0*x1 + 1.25", names)
+    assert built.symbols == expected.symbols and built.constants == expected.constants
+    single = weighted_sum([terms[0]], np.array([2.0]), -1.0)
+    assert single.format(names) == "2.0*(x0*x1) + (-1.0)"
+    with pytest.raises(ValueError):
+        weighted_sum([], np.array([]), 0.0)
+
+
+def test_additive_terms_of_random_trees_rebuild_the_tree_and_know_their_variables(rng):
+    from dgsr.core.constants import additive_terms
+
+    X = rng.uniform(0.5, 2.0, size=(30, 4))
+    for _ in range(200):
+        expr = random_tree(rng, 4, int(rng.integers(1, 6)))
+        if rng.random() < 0.6:  # sums and differences at the top, nested
+            expr = Expression.combine(("add", "sub")[int(rng.integers(2))], expr, random_tree(rng, 4, 2))
+        terms = additive_terms(expr)
+        again = additive_terms(expr.with_constants([c + 1.0 for c in expr.constants]))  # same structure
+        for (_, t), (_, u) in zip(terms, again):
+            assert t.symbols == u.symbols and u.constants == tuple(c + 1.0 for c in t.constants)
+        for _, t in terms:  # the variables the memo hands over are the ones the term has
+            fresh = Expression(t.symbols, t.constants)
+            assert t.variables == fresh.variables
+        with np.errstate(all="ignore"):
+            total = sum(s * evaluate(t, X) for s, t in terms)
+            whole = evaluate(expr, X)
+        finite = np.isfinite(whole) & np.isfinite(total)
+        np.testing.assert_allclose(total[finite], whole[finite], rtol=1e-9, atol=1e-9)

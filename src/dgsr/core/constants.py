@@ -18,14 +18,16 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 from scipy.optimize import leastsq
 
 from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
-from dgsr.core.expression import Expression
+from dgsr.core.expression import Expression, MalformedExpression
 from dgsr.core.gradients import Program, compile_expression, run_program
+from dgsr.core.operators import CONSTANT
 
 Method = Literal["bfgs", "lm"]
 #: Chosen by ``bench/experiments/constants_bench.py`` (docs/notes/constants_bench.md): Levenberg-Marquardt reaches
@@ -430,18 +432,33 @@ def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:
     """
     if expr.is_empty:
         return []
-    out: list[tuple[float, Expression]] = []
+    symbols, constants = expr.symbols, expr.constants
+    return [(sign, Expression._sliced(symbols[start:end], constants[c0:c1], variables))
+            for sign, start, end, c0, c1, variables in _term_spans(symbols)]
+
+
+@lru_cache(maxsize=1 << 15)
+def _term_spans(symbols: tuple[str, ...]) -> tuple[tuple[float, int, int, int, int, frozenset[int]], ...]:
+    """``(sign, start, end, first constant, end of constants, variables)`` of each top-level
+    additive term of a (non-empty) prefix sequence. It depends on the structure alone, and the
+    search asks for the terms of every child twice (its inner fit and its score) and of the
+    children's many siblings of the same structure, so it is memoised by the symbols; the
+    memo is a pure function's, bounded, and never changes a result."""
+    expr = Expression._trusted(symbols, (0.0,) * symbols.count(CONSTANT))
+    out = []
     stack = [(0, 1.0)]
     while stack:
         position, sign = stack.pop()
-        symbol = expr.symbols[position]
+        symbol = symbols[position]
         if symbol in ("add", "sub"):
             left, right = expr.children(position)
             stack.append((right, sign if symbol == "add" else -sign))
             stack.append((left, sign))  # popped first: terms come out left to right
         else:
-            out.append((sign, expr.subtree(position)))
-    return out
+            end = expr.subtree_ends[position]
+            out.append((sign, position, end, expr.constant_offset(position), expr.constant_offset(end),
+                        expr.subtree(position).variables))
+    return tuple(out)
 
 
 def fit_term_weights(term_values: np.ndarray, y: np.ndarray,
@@ -457,8 +474,8 @@ def fit_term_weights(term_values: np.ndarray, y: np.ndarray,
         if not np.isfinite(term_values).all():
             return None
         if rw is None:
-            means = term_values.mean(axis=1)
-            y_mean = float(np.mean(y))
+            means = np.add.reduce(term_values, axis=1) / term_values.shape[1]  # np.mean's arithmetic, less overhead
+            y_mean = float(np.add.reduce(y) / len(y))
         else:
             means = (term_values @ rw) / float(np.sum(rw))
             y_mean = weighted_mean(y, rw)
@@ -482,17 +499,25 @@ def fit_term_weights(term_values: np.ndarray, y: np.ndarray,
 
 
 def weighted_sum(terms: list[Expression], weights: np.ndarray, intercept: float) -> Expression:
-    """``w_0*t_0 + w_1*t_1 + ... + b`` as an expression (size: sum of term sizes + 3m + 1)."""
-    total = None
+    """``w_0*t_0 + w_1*t_1 + ... + b`` as an expression (size: sum of term sizes + 3m + 1).
+
+    The tree is ``add(add(add(mul(w_0, t_0), mul(w_1, t_1)), ...), b)``, so its prefix sequence is
+    m ``add`` symbols, then each ``mul c <t_i>``, then the intercept; it is assembled directly
+    (the search builds one per scored sum and per inner fit).
+    """
+    if len(terms) == 0 or len(weights) != len(terms) or any(t.is_empty for t in terms):
+        raise MalformedExpression("weighted_sum needs one weight per non-empty term")
+    symbols: tuple[str, ...] = ("add",) * len(terms)
+    constants: tuple[float, ...] = ()
     for term, w in zip(terms, weights):
-        scaled = Expression.combine("mul", Expression.constant(float(w)), term)
-        total = scaled if total is None else Expression.combine("add", total, scaled)
-    return Expression.combine("add", total, Expression.constant(float(intercept)))
+        symbols += ("mul", CONSTANT) + term.symbols
+        constants += (float(w),) + term.constants
+    return Expression._trusted(symbols + (CONSTANT,), constants + (float(intercept),))
 
 
 def weighted_model(terms: list[Expression], columns: np.ndarray, y: np.ndarray) -> Expression | None:
     """``b + sum_i w_i * terms[i]`` (:func:`weighted_sum`) with the least-squares weights and
     intercept of :func:`fit_term_weights` on ``columns``; None when a term is non-finite on some row."""
-    values = np.stack([np.broadcast_to(evaluate_columns(t, columns), y.shape) for t in terms])
+    values = np.stack([evaluate_columns(t, columns) for t in terms])  # each of shape [n_rows]
     start = fit_term_weights(values, y)
     return None if start is None else weighted_sum(terms, *start[:2])

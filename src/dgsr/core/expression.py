@@ -76,6 +76,13 @@ class Expression:
         object.__setattr__(obj, "constants", constants)
         return obj
 
+    @classmethod
+    def _sliced(cls, symbols: tuple[str, ...], constants: tuple[float, ...], variables: frozenset[int]) -> Expression:
+        """:meth:`_trusted` with the variables already known (a cached analysis of the structure)."""
+        obj = cls._trusted(symbols, constants)
+        obj.__dict__["variables"] = variables  # the value the cached property would compute
+        return obj
+
     @staticmethod
     def empty() -> Expression:
         """The empty expression, root of every search tree."""
@@ -83,11 +90,13 @@ class Expression:
 
     @staticmethod
     def variable(index: int) -> Expression:
+        if type(index) is int and index >= 0:  # the only check the constructor would make (hot path)
+            return Expression._trusted((variable_symbol(index),), ())
         return Expression((variable_symbol(index),))
 
     @staticmethod
     def constant(value: float) -> Expression:
-        return Expression((CONSTANT,), (float(value),))
+        return Expression._trusted((CONSTANT,), (float(value),))
 
     @staticmethod
     def combine(op: str, *children: Expression) -> Expression:

@@ -162,7 +162,7 @@ class Evaluator:
         size = sum(terms[i][1].size for i in keep) + 3 * len(keep) + 1
         if size > self.config.max_size or self.y_var <= 0:
             return -math.inf
-        fit = fit_term_weights(np.stack([np.broadcast_to(values[i], (self.n,)) for i in keep]), self.y, self.w)
+        fit = fit_term_weights(np.stack([values[i] for i in keep]), self.y, self.w)
         if fit is None:
             return -math.inf
         weights, intercept, mse = fit
