@@ -27,7 +27,7 @@ from scipy.optimize import leastsq
 from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
 from dgsr.core.expression import Expression, MalformedExpression
 from dgsr.core.gradients import Program, compile_expression, run_program
-from dgsr.core.operators import CONSTANT
+from dgsr.core.operators import ARITY, CONSTANT
 
 Method = Literal["bfgs", "lm"]
 #: Chosen by ``bench/experiments/constants_bench.py`` (docs/notes/constants_bench.md): Levenberg-Marquardt reaches
@@ -441,23 +441,36 @@ def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:
 def _term_spans(symbols: tuple[str, ...]) -> tuple[tuple[float, int, int, int, int, frozenset[int]], ...]:
     """``(sign, start, end, first constant, end of constants, variables)`` of each top-level
     additive term of a (non-empty) prefix sequence. It depends on the structure alone, and the
-    search asks for the terms of every child twice (its inner fit and its score) and of the
-    children's many siblings of the same structure, so it is memoised by the symbols; the
-    memo is a pure function's, bounded, and never changes a result."""
-    expr = Expression._trusted(symbols, (0.0,) * symbols.count(CONSTANT))
+    search asks for the terms of every child twice (its inner fit and its score), so it is
+    memoised by the symbols; the memo is a pure function's, bounded, and never changes a result.
+
+    One left-to-right scan: a term starts wherever a node is not ``add``/``sub`` while every node
+    above it is; its sign is the product of the ``sub`` right-hand sides it lies in."""
     out = []
-    stack = [(0, 1.0)]
-    while stack:
-        position, sign = stack.pop()
-        symbol = symbols[position]
-        if symbol in ("add", "sub"):
-            left, right = expr.children(position)
-            stack.append((right, sign if symbol == "add" else -sign))
-            stack.append((left, sign))  # popped first: terms come out left to right
-        else:
-            end = expr.subtree_ends[position]
-            out.append((sign, position, end, expr.constant_offset(position), expr.constant_offset(end),
-                        expr.subtree(position).variables))
+    # Pending slots of the add/sub spine, innermost last: the sign of the subtree that fills each.
+    slots = [1.0]
+    constants = 0
+    i, n = 0, len(symbols)
+    while i < n:
+        sign = slots.pop()
+        symbol = symbols[i]
+        if symbol == "add" or symbol == "sub":
+            slots.append(-sign if symbol == "sub" else sign)  # the right operand, filled second
+            slots.append(sign)  # the left operand, filled first
+            i += 1
+            continue
+        end, need, first = i, 1, constants
+        variables = set()
+        while need:  # the term's subtree: the shortest run of symbols that completes one node
+            s = symbols[end]
+            need += ARITY.get(s, 0) - 1
+            if s == CONSTANT:
+                constants += 1
+            elif s[0] == "x" and s not in ARITY:
+                variables.add(int(s[1:]))
+            end += 1
+        out.append((sign, i, end, first, constants, frozenset(variables)))
+        i = end
     return tuple(out)
 
 

@@ -31,23 +31,30 @@ def evaluate_columns(expr: Expression, columns: np.ndarray) -> np.ndarray:
 
     The empty expression evaluates to zeros. The result always has shape [n_rows].
     """
+    with np.errstate(all="ignore"):
+        return evaluate_columns_unguarded(expr, columns)
+
+
+def evaluate_columns_unguarded(expr: Expression, columns: np.ndarray) -> np.ndarray:
+    """:func:`evaluate_columns` for a caller that already holds ``np.errstate(all="ignore")``
+    (entering it costs as much as evaluating a small expression: the search enters it once per
+    candidate, not once per term)."""
     n_rows = columns.shape[1]
     if expr.is_empty:
         return np.zeros(n_rows)
     stack: list = []
     ci = len(expr.constants)
-    with np.errstate(all="ignore"):
-        for s in reversed(expr.symbols):
-            if s == CONSTANT:
-                ci -= 1
-                stack.append(np.float64(expr.constants[ci]))
-            elif s[0] == "x" and s not in NUMPY_FUNCTIONS:
-                stack.append(columns[int(s[1:])])
-            elif _ARITY[s] == 1:
-                stack[-1] = NUMPY_FUNCTIONS[s](stack[-1])
-            else:
-                a = stack.pop()
-                stack[-1] = NUMPY_FUNCTIONS[s](a, stack[-1])
+    for s in reversed(expr.symbols):
+        if s == CONSTANT:
+            ci -= 1
+            stack.append(np.float64(expr.constants[ci]))
+        elif s[0] == "x" and s not in NUMPY_FUNCTIONS:
+            stack.append(columns[int(s[1:])])
+        elif _ARITY[s] == 1:
+            stack[-1] = NUMPY_FUNCTIONS[s](stack[-1])
+        else:
+            a = stack.pop()
+            stack[-1] = NUMPY_FUNCTIONS[s](a, stack[-1])
     out = stack[0]
     if np.ndim(out) == 0:
         return np.full(n_rows, out, dtype=np.float64)

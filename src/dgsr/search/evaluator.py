@@ -22,7 +22,7 @@ from dgsr.core.constants import (
     scale_expression,
     weighted_sum,
 )
-from dgsr.core.evaluate import as_columns, evaluate_columns
+from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.pareto import ParetoArchive
@@ -110,8 +110,8 @@ class Evaluator:
             terms = additive_terms(expr) if self.config.linear_terms else []
             if sum(1 for _, t in terms if t.variables) >= 2:
                 # evaluated term by term (the same work as the whole), so the terms can be reweighted
-                values = [evaluate_columns(t, self.columns) for _, t in terms]
                 with np.errstate(all="ignore"):
+                    values = [evaluate_columns_unguarded(t, self.columns) for _, t in terms]
                     pred = sum(sign * v for (sign, _), v in zip(terms, values))
                 self.budget.add(self.weight)
                 r2 = max(self._score_prediction(expr, pred), self._score_terms(terms, values))
