@@ -61,3 +61,24 @@ def test_a_non_finite_start_is_returned_unchanged():
     start = parse("log(x0 - 5) + x1")  # log of negatives on every row
     fit = fit_inner_constants(start, as_columns(X), y, steps=5)
     assert fit.expression is start
+
+
+@pytest.mark.parametrize("jit_off", [False, True])
+def test_a_repeated_term_is_fitted_once_and_its_copies_share_the_fit(jit_off, monkeypatch):
+    from dgsr.core import jit
+
+    if jit_off:
+        monkeypatch.setattr(jit, "AVAILABLE", False)
+    X, y = _law_data()
+    columns = as_columns(X)
+    # the sine twice (a sum grown term by term), x2 twice: collinear weights
+    start = parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2 + sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2")
+    fit = fit_inner_constants(start, columns, y, steps=10)
+    assert fit.expression.symbols == start.symbols
+    first, second = fit.expression.constants[:3], fit.expression.constants[3:]
+    assert first == second  # the copies keep one set of constants
+    assert first[0] == pytest.approx(1.3, abs=1e-6)
+    assert first[1] == pytest.approx(0.4, abs=1e-6) and first[2] == pytest.approx(0.7, abs=1e-6)
+    # the same fit as the sum with each term once
+    once = fit_inner_constants(parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2"), columns, y, steps=10)
+    assert once.expression.constants == first and once.passes == fit.passes

@@ -67,7 +67,9 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     terms = additive_terms(expr)
     if _inner_count(terms) == 0:
         return InnerFit(expr, 0)
-    varying = [t for _, t in terms if t.variables]
+    # A term that occurs twice (same structure, same constants: sums the search grew term by term)
+    # is fitted once: its copies' weights are collinear, and their constants would move together.
+    varying = list({t.key(): t for _, t in terms if t.variables}.values())
     if jit.AVAILABLE:
         best, passes = jit.fit_weighted_terms(varying, columns, y, steps, tau=_TAU, ftol=_FTOL, exact=_EXACT,
                                               rel_tol=_REL_TOL)
@@ -75,7 +77,7 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
         best, passes = _fit_weighted_terms(varying, columns, y, steps)
     if best is None:
         return InnerFit(expr, passes)
-    return InnerFit(expr.with_constants(_inner_values(terms, best)), passes)
+    return InnerFit(expr.with_constants(_inner_values(terms, varying, best)), passes)
 
 
 def _fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray,
@@ -143,18 +145,20 @@ def _inner_count(terms: list[tuple[float, Expression]]) -> int:
     return sum(t.n_constants - _has_own_coefficient(t) for _, t in terms if t.variables)
 
 
-def _inner_values(terms: list[tuple[float, Expression]], model_constants: np.ndarray) -> list[float]:
-    """The fitted constants of the terms, read out of ``weighted_sum``'s layout
-    (``w_0, <t_0's constants>, w_1, <t_1's constants>, ..., b``), constant terms kept."""
-    out: list[float] = []
+def _inner_values(terms: list[tuple[float, Expression]], fitted_terms: list[Expression],
+                  model_constants: np.ndarray) -> list[float]:
+    """The fitted constants of ``terms`` (in order, constant terms kept), read out of the layout
+    of ``weighted_sum(fitted_terms)`` (``w_0, <t_0's constants>, w_1, ..., b``); a term that
+    occurs more than once takes its one fitted copy's constants."""
+    fitted: dict[tuple, list[float]] = {}
     position = 0
+    for term in fitted_terms:
+        position += 1  # the term's weight
+        fitted[term.key()] = [float(c) for c in model_constants[position:position + term.n_constants]]
+        position += term.n_constants
+    out: list[float] = []
     for _, term in terms:
-        if term.variables:
-            position += 1  # the term's weight
-            out.extend(float(c) for c in model_constants[position:position + term.n_constants])
-            position += term.n_constants
-        else:
-            out.extend(term.constants)
+        out.extend(fitted[term.key()] if term.variables else term.constants)
     return out
 
 
