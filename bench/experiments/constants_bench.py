@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgsr.core.constants import fit_constants, linear_scaling, scale_expression
+from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import all_finite, as_columns, evaluate_columns, r2_score
 from dgsr.core.expression import Expression
+from dgsr.core.linear_terms import linear_scaling, scale_expression
 from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
 
 _SAFE_UNARY = tuple(u for u in UNARY if u not in TRANSCENDENTAL)

@@ -24,9 +24,10 @@ import time
 import numpy as np
 
 from dgsr.core import inner_fit, jit
-from dgsr.core.constants import additive_terms, fit_constants, fit_term_weights, weighted_sum
+from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.core.linear_terms import additive_terms, fit_term_weights, weighted_sum
 from dgsr.core.parser import parse
 
 #: structure (constants as placeholders 1), the law's constants in the structure's order, the law.

@@ -28,7 +28,7 @@ MOVED: dict[str, tuple[str, ...]] = {
     "dgsr.simplify": ("dgsr.core.simplify",),
     "dgsr.evaluate": ("dgsr.core.evaluate",),
     "dgsr.gradients": ("dgsr.core.gradients",),
-    "dgsr.constants": ("dgsr.core.constants",),
+    "dgsr.constants": ("dgsr.core.constants", "dgsr.core.linear_terms"),
     "dgsr.scaling": ("dgsr.core.exponent_scaling",),
     "dgsr.pareto": ("dgsr.core.pareto",),
     "dgsr.budget": ("dgsr.core.budget",),

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 import dgsr.core.constants as constants_module
-from dgsr.core.constants import ConstantFit, fit_constants, linear_scaling, scale_expression
+from dgsr.core.constants import ConstantFit, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate
 from dgsr.core.expression import Expression
 from dgsr.core.gradients import BINARY_DERIVATIVES, DERIVATIVES, UNARY_DERIVATIVES, value_and_jacobian
+from dgsr.core.linear_terms import linear_scaling, scale_expression
 from dgsr.core.operators import BINARY, OPERATORS, UNARY
 from dgsr.core.parser import parse
 from tests.conftest import random_tree
@@ -242,7 +243,7 @@ def test_fewer_rows_than_constants(method):
 
 
 def test_additive_terms_split_sums_and_differences_with_signs():
-    from dgsr.core.constants import additive_terms
+    from dgsr.core.linear_terms import additive_terms
 
     names = ["x0", "x1", "x2"]
     expr = parse("x0*x1 - (sin(x2) + 3)", names)
@@ -255,7 +256,7 @@ def test_additive_terms_split_sums_and_differences_with_signs():
 
 
 def test_term_weights_are_least_squares_and_rebuild_an_expression():
-    from dgsr.core.constants import additive_terms, fit_term_weights, weighted_sum
+    from dgsr.core.linear_terms import additive_terms, fit_term_weights, weighted_sum
 
     names = ["x0", "x1"]
     rng = np.random.default_rng(1)
@@ -293,7 +294,7 @@ def test_an_evaluation_cap_bounds_what_a_fit_spends():
 
 
 def test_weighted_sum_is_the_nested_tree_of_products_and_sums():
-    from dgsr.core.constants import weighted_sum
+    from dgsr.core.linear_terms import weighted_sum
 
     names = ["x0", "x1", "x2"]
     terms = [parse(text, names) for text in ("x0*x1", "sin(2.0*x2 + 1.5)", "x1")]
@@ -308,7 +309,7 @@ def test_weighted_sum_is_the_nested_tree_of_products_and_sums():
 
 
 def test_additive_terms_of_random_trees_rebuild_the_tree_and_know_their_variables(rng):
-    from dgsr.core.constants import additive_terms
+    from dgsr.core.linear_terms import additive_terms
 
     X = rng.uniform(0.5, 2.0, size=(30, 4))
     for _ in range(200):

@@ -12,9 +12,10 @@ from sklearn.metrics import r2_score as sk_r2
 import dgsr
 import dgsr.cli.app as cli
 from dgsr.core.budget import Budget
-from dgsr.core.constants import fit_constants, fit_term_weights
+from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
+from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import OPERATORS, resolve_operators
 from dgsr.core.parser import parse
 from dgsr.estimator.regressor import SymbolicRegressor

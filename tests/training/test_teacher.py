@@ -110,7 +110,7 @@ def test_search_path_replays_to_a_fit_of_the_data():
     found = _replay(path)
     # The search scores a node after refitting its constants and the weights of its additive
     # terms (linear scaling): do the same by least squares, and the replayed path fits the data.
-    from dgsr.core.constants import additive_terms
+    from dgsr.core.linear_terms import additive_terms
 
     terms = np.column_stack([evaluate(t, X) for _, t in additive_terms(found)] + [np.ones(len(y))])
     assert np.all(np.isfinite(terms))

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgsr.core import jit
-from dgsr.core.constants import additive_terms, weighted_model
 from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
+from dgsr.core.linear_terms import additive_terms, weighted_model
 
 # A step must lower the loss by this much (relative) to count as an improvement.
 _REL_TOL = 1e-9

@@ -20,8 +20,8 @@ import os
 
 import numpy as np
 
-from dgsr.core.constants import weighted_model, weighted_sum
 from dgsr.core.expression import Expression
+from dgsr.core.linear_terms import weighted_model, weighted_sum
 from dgsr.core.operators import CONSTANT, OPERATORS
 
 try:  # the fallback is the numpy path, so a missing or broken numba is not an error

@@ -28,9 +28,9 @@ from typing import Protocol
 
 import numpy as np
 
-from dgsr.core.constants import weighted_sum
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.core.linear_terms import weighted_sum
 from dgsr.core.pareto import SELECTION_RULES, select
 
 #: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.core.pareto`,

@@ -14,17 +14,11 @@ from collections.abc import Callable
 import numpy as np
 
 from dgsr.core.budget import Budget
-from dgsr.core.constants import (
-    DEFAULT_METHOD,
-    additive_terms,
-    fit_constants,
-    fit_term_weights,
-    scale_expression,
-    weighted_sum,
-)
+from dgsr.core.constants import DEFAULT_METHOD, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
+from dgsr.core.linear_terms import additive_terms, fit_term_weights, scale_expression, weighted_sum
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.config import SearchConfig
 

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgsr.core.constants import fit_term_weights
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
+from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 
 #: Levenberg-Marquardt steps that fit a parametric operand's constants to y when the library is built.
