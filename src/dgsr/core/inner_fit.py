@@ -69,7 +69,8 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
         return InnerFit(expr, 0)
     # A term that occurs twice (same structure, same constants: sums the search grew term by term)
     # is fitted once: its copies' weights are collinear, and their constants would move together.
-    varying = list({t.key(): t for _, t in terms if t.variables}.values())
+    unique = {t.key(): t for _, t in terms if t.variables}
+    varying = list(unique.values())
     if jit.AVAILABLE:
         best, passes = jit.fit_weighted_terms(varying, columns, y, steps, tau=_TAU, ftol=_FTOL, exact=_EXACT,
                                               rel_tol=_REL_TOL)
@@ -77,7 +78,7 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
         best, passes = _fit_weighted_terms(varying, columns, y, steps)
     if best is None:
         return InnerFit(expr, passes)
-    return InnerFit(expr.with_constants(_inner_values(terms, varying, best)), passes)
+    return InnerFit(expr.with_constants(_inner_values(terms, unique, best)), passes)
 
 
 def _fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray,
@@ -145,16 +146,17 @@ def _inner_count(terms: list[tuple[float, Expression]]) -> int:
     return sum(t.n_constants - _has_own_coefficient(t) for _, t in terms if t.variables)
 
 
-def _inner_values(terms: list[tuple[float, Expression]], fitted_terms: list[Expression],
+def _inner_values(terms: list[tuple[float, Expression]], fitted_terms: dict[tuple, Expression],
                   model_constants: np.ndarray) -> list[float]:
     """The fitted constants of ``terms`` (in order, constant terms kept), read out of the layout
-    of ``weighted_sum(fitted_terms)`` (``w_0, <t_0's constants>, w_1, ..., b``); a term that
-    occurs more than once takes its one fitted copy's constants."""
+    of ``weighted_sum(list(fitted_terms.values()))`` (``w_0, <t_0's constants>, w_1, ..., b``);
+    ``fitted_terms`` maps each distinct term's key to it, so a term that occurs more than once
+    takes its one fitted copy's constants."""
     fitted: dict[tuple, list[float]] = {}
     position = 0
-    for term in fitted_terms:
+    for key, term in fitted_terms.items():
         position += 1  # the term's weight
-        fitted[term.key()] = [float(c) for c in model_constants[position:position + term.n_constants]]
+        fitted[key] = [float(c) for c in model_constants[position:position + term.n_constants]]
         position += term.n_constants
     out: list[float] = []
     for _, term in terms:

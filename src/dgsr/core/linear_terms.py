@@ -15,7 +15,7 @@ import numpy as np
 
 from dgsr.core.evaluate import evaluate_columns, weighted_mean
 from dgsr.core.expression import Expression, MalformedExpression
-from dgsr.core.operators import ARITY, CONSTANT
+from dgsr.core.operators import ARITY, CONSTANT, is_variable, variable_index
 
 
 def linear_scaling(values: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -93,8 +93,8 @@ def _term_spans(symbols: tuple[str, ...]) -> tuple[tuple[float, int, int, int, i
             need += ARITY.get(s, 0) - 1
             if s == CONSTANT:
                 constants += 1
-            elif s[0] == "x" and s not in ARITY:
-                variables.add(int(s[1:]))
+            elif is_variable(s):
+                variables.add(variable_index(s))
             end += 1
         out.append((sign, i, end, first, constants, frozenset(variables)))
         i = end
