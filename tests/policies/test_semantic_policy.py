@@ -297,6 +297,8 @@ def test_proposals_are_valid_distinct_and_silent_on_hostile_data():
             children = [apply_mutation(expr, p.mutation) for p in proposals]
             assert all(is_valid(c) for c in children)
             assert len({c.key() for c in children}) == len(children)
+            # the child each proposal carries (the search uses it as is) is the mutation's result
+            assert [p.child for p in proposals] == children
 
 
 def test_proposals_are_deterministic_for_a_seed():

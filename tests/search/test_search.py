@@ -315,3 +315,29 @@ def test_children_are_valued_with_their_inner_constants_fitted_and_kept_that_way
     # the same child again costs nothing more: its fitted form is cached by the child's key
     before = fitting.budget.evaluations
     assert fitting.score_child(child, child.key()) == (r2_fit, form) and fitting.budget.evaluations == before
+
+
+def test_a_proposal_carrying_a_child_over_the_size_limit_is_applied_again_and_refused():
+    big = parse("x0*x0*x0*x0*x0*x0 + x0")  # 13 nodes: over the search's max_size of 8
+
+    class CarriesChildren:
+        has_critic = False
+
+        def prepare(self, X, y, rng):
+            return None
+
+        def propose(self, context, expression, k, rng):
+            if not expression.is_empty:
+                return []
+            # a root mutation whose carried child is wrong and too large: the search must not keep it
+            return [Proposal(Mutation(0, "root", parse("x0")), 1.0, child=big)]
+
+        def value(self, context, expressions):
+            return np.full(len(expressions), np.nan)
+
+    X = np.random.default_rng(0).normal(size=(30, 1))
+    result = run_search(X, X[:, 0] * 3.0, CarriesChildren(), config=SearchConfig(max_size=8, max_trials=1),
+                        rng=0, budget=Budget(max_evaluations=50))
+    sizes = [e.size for e in result.archive.front()]
+    assert sizes and max(sizes) <= 8 + 4  # the applied child x0 (and its scaled form), never `big`
+    assert all(e.expression.symbols != big.symbols for e in result.archive.front())

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from dgsr.core import jit
 from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
-from dgsr.core.linear_terms import additive_terms, weighted_model
+from dgsr.core.linear_terms import _term_spans, additive_terms, weighted_model
+from dgsr.core.operators import ARITY, CONSTANT
 
 # A step must lower the loss by this much (relative) to count as an improvement.
 _REL_TOL = 1e-9
@@ -64,6 +66,8 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     """
     if steps <= 0:
         return InnerFit(expr, 0)
+    if jit.AVAILABLE and not expr.is_empty:
+        return _fit_compiled(expr, columns, y, steps)
     terms = additive_terms(expr)
     if _inner_count(terms) == 0:
         return InnerFit(expr, 0)
@@ -79,6 +83,110 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     if best is None:
         return InnerFit(expr, passes)
     return InnerFit(expr.with_constants(_inner_values(terms, unique, best)), passes)
+
+
+@dataclass(frozen=True)
+class _FitPlan:
+    """How a structure's inner fit calls the compiled kernel (:func:`_fit_plan`): the model's
+    program, where the child's constants go in it (``model_at[i] = child_at[i]``), where the term
+    weights sit, and where the fitted values go back (``child_back[i] = model_back[i]``: every
+    copy of a repeated term takes its one fitted copy's constants)."""
+
+    ops: np.ndarray
+    args: np.ndarray
+    n_params: int
+    weights_at: np.ndarray
+    model_at: np.ndarray
+    child_at: np.ndarray
+    child_back: np.ndarray
+    model_back: np.ndarray
+
+
+def _inner_count_of(symbols: tuple[str, ...]) -> int:
+    """:func:`inner_constant_count` from the structure alone, read off the term spans."""
+    count = 0
+    for _, start, end, c0, c1, variables in _term_spans(symbols):
+        if variables and c1 > c0:
+            count += c1 - c0 - _span_has_own_coefficient(symbols, start, end)
+    return count
+
+
+def _span_has_own_coefficient(symbols: tuple[str, ...], start: int, end: int) -> int:
+    """:func:`_has_own_coefficient` of the term ``symbols[start:end]``."""
+    if symbols[start] not in ("mul", "div"):
+        return 0
+    if symbols[start + 1] == CONSTANT:
+        return 1
+    need, i = 1, start + 1  # the left operand's end: then the right one is a constant leaf or not
+    while need:
+        need += ARITY.get(symbols[i], 0) - 1
+        i += 1
+    return int(i == end - 1 and symbols[i] == CONSTANT)
+
+
+@lru_cache(maxsize=1 << 14)
+def _fit_plan(symbols: tuple[str, ...], owners: tuple[int, ...]) -> _FitPlan:
+    """The plan for ``b + sum_j w_j * u_j`` over the distinct varying terms ``u_j`` of ``symbols``:
+    ``owners[i]`` is the distinct term that span ``i`` of :func:`linear_terms._term_spans` is a
+    copy of (its first occurrence), -1 for a constant term. Memoised: it depends on the
+    structure and on which terms repeat, never on the values."""
+    spans = _term_spans(symbols)
+    first = {}
+    for i, owner in enumerate(owners):
+        if owner >= 0 and owner not in first:
+            first[owner] = i
+    model: tuple[str, ...] = ("add",) * len(first)
+    model_at, child_at, weights_at, start_of = [], [], [], {}
+    position = 0
+    for owner in sorted(first):
+        _, start, end, c0, c1, _ = spans[first[owner]]
+        model += ("mul", "c") + symbols[start:end]
+        weights_at.append(position)
+        start_of[owner] = position + 1
+        model_at.extend(range(position + 1, position + 1 + c1 - c0))
+        child_at.extend(range(c0, c1))
+        position += 1 + c1 - c0
+    ops, args = jit.encode_symbols(model + ("c",))
+    child_back, model_back = [], []
+    for i, owner in enumerate(owners):
+        if owner >= 0:
+            _, _, _, c0, c1, _ = spans[i]
+            child_back.extend(range(c0, c1))
+            model_back.extend(range(start_of[owner], start_of[owner] + c1 - c0))
+    as_index = lambda v: np.array(v, dtype=np.int64)
+    return _FitPlan(ops, args, position + 1, as_index(weights_at), as_index(model_at), as_index(child_at),
+                    as_index(child_back), as_index(model_back))
+
+
+def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit:
+    """:func:`fit_inner_constants` through the compiled kernel with a memoised plan: the same
+    model, start and steps as :func:`jit.fit_weighted_terms` (so the same result), without
+    rebuilding the model expression and its encoding for every child."""
+    symbols, constants = expr.symbols, expr.constants
+    if _inner_count_of(symbols) == 0:
+        return InnerFit(expr, 0)
+    seen: dict[tuple, int] = {}
+    owners = tuple(seen.setdefault((symbols[start:end], constants[c0:c1]), len(seen)) if variables else -1
+                   for _, start, end, c0, c1, variables in _term_spans(symbols))
+    plan = _fit_plan(symbols, owners)
+    theta = np.array(constants, dtype=np.float64)
+    params = np.ones(plan.n_params)
+    params[plan.model_at] = theta[plan.child_at]
+    params[-1] = 0.0
+    best, passes = jit.fit_encoded(plan.ops, plan.args, params, plan.weights_at, columns, y, steps, tau=_TAU,
+                                   ftol=_FTOL, exact=_EXACT, rel_tol=_REL_TOL)
+    if best is jit.COLLINEAR:  # the least-squares start needs the terms themselves: the general path
+        terms = additive_terms(expr)
+        unique = {t.key(): t for _, t in terms if t.variables}
+        best, passes = jit.fit_weighted_terms(list(unique.values()), columns, y, steps, tau=_TAU, ftol=_FTOL,
+                                              exact=_EXACT, rel_tol=_REL_TOL)
+        if best is None:
+            return InnerFit(expr, passes)
+        return InnerFit(expr.with_constants(_inner_values(terms, unique, best)), passes)
+    if best is None:
+        return InnerFit(expr, passes)
+    theta[plan.child_back] = best[plan.model_back]
+    return InnerFit(Expression._trusted(symbols, tuple(theta.tolist())), passes)
 
 
 def _fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray,

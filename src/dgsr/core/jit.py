@@ -45,10 +45,15 @@ def encode(expr: Expression) -> tuple[np.ndarray, np.ndarray]:
     its index in ``expr.constants``, a variable's its column, an operator's unused."""
     if expr.is_empty:
         raise ValueError("cannot encode the empty expression")
-    ops = np.empty(expr.size, dtype=np.int64)
-    args = np.zeros(expr.size, dtype=np.int64)
-    ci = expr.n_constants
-    for k, s in enumerate(reversed(expr.symbols)):
+    return encode_symbols(expr.symbols)
+
+
+def encode_symbols(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode` of a (non-empty, well-formed) prefix sequence."""
+    ops = np.empty(len(symbols), dtype=np.int64)
+    args = np.zeros(len(symbols), dtype=np.int64)
+    ci = symbols.count(CONSTANT)
+    for k, s in enumerate(reversed(symbols)):
         if s == CONSTANT:
             ci -= 1
             ops[k], args[k] = _CONST_CODE, ci
@@ -64,79 +69,123 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
 
     A subtree's constants are a contiguous range of ``theta`` (prefix order), so each stack slot
     carries the derivatives of its own range only, ``[lo, hi)``, as ``gradients.run_program``
-    does: a non-finite partial then reaches only the constants below it.
+    does: a non-finite partial then reaches only the constants below it. Node by node, each node
+    over all rows (the row loops vectorise; a row-by-row interpreter branches on every node of
+    every row): per row, the same operations in the same order.
     """
-    n_rows = columns.shape[1]
+    n = columns.shape[1]
     p = theta.shape[0]
     depth = ops.shape[0]
-    sv = np.empty(depth)
-    sj = np.zeros((depth, p))
+    sv = np.empty((depth, n))
+    sj = np.empty((depth, p, n))
+    d = np.empty(n)
     lo = np.zeros(depth, dtype=np.int64)
     hi = np.zeros(depth, dtype=np.int64)  # lo == hi: the slot depends on no constant
-    for r in range(n_rows):
-        sp = 0
-        for k in range(depth):
-            op = ops[k]
-            if op == _CONST_CODE:
-                sv[sp] = theta[args[k]]
-                sj[sp, args[k]] = 1.0
-                lo[sp], hi[sp] = args[k], args[k] + 1
-                sp += 1
-            elif op == _VAR_CODE:
-                sv[sp] = columns[args[k], r]
-                lo[sp], hi[sp] = 0, 0
-                sp += 1
-            elif op <= _CODES_BINARY_LAST:
-                a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
-                if op == 0:
-                    out, da, db = a + b, 1.0, 1.0
-                elif op == 1:
-                    out, da, db = a - b, 1.0, -1.0
-                elif op == 2:
-                    out, da, db = a * b, b, a
-                else:
-                    out = a / b
-                    da, db = 1.0 / b, -out / b
-                sv[sp - 2] = out
+    sp = 0
+    for k in range(depth):
+        op = ops[k]
+        if op == _CONST_CODE:
+            c, q = theta[args[k]], args[k]
+            for r in range(n):
+                sv[sp, r] = c
+                sj[sp, q, r] = 1.0
+            lo[sp], hi[sp] = q, q + 1
+            sp += 1
+        elif op == _VAR_CODE:
+            j = args[k]
+            for r in range(n):
+                sv[sp, r] = columns[j, r]
+            lo[sp], hi[sp] = 0, 0
+            sp += 1
+        elif op <= _CODES_BINARY_LAST:
+            a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
+            ja, jb = sj[sp - 1], sj[sp - 2]
+            if op == 0:
+                for q in range(lo[sp - 1], hi[sp - 1]):
+                    for r in range(n):
+                        jb[q, r] = ja[q, r]
+                for r in range(n):
+                    b[r] = a[r] + b[r]
+            elif op == 1:
                 for q in range(lo[sp - 2], hi[sp - 2]):
-                    sj[sp - 2, q] *= db
+                    for r in range(n):
+                        jb[q, r] = -jb[q, r]
                 for q in range(lo[sp - 1], hi[sp - 1]):
-                    sj[sp - 2, q] = da * sj[sp - 1, q]
-                if hi[sp - 1] > lo[sp - 1]:
-                    if hi[sp - 2] > lo[sp - 2]:
-                        lo[sp - 2] = min(lo[sp - 2], lo[sp - 1])
-                        hi[sp - 2] = max(hi[sp - 2], hi[sp - 1])
-                    else:
-                        lo[sp - 2], hi[sp - 2] = lo[sp - 1], hi[sp - 1]
-                sp -= 1
+                    for r in range(n):
+                        jb[q, r] = ja[q, r]
+                for r in range(n):
+                    b[r] = a[r] - b[r]
+            elif op == 2:
+                for q in range(lo[sp - 2], hi[sp - 2]):
+                    for r in range(n):
+                        jb[q, r] *= a[r]
+                for q in range(lo[sp - 1], hi[sp - 1]):
+                    for r in range(n):
+                        jb[q, r] = b[r] * ja[q, r]
+                for r in range(n):
+                    b[r] = a[r] * b[r]
             else:
-                a = sv[sp - 1]
-                if op == 4:
-                    out, d = np.sin(a), np.cos(a)
-                elif op == 5:
-                    out, d = np.cos(a), -np.sin(a)
-                elif op == 6:
-                    out = np.tan(a)
-                    d = 1.0 + out * out
-                elif op == 7:
-                    out = np.exp(a)
-                    d = out
-                elif op == 8:
-                    out, d = np.log(a), 1.0 / a
-                elif op == 9:
-                    out = np.sqrt(a)
-                    d = 0.5 / out
-                elif op == 10:
-                    out = 1.0 / a
-                    d = -(out * out)
-                else:
-                    out, d = a * a, 2.0 * a
-                sv[sp - 1] = out
+                for r in range(n):
+                    d[r] = a[r] / b[r]  # the quotient; da = 1 / b, db = -out / b
+                for q in range(lo[sp - 2], hi[sp - 2]):
+                    for r in range(n):
+                        jb[q, r] *= -d[r] / b[r]
                 for q in range(lo[sp - 1], hi[sp - 1]):
-                    sj[sp - 1, q] *= d
-        value[r] = sv[0]
-        for q in range(p):
-            jac[q, r] = sj[0, q] if lo[0] <= q < hi[0] else 0.0
+                    for r in range(n):
+                        jb[q, r] = 1.0 / b[r] * ja[q, r]
+                for r in range(n):
+                    b[r] = d[r]
+            if hi[sp - 1] > lo[sp - 1]:
+                if hi[sp - 2] > lo[sp - 2]:
+                    lo[sp - 2] = min(lo[sp - 2], lo[sp - 1])
+                    hi[sp - 2] = max(hi[sp - 2], hi[sp - 1])
+                else:
+                    lo[sp - 2], hi[sp - 2] = lo[sp - 1], hi[sp - 1]
+            sp -= 1
+        else:
+            a = sv[sp - 1]
+            if op == 4:
+                for r in range(n):
+                    d[r] = np.cos(a[r])
+                    a[r] = np.sin(a[r])
+            elif op == 5:
+                for r in range(n):
+                    d[r] = -np.sin(a[r])
+                    a[r] = np.cos(a[r])
+            elif op == 6:
+                for r in range(n):
+                    a[r] = np.tan(a[r])
+                    d[r] = 1.0 + a[r] * a[r]
+            elif op == 7:
+                for r in range(n):
+                    a[r] = np.exp(a[r])
+                    d[r] = a[r]
+            elif op == 8:
+                for r in range(n):
+                    d[r] = 1.0 / a[r]
+                    a[r] = np.log(a[r])
+            elif op == 9:
+                for r in range(n):
+                    a[r] = np.sqrt(a[r])
+                    d[r] = 0.5 / a[r]
+            elif op == 10:
+                for r in range(n):
+                    a[r] = 1.0 / a[r]
+                    d[r] = -(a[r] * a[r])
+            else:
+                for r in range(n):
+                    d[r] = 2.0 * a[r]
+                    a[r] = a[r] * a[r]
+            ja = sj[sp - 1]
+            for q in range(lo[sp - 1], hi[sp - 1]):
+                for r in range(n):
+                    ja[q, r] *= d[r]
+    for r in range(n):
+        value[r] = sv[0, r]
+    for q in range(p):
+        inside = lo[0] <= q < hi[0]
+        for r in range(n):
+            jac[q, r] = sj[0, q, r] if inside else 0.0
 
 
 def _cholesky_solve(a, b, out):  # pragma: no cover - compiled below
@@ -362,6 +411,25 @@ def run_encoded(ops: np.ndarray, args: np.ndarray, theta: np.ndarray,
     value, jac = np.empty(n), np.empty((theta.shape[0], n))
     _run_jit(ops, args, np.ascontiguousarray(theta, dtype=np.float64), columns, value, jac)
     return value, jac
+
+
+#: :func:`fit_encoded`'s answer when the terms are numerically collinear.
+COLLINEAR = object()
+
+
+def fit_encoded(ops: np.ndarray, args: np.ndarray, params: np.ndarray, weights_at: np.ndarray, columns: np.ndarray,
+                y: np.ndarray, steps: int, *, tau: float, ftol: float, exact: float,
+                rel_tol: float) -> tuple[object, int]:
+    """:func:`fit_weighted_terms` from an encoded model (``params`` its constants, 1 at the weights):
+    the fitted constants or None as there, or :data:`COLLINEAR` when the closed-form start needs
+    the minimum-norm least squares (the caller takes :func:`fit_weighted_terms` then)."""
+    columns = np.ascontiguousarray(columns)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    best, improved, passes, status = _fit_jit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact,
+                                              rel_tol)
+    if status == 2:
+        return COLLINEAR, passes
+    return (best if improved else None), passes
 
 
 def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray, steps: int, *, tau: float,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from dgsr.core import jit, jit_scoring
 from dgsr.core.budget import Budget
 from dgsr.core.constants import DEFAULT_METHOD, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
@@ -47,6 +48,8 @@ class Evaluator:
         self.y_centered = self.y - self.y_mean
         self.wy_centered = self.y_centered if self.w is None else self.w * self.y_centered
         self.y_var = float(np.dot(self.y_centered, self.wy_centered)) / self.n
+        # The compiled scoring path (numba): unweighted rows only; the numpy path is the reference.
+        self.compiled = jit.AVAILABLE and self.w is None
         self.config = config
         self.budget = budget
         self.archive = archive
@@ -100,6 +103,8 @@ class Evaluator:
             self._offer(result.expression, r2)
             if hit is not None and hit > r2:  # the mutated constants were better than the fit
                 r2 = hit
+        elif self.compiled and not expr.is_empty:
+            r2 = self._score_compiled(expr)
         else:
             terms = additive_terms(expr) if self.config.linear_terms else []
             if sum(1 for _, t in terms if t.variables) >= 2:
@@ -119,26 +124,62 @@ class Evaluator:
         self.cache[key] = r2
         return r2
 
+    def _score_compiled(self, expr: Expression) -> float:
+        """:meth:`score`'s unfitted branch in one compiled call (:func:`jit_scoring.score_sum`):
+        the same values up to rounding; unweighted rows only."""
+        encoded = jit_scoring.encode_sum(expr.symbols)
+        fit_terms = (self.config.linear_terms and encoded.varying.shape[0] >= 2
+                     and encoded.varying_size <= self.config.max_size and self.y_var > 0)
+        result = jit_scoring.score_sum(encoded, expr.constants, self.columns, self.y, fit_terms)
+        self.budget.add(self.weight)
+        r2 = self._score_moments(expr, result.mean, result.var, result.cov)
+        if not fit_terms or result.status == jit_scoring.FIT_NON_FINITE:
+            return r2
+        if result.status == jit_scoring.FIT_COLLINEAR:  # numpy's minimum-norm least squares
+            fit = fit_term_weights(result.values[encoded.varying], self.y)
+            if fit is None:
+                return r2
+            weights, intercept, mse = fit
+        else:
+            weights, intercept, mse = result.weights, result.intercept, result.mse
+            if not (math.isfinite(intercept) and math.isfinite(mse) and np.isfinite(weights).all()):
+                return r2
+        terms_r2 = 1.0 - mse / self.y_var
+
+        def build() -> Expression:
+            terms = additive_terms(expr)
+            return weighted_sum([terms[i][1] for i in encoded.varying], weights, intercept)
+
+        self._offer_built(encoded.varying_size, terms_r2, mse, build)
+        return max(r2, terms_r2)
+
     def _score_prediction(self, expr: Expression, pred: np.ndarray) -> float:
         """R² of ``pred``, or of its least-squares rescaling ``a*pred + b`` when linear scaling is on.
 
         Both come from the first two moments of ``pred`` and its covariance with ``y``: one pass,
         no second evaluation; the scaled expression is built only when the archive keeps it.
         """
-        n, y_var = self.n, self.y_var
+        n = self.n
         w = self.w
         with np.errstate(all="ignore"):
             mean = float(np.add.reduce(pred) if w is None else np.dot(w, pred)) / n
             centered = pred - mean
             var = float(np.dot(centered, centered if w is None else w * centered)) / n
             cov = float(np.dot(centered, self.wy_centered)) / n
+        return self._score_moments(expr, mean, var, cov)
+
+    def _score_moments(self, expr: Expression, mean: float, var: float, cov: float) -> float:
+        """:meth:`_score_prediction` from the prediction's mean, variance and covariance with ``y``."""
+        y_var = self.y_var
         if not (math.isfinite(var) and math.isfinite(cov)):
             return -math.inf  # NaN or inf somewhere in pred (or an overflow of its moments)
         offset = self.y_mean - mean
         mse = max(y_var + var - 2.0 * cov + offset * offset, 0.0)  # float * overflows to inf, ** raises
         r2 = 1.0 - mse / y_var if y_var > 0 else (1.0 if mse == 0 else -math.inf)
         self._offer(expr, r2, mse)
-        if not self.config.linear_scaling or var <= 1e-300 * max(mean * mean, 1.0) or y_var <= 0:
+        # A prediction whose spread is rounding noise about its mean (relative spread below 1e-12;
+        # a sum of n values rounds at about 1e-16 * n) is a constant: no slope to fit.
+        if not self.config.linear_scaling or var <= 1e-24 * mean * mean or var <= 1e-300 or y_var <= 0:
             return r2
         scaled_r2 = min((cov / var) * (cov / y_var), 1.0)  # var * y_var can underflow to 0
         scaled_size = expr.size + 4

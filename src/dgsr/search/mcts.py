@@ -29,6 +29,7 @@ import numpy as np
 
 from dgsr.core.budget import Budget
 from dgsr.core.pareto import ParetoArchive
+from dgsr.search.collector import fewer_collections
 from dgsr.search.config import CONSTANT_FITTING_MODES, SearchConfig
 from dgsr.search.evaluator import Evaluator
 from dgsr.search.policy import Policy
@@ -104,26 +105,27 @@ def run_search(
                                        evaluator.best_size, trial))
 
     try:
-        while stop_reason is None:
-            trial = len(trials)
-            if config.max_trials is not None and trial >= config.max_trials:
-                stop_reason = "trials"
-                break
-            trial_rng = np.random.default_rng(rng.integers(2**63))
-            search = Trial(trial, policy, policy.prepare(X, y, trial_rng), evaluator, config, trial_rng, stats)
-            trials.append(search.record)
-            fit_now = config.constant_fitting == "all"
-            while search.iterations < config.iterations_per_trial:
-                stop_reason = budget.exhausted(evaluator.best_r2)
-                if stop_reason is not None or search.root.terminal:
+        with fewer_collections():  # the search's objects live as long as it does
+            while stop_reason is None:
+                trial = len(trials)
+                if config.max_trials is not None and trial >= config.max_trials:
+                    stop_reason = "trials"
                     break
-                search.iterate(fit_now)
-                n_iterations += 1
+                trial_rng = np.random.default_rng(rng.integers(2**63))
+                search = Trial(trial, policy, policy.prepare(X, y, trial_rng), evaluator, config, trial_rng, stats)
+                trials.append(search.record)
+                fit_now = config.constant_fitting == "all"
+                while search.iterations < config.iterations_per_trial:
+                    stop_reason = budget.exhausted(evaluator.best_r2)
+                    if stop_reason is not None or search.root.terminal:
+                        break
+                    search.iterate(fit_now)
+                    n_iterations += 1
+                    record_history(trial)
+                    if search.iterations % _PROGRESS_EVERY == 0:
+                        progress(trial + 1)
+                search.finish()
                 record_history(trial)
-                if search.iterations % _PROGRESS_EVERY == 0:
-                    progress(trial + 1)
-            search.finish()
-            record_history(trial)
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     record_history(len(trials))

@@ -19,10 +19,15 @@ from dgsr.search.mutations import Mutation
 
 @dataclass(frozen=True)
 class Proposal:
-    """One sampled mutation and its prior probability (normalised over the K proposals)."""
+    """One sampled mutation and its prior probability (normalised over the K proposals).
+
+    ``child``: the mutation applied to the expression it was proposed for, when the policy built it
+    anyway (to drop duplicates); the search then uses it instead of applying the mutation again.
+    Optional: a policy that does not build children leaves it None."""
 
     mutation: Mutation
     prior: float
+    child: Expression | None = None
 
 
 @runtime_checkable

@@ -143,11 +143,13 @@ class Trial:
                     self.allowed):
                 self.stats["invalid:operator_not_allowed"] += 1
                 continue
-            try:
-                child = apply_mutation(leaf.expression, p.mutation, max_size=self.config.max_size)
-            except InvalidMutation as err:
-                self.stats[f"invalid:{err.reason}"] += 1
-                continue
+            child = p.child  # built by the policy with the same rules, maybe under a larger size limit
+            if child is None or child.size > self.config.max_size:
+                try:
+                    child = apply_mutation(leaf.expression, p.mutation, max_size=self.config.max_size)
+                except InvalidMutation as err:
+                    self.stats[f"invalid:{err.reason}"] += 1
+                    continue
             key = child.key()
             if key in self.keys:
                 self.stats["duplicate"] += 1

@@ -165,28 +165,28 @@ class SemanticPolicy:
                 context.pending.clear()
             context.pending[key] = (self._ranked(context, expression, rng), set())
         ranked, proposed = context.pending[key]
-        found: dict[tuple, tuple[Mutation, float]] = {}
+        found: dict[tuple, tuple[Mutation, float, Expression]] = {}
         while ranked and len(found) < k - n_random:
             match, build = ranked.pop()
             mutation = build()
             if mutation is not None:
                 self._add(found, expression, mutation, match, proposed)
         # Exploration: uniform random proposals fill the rest (at a prior of the weakest match).
-        floor = min((m for _, m in found.values()), default=0.0)
+        floor = min((m for _, m, _ in found.values()), default=0.0)
         for p in self._random.propose(context.n_features, expression, k - len(found) + 2, rng):
             if len(found) >= k:
                 break
             self._add(found, expression, p.mutation, floor - 0.5, proposed)
         if not found:
             return []
-        matches = np.array([m for _, m in found.values()])
+        matches = np.array([m for _, m, _ in found.values()])
         finite = np.isfinite(matches)
         # On data too small to rank anything (2 rows: every spread is 0) the matches are not
         # finite: such candidates share the prior of the weakest finite one, or all are equal.
         matches = np.where(finite, matches, matches[finite].min() if finite.any() else 0.0)
         weights = np.exp((matches - matches.max()) / max(self.temperature, 1e-6))
         priors = weights / weights.sum()
-        return [Proposal(mut, float(p)) for (mut, _), p in zip(found.values(), priors)]
+        return [Proposal(mut, float(p), child) for (mut, _, child), p in zip(found.values(), priors)]
 
     def value(self, context: SemanticContext, expressions: Sequence[Expression]) -> np.ndarray:
         """No critic: NaN for every expression (the search values nodes by their accuracy)."""
@@ -203,7 +203,7 @@ class SemanticPolicy:
             return
         key = child.key()
         if key not in found and key not in proposed:
-            found[key] = (mutation, match)
+            found[key] = (mutation, match, child)
             proposed.add(key)
 
     def _allowed(self, mutation: Mutation) -> bool:

@@ -1,0 +1,291 @@
+"""Compiled scoring of a candidate on the search's rows: one call for what the search asks of it.
+
+The search values every child by the R² of its linear rescaling ``a*f + b`` and, for a sum, of
+the least-squares reweighting ``b + sum_i w_i * t_i`` of its additive terms
+(:mod:`dgsr.search.evaluator`). In numpy that is one array call per node and per statistic, and
+on a few hundred rows the calls' overhead, not their arithmetic, is the cost. :func:`score_sum`
+does it in one compiled pass: each term's values (node by node over all rows, so the row loops
+vectorise), the moments of their signed sum (mean, variance, covariance with ``y``) and the
+normal equations of the term weights, solved by Cholesky. A numerically collinear set of terms
+is reported instead of solved, so the caller takes numpy's minimum-norm least squares for it,
+as the numpy path does.
+
+Like :mod:`dgsr.core.jit`, this needs numba (:data:`dgsr.core.jit.AVAILABLE`); the numpy path
+stays the reference and the fallback, and gives the same numbers up to rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from dgsr.core import jit
+from dgsr.core.linear_terms import _term_spans
+from dgsr.core.operators import CONSTANT
+
+# A term weight whose Cholesky pivot (squared) falls below this share of the largest diagonal
+# entry is treated as collinear: numpy's lstsq (rcond 1e-12) handles those, not Cholesky.
+_COLLINEAR = 1e-10
+
+# Status of the term fit.
+FIT_DONE, FIT_NON_FINITE, FIT_COLLINEAR, FIT_SKIPPED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class EncodedSum:
+    """A prefix sequence's additive terms as one postfix program (terms one after another).
+
+    ``starts[i]:starts[i + 1]`` is term ``i``'s program; ``signs[i]`` its sign in the sum;
+    ``varying`` the terms with variables (the ones the term fit weights, in order);
+    ``varying_size`` the size of :func:`dgsr.core.linear_terms.weighted_sum` of those terms;
+    ``depth`` the stack slots the longest program needs.
+    """
+
+    ops: np.ndarray
+    args: np.ndarray
+    starts: np.ndarray
+    signs: np.ndarray
+    varying: np.ndarray
+    varying_size: int
+    depth: int
+
+
+@lru_cache(maxsize=1 << 15)
+def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
+    """The additive terms of the (non-empty) prefix sequence ``symbols`` as one program; constant
+    arguments index the whole expression's constants. Memoised by structure (pure)."""
+    ops: list[int] = []
+    args: list[int] = []
+    starts, signs, varying = [0], [], []
+    depth, varying_size = 1, 0
+    for i, (sign, start, end, c0, _c1, variables) in enumerate(_term_spans(symbols)):
+        ci = c0 + sum(1 for s in symbols[start:end] if s == CONSTANT)
+        need = 0
+        for s in reversed(symbols[start:end]):
+            if s == CONSTANT:
+                ci -= 1
+                ops.append(jit._CONST_CODE)
+                args.append(ci)
+                need += 1
+            elif s in jit._CODES:
+                code = jit._CODES[s]
+                ops.append(code)
+                args.append(0)
+                need -= 1 if code <= jit._CODES_BINARY_LAST else 0
+            else:
+                ops.append(jit._VAR_CODE)
+                args.append(int(s[1:]))
+                need += 1
+            depth = max(depth, need)
+        starts.append(len(ops))
+        signs.append(sign)
+        if variables:
+            varying.append(i)
+            varying_size += end - start + 3
+    return EncodedSum(np.array(ops, dtype=np.int64), np.array(args, dtype=np.int64),
+                      np.array(starts, dtype=np.int64), np.array(signs, dtype=np.float64),
+                      np.array(varying, dtype=np.int64), varying_size + 1 if varying else 0, depth)
+
+
+def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma: no cover - compiled below
+    """Each term's values into ``values[i]``: node by node, each node over all rows."""
+    n = columns.shape[1]
+    for t in range(starts.shape[0] - 1):
+        sp = 0
+        for k in range(starts[t], starts[t + 1]):
+            op = ops[k]
+            if op == 20:  # constant
+                c = theta[args[k]]
+                for r in range(n):
+                    stack[sp, r] = c
+                sp += 1
+            elif op == 21:  # variable
+                j = args[k]
+                for r in range(n):
+                    stack[sp, r] = columns[j, r]
+                sp += 1
+            elif op <= 3:  # binary: the left operand is on top
+                a, b = stack[sp - 1], stack[sp - 2]
+                if op == 0:
+                    for r in range(n):
+                        b[r] = a[r] + b[r]
+                elif op == 1:
+                    for r in range(n):
+                        b[r] = a[r] - b[r]
+                elif op == 2:
+                    for r in range(n):
+                        b[r] = a[r] * b[r]
+                else:
+                    for r in range(n):
+                        b[r] = a[r] / b[r]
+                sp -= 1
+            else:
+                a = stack[sp - 1]
+                if op == 4:
+                    for r in range(n):
+                        a[r] = np.sin(a[r])
+                elif op == 5:
+                    for r in range(n):
+                        a[r] = np.cos(a[r])
+                elif op == 6:
+                    for r in range(n):
+                        a[r] = np.tan(a[r])
+                elif op == 7:
+                    for r in range(n):
+                        a[r] = np.exp(a[r])
+                elif op == 8:
+                    for r in range(n):
+                        a[r] = np.log(a[r])
+                elif op == 9:
+                    for r in range(n):
+                        a[r] = np.sqrt(a[r])
+                elif op == 10:
+                    for r in range(n):
+                        a[r] = 1.0 / a[r]
+                else:
+                    for r in range(n):
+                        a[r] = a[r] * a[r]
+        for r in range(n):
+            values[t, r] = stack[0, r]
+
+
+def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_terms,
+               values, weights):  # pragma: no cover - compiled below
+    """Returns ``(mean, var, cov, status, intercept, mse)``: the moments of the signed sum of the
+    terms (``cov`` with ``y``, all divided by n; non-finite when a value is), the term fit's
+    status and, when done, its intercept and mean squared error (its weights in ``weights``)."""
+    m = starts.shape[0] - 1
+    n = columns.shape[1]
+    stack = np.empty((depth, n))
+    _evaluate_terms_jit(ops, args, starts, theta, columns, values, stack)
+    y_mean = 0.0
+    for r in range(n):
+        y_mean += y[r]
+    y_mean /= n
+    pred = stack[0]  # reused as the signed sum's buffer
+    total = 0.0
+    for r in range(n):
+        s = 0.0
+        for t in range(m):
+            s += signs[t] * values[t, r]
+        pred[r] = s
+        total += s
+    mean = total / n
+    var = 0.0
+    cov = 0.0
+    for r in range(n):
+        c = pred[r] - mean
+        var += c * c
+        cov += c * (y[r] - y_mean)
+    var /= n
+    cov /= n
+    if not fit_terms:
+        return mean, var, cov, 3, 0.0, 0.0
+    k = varying.shape[0]
+    means = np.zeros(k)
+    for i in range(k):
+        row = values[varying[i]]
+        total = 0.0
+        for r in range(n):
+            total += row[r]
+        means[i] = total / n
+        if not np.isfinite(means[i]):
+            return mean, var, cov, 1, 0.0, 0.0
+    gram = np.empty((k, k))
+    rhs = np.empty(k)
+    for i in range(k):
+        a = values[varying[i]]
+        total = 0.0
+        for r in range(n):
+            total += (a[r] - means[i]) * (y[r] - y_mean)
+        rhs[i] = total
+        for j in range(i + 1):
+            b = values[varying[j]]
+            total = 0.0
+            for r in range(n):
+                total += (a[r] - means[i]) * (b[r] - means[j])
+            gram[i, j] = total
+            gram[j, i] = total
+    largest = 0.0
+    for i in range(k):
+        if not np.isfinite(gram[i, i]) or not np.isfinite(rhs[i]):
+            return mean, var, cov, 1, 0.0, 0.0
+        largest = max(largest, gram[i, i])
+    if not largest > 0.0:
+        return mean, var, cov, 2, 0.0, 0.0
+    low = np.empty((k, k))
+    for i in range(k):  # Cholesky, each pivot checked against the scale of the diagonal
+        for j in range(i + 1):
+            total = gram[i, j]
+            for q in range(j):
+                total -= low[i, q] * low[j, q]
+            if i == j:
+                if not total > _COLLINEAR * largest:
+                    return mean, var, cov, 2, 0.0, 0.0
+                low[i, i] = np.sqrt(total)
+            else:
+                low[i, j] = total / low[j, j]
+    for i in range(k):
+        total = rhs[i]
+        for q in range(i):
+            total -= low[i, q] * weights[q]
+        weights[i] = total / low[i, i]
+    for i in range(k - 1, -1, -1):
+        total = weights[i]
+        for q in range(i + 1, k):
+            total -= low[q, i] * weights[q]
+        weights[i] = total / low[i, i]
+    intercept = y_mean
+    for i in range(k):
+        intercept -= weights[i] * means[i]
+    mse = 0.0
+    for r in range(n):
+        e = y[r] - y_mean
+        for i in range(k):
+            e -= weights[i] * (values[varying[i], r] - means[i])
+        mse += e * e
+    mse /= n
+    return mean, var, cov, 0, intercept, mse
+
+
+if jit.AVAILABLE:
+    _compile = jit.numba.njit(cache=True, error_model="numpy", nogil=True)
+    _evaluate_terms_jit = _compile(_evaluate_terms)
+    _score_sum_jit = _compile(_score_sum)
+else:
+    _evaluate_terms_jit = _score_sum_jit = None
+
+
+@dataclass(frozen=True)
+class SumScore:
+    """What :func:`score_sum` computes: ``mean``, ``var``, ``cov`` of the signed sum of the terms
+    (population moments, ``cov`` with ``y``; non-finite when some value is); the term fit's
+    ``status`` (``FIT_*``) and, when ``FIT_DONE``, ``weights`` (of ``EncodedSum.varying``),
+    ``intercept`` and ``mse``; ``values``: every term's values [m, n]."""
+
+    mean: float
+    var: float
+    cov: float
+    status: int
+    weights: np.ndarray
+    intercept: float
+    mse: float
+    values: np.ndarray
+
+
+def score_sum(encoded: EncodedSum, constants: tuple[float, ...], columns: np.ndarray, y: np.ndarray,
+              fit_terms: bool) -> SumScore:
+    """Evaluate ``encoded`` at ``constants`` on ``columns`` (contiguous [n_features, n_rows]) and
+    score it against ``y`` (compiled; only when :data:`dgsr.core.jit.AVAILABLE`). The term fit runs
+    only when ``fit_terms`` (the caller decides: at least two varying terms that fit the size
+    limit)."""
+    m = encoded.starts.shape[0] - 1
+    values = np.empty((m, columns.shape[1]))
+    weights = np.zeros(encoded.varying.shape[0])
+    theta = np.array(constants, dtype=np.float64) if constants else np.zeros(1)
+    mean, var, cov, status, intercept, mse = _score_sum_jit(
+        encoded.ops, encoded.args, encoded.starts, encoded.signs, encoded.varying, encoded.depth, theta,
+        columns, y, fit_terms, values, weights)
+    return SumScore(mean, var, cov, int(status), weights, intercept, mse, values)

@@ -1,0 +1,56 @@
+"""search.collector: the garbage collector's thresholds are raised for a search and put back after."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from dgsr.search import collector
+
+
+@pytest.fixture
+def thresholds():
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*saved)
+
+
+def test_raised_inside_restored_after_even_when_nested_or_raising(thresholds):
+    with collector.fewer_collections():
+        assert gc.get_threshold() == collector.SEARCH_THRESHOLDS
+        with collector.fewer_collections():  # a nested search (or another thread's) keeps them
+            assert gc.get_threshold() == collector.SEARCH_THRESHOLDS
+        assert gc.get_threshold() == collector.SEARCH_THRESHOLDS
+    assert gc.get_threshold() == (700, 10, 10)
+    with pytest.raises(KeyError), collector.fewer_collections():
+        raise KeyError("x")
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_change_made_meanwhile_and_a_disabled_collector_are_left_alone(thresholds):
+    with collector.fewer_collections():
+        gc.set_threshold(5, 5, 5)  # the user's code changed them during the search: theirs stays
+    assert gc.get_threshold() == (5, 5, 5)
+    gc.set_threshold(0)  # the collector switched off by a threshold of 0
+    with collector.fewer_collections():
+        assert gc.get_threshold()[0] == 0
+    assert gc.get_threshold()[0] == 0
+    gc.set_threshold(100_000, 50, 200)  # higher than the search's: kept as they are
+    with collector.fewer_collections():
+        assert gc.get_threshold() == (100_000, 50, 200)
+
+
+def test_a_search_runs_with_them_and_restores_them(thresholds):
+    from dgsr.core.budget import Budget
+    from dgsr.policies.random import RandomPolicy
+    from dgsr.search.mcts import run_search
+
+    seen = []
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    run_search(X, X[:, 0] * 2.0, RandomPolicy(), rng=0, budget=Budget(max_evaluations=200),
+               on_progress=lambda p: seen.append(gc.get_threshold()))
+    assert len(seen) >= 2 and all(t == collector.SEARCH_THRESHOLDS for t in seen[:-1])  # the last: after the search
+    assert gc.get_threshold() == (700, 10, 10)
