@@ -301,6 +301,14 @@ def test_proposals_are_valid_distinct_and_silent_on_hostile_data():
             assert [p.child for p in proposals] == children
 
 
+def test_random_proposals_carry_the_children_they_were_checked_with():
+    rng = np.random.default_rng(4)
+    policy = RandomPolicy()
+    for expr in (Expression.empty(), parse("x0*sin(x1) + 2", NAMES[:3]), parse("exp(x2)/x0", NAMES[:3])):
+        proposals = policy.propose(3, expr, 12, rng)
+        assert proposals and all(p.child == apply_mutation(expr, p.mutation) for p in proposals)
+
+
 def test_proposals_are_deterministic_for_a_seed():
     X = _data(d=3)
     y = X[:, 0] / X[:, 1] + np.sin(X[:, 2])

@@ -1,6 +1,7 @@
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dgsr.core.expression import Expression
@@ -105,3 +106,26 @@ def test_every_table1_feynman_law_is_buildable():
         assert validity_violation(expr) is None, row["name"]
         built += 1
     assert built >= 125
+
+
+def test_nesting_check_agrees_with_its_definition_on_random_trees():
+    from dgsr.core.operators import TRANSCENDENTAL, UNARY
+    from dgsr.training.generator import random_tree
+
+    def by_definition(expr):  # a transcendental with another one in its subtree
+        ends = expr.subtree_ends
+        return any(s in TRANSCENDENTAL and any(t in TRANSCENDENTAL for t in expr.symbols[i + 1:ends[i]])
+                   for i, s in enumerate(expr.symbols))
+
+    rng = np.random.default_rng(7)
+    seen = set()
+    for _ in range(400):
+        expr = random_tree(rng, int(rng.integers(1, 8)), 3)
+        if rng.random() < 0.5:  # wrap it, nesting or not
+            expr = Expression.combine(str(rng.choice(UNARY)), expr)
+        if rng.random() < 0.3:
+            expr = Expression.combine("add", expr, random_tree(rng, 2, 3))
+        nested = by_definition(expr)
+        seen.add(nested)
+        assert (validity_violation(expr, max_size=1000) == "nested_transcendental") == nested, expr
+    assert seen == {True, False}

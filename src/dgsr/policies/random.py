@@ -58,7 +58,7 @@ class RandomPolicy:
     def propose(self, context: int, expression: Expression, k: int, rng: np.random.Generator) -> list[Proposal]:
         """Up to ``k`` distinct valid mutations of ``expression``, each with prior 1/n."""
         n_features = context
-        found: dict[tuple, Mutation] = {}
+        found: dict[tuple, tuple[Mutation, Expression]] = {}
         for _ in range(self.max_attempts * k):
             if len(found) >= k:
                 break
@@ -67,11 +67,11 @@ class RandomPolicy:
                 child = apply_mutation(expression, mutation, max_size=self.max_size)
             except InvalidMutation:
                 continue
-            found.setdefault(child.key(), mutation)
+            found.setdefault(child.key(), (mutation, child))
         if not found:
             return []
         prior = 1.0 / len(found)
-        return [Proposal(m, prior) for m in found.values()]
+        return [Proposal(m, prior, child) for m, child in found.values()]
 
     def value(self, context: int, expressions: Sequence[Expression]) -> np.ndarray:
         """No critic: NaN for every expression."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
+from dgsr.core.operators import ARITY, BINARY, TRANSCENDENTAL, UNARY
 
 MAX_SIZE = 60
 REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)
@@ -99,14 +99,17 @@ def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | N
     if expr.size > max_size:
         return "too_large"
     symbols = expr.symbols
-    ends = None
     for i, s in enumerate(symbols):
         if s in TRANSCENDENTAL:
-            if ends is None:
-                ends = expr.subtree_ends
-            for j in range(i + 1, ends[i]):
-                if symbols[j] in TRANSCENDENTAL:
+            # Walk the operand's subtree (its end is where the pending-children count reaches 0):
+            # cheaper than the child's subtree_ends, which most children never need otherwise.
+            need, j = 1, i + 1
+            while need:
+                t = symbols[j]
+                if t in TRANSCENDENTAL:
                     return "nested_transcendental"
+                need += ARITY.get(t, 0) - 1
+                j += 1
     return None
 
 

@@ -176,7 +176,7 @@ class SemanticPolicy:
         for p in self._random.propose(context.n_features, expression, k - len(found) + 2, rng):
             if len(found) >= k:
                 break
-            self._add(found, expression, p.mutation, floor - 0.5, proposed)
+            self._add(found, expression, p.mutation, floor - 0.5, proposed, p.child)
         if not found:
             return []
         matches = np.array([m for _, m, _ in found.values()])
@@ -194,13 +194,16 @@ class SemanticPolicy:
 
     # ------------------------------------------------------------------ internals
     def _add(self, found: dict, expression: Expression, mutation: Mutation, match: float,
-             proposed: set) -> None:
+             proposed: set, child: Expression | None = None) -> None:
+        """Keep ``mutation`` (and its child: ``child`` when the caller built it already) unless it
+        is disallowed, invalid or a duplicate of one proposed for this expression before."""
         if not self._allowed(mutation):
             return
-        try:
-            child = apply_mutation(expression, mutation, max_size=self.max_size)
-        except InvalidMutation:
-            return
+        if child is None:
+            try:
+                child = apply_mutation(expression, mutation, max_size=self.max_size)
+            except InvalidMutation:
+                return
         key = child.key()
         if key not in found and key not in proposed:
             found[key] = (mutation, match, child)
