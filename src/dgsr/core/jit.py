@@ -79,6 +79,8 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
     sv = np.empty((depth, n))
     sj = np.empty((depth, p, n))
     d = np.empty(n)
+    da = np.empty(n)
+    db = np.empty(n)
     lo = np.zeros(depth, dtype=np.int64)
     hi = np.zeros(depth, dtype=np.int64)  # lo == hi: the slot depends on no constant
     sp = 0
@@ -100,41 +102,24 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
         elif op <= _CODES_BINARY_LAST:
             a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
             ja, jb = sj[sp - 1], sj[sp - 2]
-            if op == 0:
-                for q in range(lo[sp - 1], hi[sp - 1]):
-                    for r in range(n):
-                        jb[q, r] = ja[q, r]
+            for r in range(n):  # the value into d, the partials into da and db (one loop body: less to compile)
+                if op == 0:
+                    d[r], da[r], db[r] = a[r] + b[r], 1.0, 1.0
+                elif op == 1:
+                    d[r], da[r], db[r] = a[r] - b[r], 1.0, -1.0
+                elif op == 2:
+                    d[r], da[r], db[r] = a[r] * b[r], b[r], a[r]
+                else:
+                    d[r] = a[r] / b[r]
+                    da[r], db[r] = 1.0 / b[r], -d[r] / b[r]
+            for q in range(lo[sp - 2], hi[sp - 2]):
                 for r in range(n):
-                    b[r] = a[r] + b[r]
-            elif op == 1:
-                for q in range(lo[sp - 2], hi[sp - 2]):
-                    for r in range(n):
-                        jb[q, r] = -jb[q, r]
-                for q in range(lo[sp - 1], hi[sp - 1]):
-                    for r in range(n):
-                        jb[q, r] = ja[q, r]
+                    jb[q, r] *= db[r]
+            for q in range(lo[sp - 1], hi[sp - 1]):
                 for r in range(n):
-                    b[r] = a[r] - b[r]
-            elif op == 2:
-                for q in range(lo[sp - 2], hi[sp - 2]):
-                    for r in range(n):
-                        jb[q, r] *= a[r]
-                for q in range(lo[sp - 1], hi[sp - 1]):
-                    for r in range(n):
-                        jb[q, r] = b[r] * ja[q, r]
-                for r in range(n):
-                    b[r] = a[r] * b[r]
-            else:
-                for r in range(n):
-                    d[r] = a[r] / b[r]  # the quotient; da = 1 / b, db = -out / b
-                for q in range(lo[sp - 2], hi[sp - 2]):
-                    for r in range(n):
-                        jb[q, r] *= -d[r] / b[r]
-                for q in range(lo[sp - 1], hi[sp - 1]):
-                    for r in range(n):
-                        jb[q, r] = 1.0 / b[r] * ja[q, r]
-                for r in range(n):
-                    b[r] = d[r]
+                    jb[q, r] = da[r] * ja[q, r]
+            for r in range(n):
+                b[r] = d[r]
             if hi[sp - 1] > lo[sp - 1]:
                 if hi[sp - 2] > lo[sp - 2]:
                     lo[sp - 2] = min(lo[sp - 2], lo[sp - 1])
@@ -144,38 +129,30 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
             sp -= 1
         else:
             a = sv[sp - 1]
-            if op == 4:
-                for r in range(n):
-                    d[r] = np.cos(a[r])
-                    a[r] = np.sin(a[r])
-            elif op == 5:
-                for r in range(n):
-                    d[r] = -np.sin(a[r])
-                    a[r] = np.cos(a[r])
-            elif op == 6:
-                for r in range(n):
-                    a[r] = np.tan(a[r])
-                    d[r] = 1.0 + a[r] * a[r]
-            elif op == 7:
-                for r in range(n):
-                    a[r] = np.exp(a[r])
-                    d[r] = a[r]
-            elif op == 8:
-                for r in range(n):
-                    d[r] = 1.0 / a[r]
-                    a[r] = np.log(a[r])
-            elif op == 9:
-                for r in range(n):
-                    a[r] = np.sqrt(a[r])
-                    d[r] = 0.5 / a[r]
-            elif op == 10:
-                for r in range(n):
-                    a[r] = 1.0 / a[r]
-                    d[r] = -(a[r] * a[r])
-            else:
-                for r in range(n):
-                    d[r] = 2.0 * a[r]
-                    a[r] = a[r] * a[r]
+            for r in range(n):
+                x = a[r]
+                if op == 4:
+                    out, dr = np.sin(x), np.cos(x)
+                elif op == 5:
+                    out, dr = np.cos(x), -np.sin(x)
+                elif op == 6:
+                    out = np.tan(x)
+                    dr = 1.0 + out * out
+                elif op == 7:
+                    out = np.exp(x)
+                    dr = out
+                elif op == 8:
+                    out, dr = np.log(x), 1.0 / x
+                elif op == 9:
+                    out = np.sqrt(x)
+                    dr = 0.5 / out
+                elif op == 10:
+                    out = 1.0 / x
+                    dr = -(out * out)
+                else:
+                    out, dr = x * x, 2.0 * x
+                a[r] = out
+                d[r] = dr
             ja = sj[sp - 1]
             for q in range(lo[sp - 1], hi[sp - 1]):
                 for r in range(n):

@@ -106,47 +106,38 @@ def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma
                 for r in range(n):
                     stack[sp, r] = columns[j, r]
                 sp += 1
-            elif op <= 3:  # binary: the left operand is on top
+            elif op <= 3:  # binary: the left operand is on top (one loop body: less to compile)
                 a, b = stack[sp - 1], stack[sp - 2]
-                if op == 0:
-                    for r in range(n):
+                for r in range(n):
+                    if op == 0:
                         b[r] = a[r] + b[r]
-                elif op == 1:
-                    for r in range(n):
+                    elif op == 1:
                         b[r] = a[r] - b[r]
-                elif op == 2:
-                    for r in range(n):
+                    elif op == 2:
                         b[r] = a[r] * b[r]
-                else:
-                    for r in range(n):
+                    else:
                         b[r] = a[r] / b[r]
                 sp -= 1
             else:
                 a = stack[sp - 1]
-                if op == 4:
-                    for r in range(n):
-                        a[r] = np.sin(a[r])
-                elif op == 5:
-                    for r in range(n):
-                        a[r] = np.cos(a[r])
-                elif op == 6:
-                    for r in range(n):
-                        a[r] = np.tan(a[r])
-                elif op == 7:
-                    for r in range(n):
-                        a[r] = np.exp(a[r])
-                elif op == 8:
-                    for r in range(n):
-                        a[r] = np.log(a[r])
-                elif op == 9:
-                    for r in range(n):
-                        a[r] = np.sqrt(a[r])
-                elif op == 10:
-                    for r in range(n):
-                        a[r] = 1.0 / a[r]
-                else:
-                    for r in range(n):
-                        a[r] = a[r] * a[r]
+                for r in range(n):
+                    x = a[r]
+                    if op == 4:
+                        a[r] = np.sin(x)
+                    elif op == 5:
+                        a[r] = np.cos(x)
+                    elif op == 6:
+                        a[r] = np.tan(x)
+                    elif op == 7:
+                        a[r] = np.exp(x)
+                    elif op == 8:
+                        a[r] = np.log(x)
+                    elif op == 9:
+                        a[r] = np.sqrt(x)
+                    elif op == 10:
+                        a[r] = 1.0 / x
+                    else:
+                        a[r] = x * x
         for r in range(n):
             values[t, r] = stack[0, r]
 
