@@ -149,3 +149,21 @@ def test_the_evaluator_scores_and_archives_the_same_with_either_path(exprs):
     for a, b in zip(got, want):
         assert a.expression.symbols == b.expression.symbols
         assert math.isclose(a.mse, b.mse, rel_tol=1e-6, abs_tol=1e-12)
+
+
+@SETTINGS
+@given(sums)
+def test_the_stack_depth_is_what_evaluating_each_term_needs(expr):
+    # The compiled evaluation trusts this depth for its stack (no bounds checks): too small would
+    # write past the buffer, so it is checked against a plain simulation of each term's program.
+    from dgsr.core.operators import ARITY
+
+    encoded = jit_scoring.encode_sum(expr.symbols)
+    need = 0
+    for _, term in additive_terms(expr):
+        height = 0
+        for s in reversed(term.symbols):
+            height += 1 - ARITY.get(s, 0)
+            need = max(need, height)
+    assert encoded.depth == need
+    assert encoded.starts[-1] == len(encoded.ops) == sum(t.size for _, t in additive_terms(expr))

@@ -23,7 +23,6 @@ import numpy as np
 
 from dgsr.core import jit
 from dgsr.core.linear_terms import _term_spans
-from dgsr.core.operators import CONSTANT
 
 # A term weight whose Cholesky pivot (squared) falls below this share of the largest diagonal
 # entry is treated as collinear: numpy's lstsq (rcond 1e-12) handles those, not Cholesky.
@@ -56,37 +55,24 @@ class EncodedSum:
 def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
     """The additive terms of the (non-empty) prefix sequence ``symbols`` as one program; constant
     arguments index the whole expression's constants. Memoised by structure (pure)."""
-    ops: list[int] = []
-    args: list[int] = []
-    starts, signs, varying = [0], [], []
-    depth, varying_size = 1, 0
-    for i, (sign, start, end, c0, _c1, variables) in enumerate(_term_spans(symbols)):
-        ci = c0 + sum(1 for s in symbols[start:end] if s == CONSTANT)
-        need = 0
-        for s in reversed(symbols[start:end]):
-            if s == CONSTANT:
-                ci -= 1
-                ops.append(jit._CONST_CODE)
-                args.append(ci)
-                need += 1
-            elif s in jit._CODES:
-                code = jit._CODES[s]
-                ops.append(code)
-                args.append(0)
-                need -= 1 if code <= jit._CODES_BINARY_LAST else 0
-            else:
-                ops.append(jit._VAR_CODE)
-                args.append(int(s[1:]))
-                need += 1
-            depth = max(depth, need)
-        starts.append(len(ops))
-        signs.append(sign)
-        if variables:
-            varying.append(i)
-            varying_size += end - start + 3
-    return EncodedSum(np.array(ops, dtype=np.int64), np.array(args, dtype=np.int64),
-                      np.array(starts, dtype=np.int64), np.array(signs, dtype=np.float64),
-                      np.array(varying, dtype=np.int64), varying_size + 1 if varying else 0, depth)
+    spans = _term_spans(symbols)
+    # A term's postfix program is a contiguous block of the whole expression's (its reversed
+    # prefix span), with the constants' indices already those of the whole expression.
+    whole_ops, whole_args = jit.encode_symbols(symbols)
+    n = len(symbols)
+    blocks = [slice(n - end, n - start) for _, start, end, _, _, _ in spans]
+    ops = np.concatenate([whole_ops[b] for b in blocks])
+    args = np.concatenate([whole_args[b] for b in blocks])
+    lengths = [end - start for _, start, end, _, _, _ in spans]
+    starts = np.cumsum([0] + lengths).astype(np.int64)
+    # Stack depth: pushes (constants, variables) +1, binary operators -1; each whole term leaves
+    # one value, so the running total at term t's start is t.
+    pushed = np.cumsum(np.where(ops >= jit._CONST_CODE, 1, np.where(ops <= jit._CODES_BINARY_LAST, -1, 0)))
+    depth = int(np.max(np.maximum.reduceat(pushed, starts[:-1]) - np.arange(len(spans))))
+    varying = [i for i, span in enumerate(spans) if span[5]]
+    varying_size = sum(lengths[i] + 3 for i in varying) + 1 if varying else 0
+    return EncodedSum(ops, args, starts, np.array([span[0] for span in spans], dtype=np.float64),
+                      np.array(varying, dtype=np.int64), varying_size, depth)
 
 
 def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma: no cover - compiled below
