@@ -135,18 +135,17 @@ def _fit_plan(symbols: tuple[str, ...], owners: tuple[int, ...]) -> _FitPlan:
     for i, owner in enumerate(owners):
         if owner >= 0 and owner not in first:
             first[owner] = i
-    model: tuple[str, ...] = ("add",) * len(first)
     model_at, child_at, weights_at, start_of = [], [], [], {}
     position = 0
-    for owner in sorted(first):
-        _, start, end, c0, c1, _ = spans[first[owner]]
-        model += ("mul", "c") + symbols[start:end]
+    order = sorted(first)
+    for owner in order:  # weighted_sum's layout: w_0, <u_0's constants>, w_1, ..., b
+        _, _, _, c0, c1, _ = spans[first[owner]]
         weights_at.append(position)
         start_of[owner] = position + 1
         model_at.extend(range(position + 1, position + 1 + c1 - c0))
         child_at.extend(range(c0, c1))
         position += 1 + c1 - c0
-    ops, args = jit.encode_symbols(model + ("c",))
+    ops, args = _model_program(symbols, [spans[first[owner]] for owner in order], weights_at, position)
     child_back, model_back = [], []
     for i, owner in enumerate(owners):
         if owner >= 0:
@@ -156,6 +155,27 @@ def _fit_plan(symbols: tuple[str, ...], owners: tuple[int, ...]) -> _FitPlan:
     as_index = lambda v: np.array(v, dtype=np.int64)
     return _FitPlan(ops, args, position + 1, as_index(weights_at), as_index(model_at), as_index(child_at),
                     as_index(child_back), as_index(model_back))
+
+
+def _model_program(symbols: tuple[str, ...], terms: list[tuple], weights_at: list[int],
+                   intercept_at: int) -> tuple[np.ndarray, np.ndarray]:
+    """The postfix program of ``weighted_sum`` over the term spans ``terms`` of ``symbols``
+    (what :func:`jit.encode` of that model gives), cut out of the expression's own program: a
+    term's postfix block is contiguous there, its constant indices shifted to the model's."""
+    whole_ops, whole_args = jit.encode_symbols(symbols)
+    n = len(symbols)
+    const, mul, add = jit._CONST_CODE, jit._CODES["mul"], jit._CODES["add"]
+    ops = [np.array([const])]
+    args = [np.array([intercept_at])]
+    for (_, start, end, c0, _, _), weight_at in zip(reversed(terms), reversed(weights_at)):
+        block_ops = whole_ops[n - end:n - start]
+        block_args = whole_args[n - end:n - start].copy()
+        block_args[block_ops == const] += weight_at + 1 - c0
+        ops += [block_ops, np.array([const, mul])]
+        args += [block_args, np.array([weight_at, 0])]
+    ops.append(np.full(len(terms), add))
+    args.append(np.zeros(len(terms), dtype=np.int64))
+    return np.concatenate(ops).astype(np.int64), np.concatenate(args).astype(np.int64)
 
 
 def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit:

@@ -22,7 +22,7 @@ import numpy as np
 
 from dgsr.core.expression import Expression
 from dgsr.core.linear_terms import weighted_model, weighted_sum
-from dgsr.core.operators import CONSTANT, OPERATORS
+from dgsr.core.operators import CONSTANT, OPERATORS, is_variable, variable_index
 
 try:  # the fallback is the numpy path, so a missing or broken numba is not an error
     import numba
@@ -48,19 +48,33 @@ def encode(expr: Expression) -> tuple[np.ndarray, np.ndarray]:
     return encode_symbols(expr.symbols)
 
 
+class _OpCodes(dict):
+    """Symbol -> op code; any variable symbol (``x12`` too) -> the variable code."""
+
+    def __missing__(self, symbol: str) -> int:
+        if is_variable(symbol):
+            return _VAR_CODE
+        raise KeyError(symbol)
+
+
+class _VariableColumns(dict):
+    """Symbol -> argument: a variable's column, 0 for anything else (constants are set apart)."""
+
+    def __missing__(self, symbol: str) -> int:
+        return variable_index(symbol) if is_variable(symbol) else 0
+
+
+_OP_OF = _OpCodes({**_CODES, CONSTANT: _CONST_CODE})
+_ARG_OF = _VariableColumns()
+
+
 def encode_symbols(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """:func:`encode` of a (non-empty, well-formed) prefix sequence."""
-    ops = np.empty(len(symbols), dtype=np.int64)
-    args = np.zeros(len(symbols), dtype=np.int64)
-    ci = symbols.count(CONSTANT)
-    for k, s in enumerate(reversed(symbols)):
-        if s == CONSTANT:
-            ci -= 1
-            ops[k], args[k] = _CONST_CODE, ci
-        elif s in _CODES:
-            ops[k] = _CODES[s]
-        else:
-            ops[k], args[k] = _VAR_CODE, int(s[1:])
+    postfix = symbols[::-1]
+    ops = np.array([_OP_OF[s] for s in postfix], dtype=np.int64)
+    args = np.array([_ARG_OF[s] for s in postfix], dtype=np.int64)
+    constants = ops == _CONST_CODE
+    args[constants] = np.arange(int(np.count_nonzero(constants)) - 1, -1, -1)  # prefix order, read backwards
     return ops, args
 
 
