@@ -273,6 +273,17 @@ class Expression:
 _EMPTY = Expression()
 
 
+def subtree_end(symbols: Sequence[str], start: int) -> int:
+    """The exclusive end of the subtree rooted at prefix position ``start`` of a well-formed
+    sequence: one scan forward, for callers that need one subtree's end and not the whole table
+    of :attr:`Expression.subtree_ends` (a new candidate's checks)."""
+    need, i = 1, start
+    while need:
+        need += ARITY.get(symbols[i], 0) - 1
+        i += 1
+    return i
+
+
 def _round_sig(value: float, digits: int) -> float:
     """Round to ``digits`` significant digits (non-finite values pass through)."""
     if value == 0.0 or not math.isfinite(value):

@@ -26,10 +26,10 @@ from functools import lru_cache
 import numpy as np
 
 from dgsr.core import jit
-from dgsr.core.expression import Expression
+from dgsr.core.expression import Expression, subtree_end
 from dgsr.core.gradients import Program, compile_expression, run_program
 from dgsr.core.linear_terms import _term_spans, additive_terms, weighted_model
-from dgsr.core.operators import ARITY, CONSTANT
+from dgsr.core.operators import CONSTANT
 
 # A step must lower the loss by this much (relative) to count as an improvement.
 _REL_TOL = 1e-9
@@ -53,7 +53,7 @@ class InnerFit:
 def inner_constant_count(expr: Expression) -> int:
     """Constants of ``expr`` that closed-form scaling cannot set: all but each additive term's own
     coefficient (``c*t``, ``t/c``, ``c/t``) and the constant terms themselves."""
-    return _inner_count(additive_terms(expr))
+    return 0 if expr.is_empty else _inner_count_of(expr.symbols)
 
 
 def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *, steps: int) -> InnerFit:
@@ -64,13 +64,19 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     that do not lower the sum of squares return the input unchanged. ``passes`` is 0 exactly
     when nothing was tried: ``expr`` has no inner constants, or ``steps`` is 0.
     """
-    if steps <= 0:
+    if steps <= 0 or inner_constant_count(expr) == 0:
         return InnerFit(expr, 0)
-    if jit.AVAILABLE and not expr.is_empty:
-        return _fit_compiled(expr, columns, y, steps)
+    if jit.AVAILABLE:
+        fit = _fit_compiled(expr, columns, y, steps)
+        if fit is not None:
+            return fit
+    return _fit_terms(expr, columns, y, steps)
+
+
+def _fit_terms(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit:
+    """:func:`fit_inner_constants` through the expression's terms (the numpy path, and the
+    compiled one when its closed-form start needs the minimum-norm least squares)."""
     terms = additive_terms(expr)
-    if _inner_count(terms) == 0:
-        return InnerFit(expr, 0)
     # A term that occurs twice (same structure, same constants: sums the search grew term by term)
     # is fitted once: its copies' weights are collinear, and their constants would move together.
     unique = {t.key(): t for _, t in terms if t.variables}
@@ -112,16 +118,14 @@ def _inner_count_of(symbols: tuple[str, ...]) -> int:
 
 
 def _span_has_own_coefficient(symbols: tuple[str, ...], start: int, end: int) -> int:
-    """:func:`_has_own_coefficient` of the term ``symbols[start:end]``."""
+    """1 when the term ``symbols[start:end]`` is ``c*t``, ``t*c``, ``t/c`` or ``c/t`` with ``c`` a
+    constant leaf (a factor that scales the whole term), else 0."""
     if symbols[start] not in ("mul", "div"):
         return 0
     if symbols[start + 1] == CONSTANT:
         return 1
-    need, i = 1, start + 1  # the left operand's end: then the right one is a constant leaf or not
-    while need:
-        need += ARITY.get(symbols[i], 0) - 1
-        i += 1
-    return int(i == end - 1 and symbols[i] == CONSTANT)
+    right = subtree_end(symbols, start + 1)  # the right operand follows the left one
+    return int(right == end - 1 and symbols[right] == CONSTANT)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -178,13 +182,12 @@ def _model_program(symbols: tuple[str, ...], terms: list[tuple], weights_at: lis
     return np.concatenate(ops).astype(np.int64), np.concatenate(args).astype(np.int64)
 
 
-def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit:
+def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit | None:
     """:func:`fit_inner_constants` through the compiled kernel with a memoised plan: the same
     model, start and steps as :func:`jit.fit_weighted_terms` (so the same result), without
-    rebuilding the model expression and its encoding for every child."""
+    rebuilding the model expression and its encoding for every child. None when the terms are
+    numerically collinear (their least-squares start needs :func:`_fit_terms`)."""
     symbols, constants = expr.symbols, expr.constants
-    if _inner_count_of(symbols) == 0:
-        return InnerFit(expr, 0)
     seen: dict[tuple, int] = {}
     owners = tuple(seen.setdefault((symbols[start:end], constants[c0:c1]), len(seen)) if variables else -1
                    for _, start, end, c0, c1, variables in _term_spans(symbols))
@@ -195,14 +198,8 @@ def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: i
     params[-1] = 0.0
     best, passes = jit.fit_encoded(plan.ops, plan.args, params, plan.weights_at, columns, y, steps, tau=_TAU,
                                    ftol=_FTOL, exact=_EXACT, rel_tol=_REL_TOL)
-    if best is jit.COLLINEAR:  # the least-squares start needs the terms themselves: the general path
-        terms = additive_terms(expr)
-        unique = {t.key(): t for _, t in terms if t.variables}
-        best, passes = jit.fit_weighted_terms(list(unique.values()), columns, y, steps, tau=_TAU, ftol=_FTOL,
-                                              exact=_EXACT, rel_tol=_REL_TOL)
-        if best is None:
-            return InnerFit(expr, passes)
-        return InnerFit(expr.with_constants(_inner_values(terms, unique, best)), passes)
+    if best is jit.COLLINEAR:
+        return None
     if best is None:
         return InnerFit(expr, passes)
     theta[plan.child_back] = best[plan.model_back]
@@ -270,10 +267,6 @@ def _levenberg_marquardt(program: Program, params: np.ndarray, columns: np.ndarr
     return best, passes
 
 
-def _inner_count(terms: list[tuple[float, Expression]]) -> int:
-    return sum(t.n_constants - _has_own_coefficient(t) for _, t in terms if t.variables)
-
-
 def _inner_values(terms: list[tuple[float, Expression]], fitted_terms: dict[tuple, Expression],
                   model_constants: np.ndarray) -> list[float]:
     """The fitted constants of ``terms`` (in order, constant terms kept), read out of the layout
@@ -290,12 +283,3 @@ def _inner_values(terms: list[tuple[float, Expression]], fitted_terms: dict[tupl
     for _, term in terms:
         out.extend(fitted[term.key()] if term.variables else term.constants)
     return out
-
-
-def _has_own_coefficient(term: Expression) -> int:
-    """1 when ``term`` is ``c*t``, ``t*c``, ``t/c`` or ``c/t`` with ``c`` a constant leaf (a factor
-    that scales the whole term), else 0."""
-    if term.symbols[0] not in ("mul", "div"):
-        return 0
-    left, right = term.children(0)
-    return int(term.symbols[left] == "c" or term.symbols[right] == "c")

@@ -78,6 +78,36 @@ def encode_symbols(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     return ops, args
 
 
+def _binary_value(op, a, b):  # pragma: no cover - compiled below
+    """The binary operator with op code ``op`` (0-3) at one row: the one table both kernels use."""
+    if op == 0:
+        return a + b
+    if op == 1:
+        return a - b
+    if op == 2:
+        return a * b
+    return a / b
+
+
+def _unary_value(op, x):  # pragma: no cover - compiled below
+    """The unary operator with op code ``op`` (4-11) at one row."""
+    if op == 4:
+        return np.sin(x)
+    if op == 5:
+        return np.cos(x)
+    if op == 6:
+        return np.tan(x)
+    if op == 7:
+        return np.exp(x)
+    if op == 8:
+        return np.log(x)
+    if op == 9:
+        return np.sqrt(x)
+    if op == 10:
+        return 1.0 / x
+    return x * x
+
+
 def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled below
     """Values ``[n]`` into ``value`` and the Jacobian ``[p, n]`` into ``jac`` (p = len(theta)).
 
@@ -117,14 +147,14 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
             a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
             ja, jb = sj[sp - 1], sj[sp - 2]
             for r in range(n):  # the value into d, the partials into da and db (one loop body: less to compile)
+                d[r] = _binary_value_jit(op, a[r], b[r])
                 if op == 0:
-                    d[r], da[r], db[r] = a[r] + b[r], 1.0, 1.0
+                    da[r], db[r] = 1.0, 1.0
                 elif op == 1:
-                    d[r], da[r], db[r] = a[r] - b[r], 1.0, -1.0
+                    da[r], db[r] = 1.0, -1.0
                 elif op == 2:
-                    d[r], da[r], db[r] = a[r] * b[r], b[r], a[r]
+                    da[r], db[r] = b[r], a[r]
                 else:
-                    d[r] = a[r] / b[r]
                     da[r], db[r] = 1.0 / b[r], -d[r] / b[r]
             for q in range(lo[sp - 2], hi[sp - 2]):
                 for r in range(n):
@@ -145,26 +175,23 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
             a = sv[sp - 1]
             for r in range(n):
                 x = a[r]
+                out = _unary_value_jit(op, x)
                 if op == 4:
-                    out, dr = np.sin(x), np.cos(x)
+                    dr = np.cos(x)
                 elif op == 5:
-                    out, dr = np.cos(x), -np.sin(x)
+                    dr = -np.sin(x)
                 elif op == 6:
-                    out = np.tan(x)
                     dr = 1.0 + out * out
                 elif op == 7:
-                    out = np.exp(x)
                     dr = out
                 elif op == 8:
-                    out, dr = np.log(x), 1.0 / x
+                    dr = 1.0 / x
                 elif op == 9:
-                    out = np.sqrt(x)
                     dr = 0.5 / out
                 elif op == 10:
-                    out = 1.0 / x
                     dr = -(out * out)
                 else:
-                    out, dr = x * x, 2.0 * x
+                    dr = 2.0 * x
                 a[r] = out
                 d[r] = dr
             ja = sj[sp - 1]
@@ -179,9 +206,9 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
             jac[q, r] = sj[0, q, r] if inside else 0.0
 
 
-def _cholesky_solve(a, b, out):  # pragma: no cover - compiled below
+def _cholesky_solve(a, b, out, floor):  # pragma: no cover - compiled below
     """Solve ``a x = b`` for symmetric positive definite ``a`` (p x p) into ``out``; False when a
-    pivot is not positive (numerically singular), then ``out`` is undefined. Plain loops: a
+    squared pivot is not above ``floor`` (numerically singular), then ``out`` is undefined. Plain loops: a
     LAPACK call from numba costs more to compile than the whole fit costs to run."""
     p = a.shape[0]
     low = np.zeros((p, p))
@@ -191,7 +218,7 @@ def _cholesky_solve(a, b, out):  # pragma: no cover - compiled below
             for k in range(j):
                 total -= low[i, k] * low[j, k]
             if i == j:
-                if not total > 1e-300:
+                if not total > floor:
                     return False
                 low[i, i] = np.sqrt(total)
             else:
@@ -207,6 +234,38 @@ def _cholesky_solve(a, b, out):  # pragma: no cover - compiled below
             total -= low[k, i] * out[k]
         out[i] = total / low[i, i]
     return True
+
+
+def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no cover - compiled below
+    """The normal equations of ``y ~ b + sum_i w_i * rows[index[i]]`` with the intercept
+    eliminated (rows and ``y`` centred): their means into ``means``, ``gram`` and ``rhs``
+    filled; returns ``y``'s mean. The inner fit's closed-form start and the scoring kernel's term
+    weights both solve these."""
+    n = y.shape[0]
+    m = index.shape[0]
+    for i in range(m):
+        total = 0.0
+        for r in range(n):
+            total += rows[index[i], r]
+        means[i] = total / n
+    y_mean = 0.0
+    for r in range(n):
+        y_mean += y[r]
+    y_mean /= n
+    for i in range(m):
+        a = rows[index[i]]
+        total = 0.0
+        for r in range(n):
+            total += (a[r] - means[i]) * (y[r] - y_mean)
+        rhs[i] = total
+        for j in range(i + 1):
+            b = rows[index[j]]
+            total = 0.0
+            for r in range(n):
+                total += (a[r] - means[i]) * (b[r] - means[j])
+            gram[i, j] = total
+            gram[j, i] = total
+    return y_mean
 
 
 def _normal_equations(jac, residual, gram, gradient):  # pragma: no cover - compiled below
@@ -280,7 +339,7 @@ def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol):  # pra
                 system[i, j] = gram[i, j]
             system[i, i] += damping * scaling[i]
             rhs[i] = -gradient[i]
-        if not _cholesky_solve_jit(system, rhs, step):
+        if not _cholesky_solve_jit(system, rhs, step, 1e-300):
             break
         predicted = 0.0
         for i in range(p):
@@ -332,28 +391,10 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
         if not np.isfinite(value[r]):
             return params, False, 1, 1
     m = weights_at.shape[0]
-    means = np.zeros(m)
-    for i in range(m):
-        for r in range(n):
-            means[i] += jac[weights_at[i], r]
-        means[i] /= n
-    y_mean = 0.0
-    for r in range(n):
-        y_mean += y[r]
-    y_mean /= n
+    means = np.empty(m)
     gram = np.empty((m, m))
     rhs = np.empty(m)
-    for i in range(m):
-        total = 0.0
-        for r in range(n):
-            total += (jac[weights_at[i], r] - means[i]) * (y[r] - y_mean)
-        rhs[i] = total
-        for j in range(i + 1):
-            total = 0.0
-            for r in range(n):
-                total += (jac[weights_at[i], r] - means[i]) * (jac[weights_at[j], r] - means[j])
-            gram[i, j] = total
-            gram[j, i] = total
+    y_mean = _centered_normal_equations_jit(jac, weights_at, y, means, gram, rhs)
     largest = 0.0
     for i in range(m):
         largest = max(largest, gram[i, i])
@@ -361,11 +402,7 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
         return params, False, 1, 1
     w = np.empty(m)
     # Well-conditioned (every pivot clear of rounding): the solve is the least-squares solution.
-    low = np.empty((m, m))
-    for i in range(m):
-        for j in range(m):
-            low[i, j] = gram[i, j]
-    if largest <= 0.0 or not _cholesky_solve_jit(low, rhs, w):
+    if largest <= 0.0 or not _cholesky_solve_jit(gram, rhs, w, 1e-300):
         return params, False, 1, 2
     intercept = y_mean
     for i in range(m):
@@ -384,6 +421,10 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
 
 if AVAILABLE:
     _compile = numba.njit(cache=True, error_model="numpy", nogil=True)
+    # Inlined into each kernel's row loop at numba's IR level: the same code as when each kernel had the table.
+    _binary_value_jit = numba.njit(inline="always", error_model="numpy")(_binary_value)
+    _unary_value_jit = numba.njit(inline="always", error_model="numpy")(_unary_value)
+    _centered_normal_equations_jit = _compile(_centered_normal_equations)
     _run_jit = _compile(_run)
     _cholesky_solve_jit = _compile(_cholesky_solve)
     _normal_equations_jit = _compile(_normal_equations)
@@ -391,6 +432,7 @@ if AVAILABLE:
     _lm_jit = _compile(_lm)
     _fit_jit = _compile(_fit)
 else:
+    _binary_value_jit = _unary_value_jit = _centered_normal_equations_jit = None
     _run_jit = _cholesky_solve_jit = _normal_equations_jit = _sum_of_squares_jit = _lm_jit = _fit_jit = None
 
 

@@ -92,38 +92,15 @@ def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma
                 for r in range(n):
                     stack[sp, r] = columns[j, r]
                 sp += 1
-            elif op <= 3:  # binary: the left operand is on top (one loop body: less to compile)
+            elif op <= 3:  # binary: the left operand is on top
                 a, b = stack[sp - 1], stack[sp - 2]
                 for r in range(n):
-                    if op == 0:
-                        b[r] = a[r] + b[r]
-                    elif op == 1:
-                        b[r] = a[r] - b[r]
-                    elif op == 2:
-                        b[r] = a[r] * b[r]
-                    else:
-                        b[r] = a[r] / b[r]
+                    b[r] = jit._binary_value_jit(op, a[r], b[r])
                 sp -= 1
             else:
                 a = stack[sp - 1]
                 for r in range(n):
-                    x = a[r]
-                    if op == 4:
-                        a[r] = np.sin(x)
-                    elif op == 5:
-                        a[r] = np.cos(x)
-                    elif op == 6:
-                        a[r] = np.tan(x)
-                    elif op == 7:
-                        a[r] = np.exp(x)
-                    elif op == 8:
-                        a[r] = np.log(x)
-                    elif op == 9:
-                        a[r] = np.sqrt(x)
-                    elif op == 10:
-                        a[r] = 1.0 / x
-                    else:
-                        a[r] = x * x
+                    a[r] = jit._unary_value_jit(op, a[r])
         for r in range(n):
             values[t, r] = stack[0, r]
 
@@ -161,59 +138,18 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
     if not fit_terms:
         return mean, var, cov, 3, 0.0, 0.0
     k = varying.shape[0]
-    means = np.zeros(k)
-    for i in range(k):
-        row = values[varying[i]]
-        total = 0.0
-        for r in range(n):
-            total += row[r]
-        means[i] = total / n
-        if not np.isfinite(means[i]):
-            return mean, var, cov, 1, 0.0, 0.0
+    means = np.empty(k)
     gram = np.empty((k, k))
     rhs = np.empty(k)
-    for i in range(k):
-        a = values[varying[i]]
-        total = 0.0
-        for r in range(n):
-            total += (a[r] - means[i]) * (y[r] - y_mean)
-        rhs[i] = total
-        for j in range(i + 1):
-            b = values[varying[j]]
-            total = 0.0
-            for r in range(n):
-                total += (a[r] - means[i]) * (b[r] - means[j])
-            gram[i, j] = total
-            gram[j, i] = total
+    y_mean = jit._centered_normal_equations_jit(values, varying, y, means, gram, rhs)
     largest = 0.0
     for i in range(k):
-        if not np.isfinite(gram[i, i]) or not np.isfinite(rhs[i]):
+        if not (np.isfinite(means[i]) and np.isfinite(gram[i, i]) and np.isfinite(rhs[i])):
             return mean, var, cov, 1, 0.0, 0.0
         largest = max(largest, gram[i, i])
-    if not largest > 0.0:
+    # Each squared pivot checked against the scale of the diagonal: below it, numpy's lstsq decides.
+    if not largest > 0.0 or not jit._cholesky_solve_jit(gram, rhs, weights, _COLLINEAR * largest):
         return mean, var, cov, 2, 0.0, 0.0
-    low = np.empty((k, k))
-    for i in range(k):  # Cholesky, each pivot checked against the scale of the diagonal
-        for j in range(i + 1):
-            total = gram[i, j]
-            for q in range(j):
-                total -= low[i, q] * low[j, q]
-            if i == j:
-                if not total > _COLLINEAR * largest:
-                    return mean, var, cov, 2, 0.0, 0.0
-                low[i, i] = np.sqrt(total)
-            else:
-                low[i, j] = total / low[j, j]
-    for i in range(k):
-        total = rhs[i]
-        for q in range(i):
-            total -= low[i, q] * weights[q]
-        weights[i] = total / low[i, i]
-    for i in range(k - 1, -1, -1):
-        total = weights[i]
-        for q in range(i + 1, k):
-            total -= low[q, i] * weights[q]
-        weights[i] = total / low[i, i]
     intercept = y_mean
     for i in range(k):
         intercept -= weights[i] * means[i]

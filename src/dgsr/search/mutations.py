@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgsr.core.expression import Expression
-from dgsr.core.operators import ARITY, BINARY, TRANSCENDENTAL, UNARY
+from dgsr.core.expression import Expression, subtree_end
+from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
 
 MAX_SIZE = 60
 REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)
@@ -100,16 +100,9 @@ def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | N
         return "too_large"
     symbols = expr.symbols
     for i, s in enumerate(symbols):
-        if s in TRANSCENDENTAL:
-            # Walk the operand's subtree (its end is where the pending-children count reaches 0):
-            # cheaper than the child's subtree_ends, which most children never need otherwise.
-            need, j = 1, i + 1
-            while need:
-                t = symbols[j]
-                if t in TRANSCENDENTAL:
-                    return "nested_transcendental"
-                need += ARITY.get(t, 0) - 1
-                j += 1
+        # One subtree's end, not the child's whole subtree_ends table (most children never need it).
+        if s in TRANSCENDENTAL and any(t in TRANSCENDENTAL for t in symbols[i + 1:subtree_end(symbols, i + 1)]):
+            return "nested_transcendental"
     return None
 
 
