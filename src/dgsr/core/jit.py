@@ -421,9 +421,10 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
 
 if AVAILABLE:
     _compile = numba.njit(cache=True, error_model="numpy", nogil=True)
-    # Inlined into each kernel's row loop at numba's IR level: the same code as when each kernel had the table.
-    _binary_value_jit = numba.njit(inline="always", error_model="numpy")(_binary_value)
-    _unary_value_jit = numba.njit(inline="always", error_model="numpy")(_unary_value)
+    # Plain compiled calls: LLVM inlines them into the row loops (numba's IR-level inline='always'
+    # measured slower, 45 against 34 microseconds for the scoring kernel, and compiled longer).
+    _binary_value_jit = _compile(_binary_value)
+    _unary_value_jit = _compile(_unary_value)
     _centered_normal_equations_jit = _compile(_centered_normal_equations)
     _run_jit = _compile(_run)
     _cholesky_solve_jit = _compile(_cholesky_solve)
