@@ -99,13 +99,21 @@ def test_term_weights_are_the_least_squares_ones_or_the_reason_they_are_not(expr
     if encoded.varying.shape[0] < 2:
         return
     result = jit_scoring.score_sum(encoded, expr.constants, COLUMNS, Y, fit_terms=True)
-    want = fit_term_weights(result.values[encoded.varying], Y)
+    distinct = []  # the varying terms not equal at every row to an earlier distinct one
+    for i in encoded.varying:
+        if not any(np.array_equal(result.values[i], result.values[j]) for j in distinct):
+            distinct.append(int(i))
+    if result.status != jit_scoring.FIT_NON_FINITE:
+        assert list(encoded.varying[result.distinct]) == distinct
+        assert np.all(result.weights[~result.distinct] == 0.0)
+    want = fit_term_weights(result.values[distinct], Y)
     if result.status == jit_scoring.FIT_NON_FINITE:
         assert want is None  # the numpy fit refuses the same terms
     elif result.status == jit_scoring.FIT_DONE:
         assert want is not None
         weights, intercept, mse = want
-        np.testing.assert_allclose(result.weights, weights, rtol=1e-6, atol=1e-9 * max(1.0, np.abs(weights).max()))
+        np.testing.assert_allclose(result.weights[result.distinct], weights, rtol=1e-6,
+                                   atol=1e-9 * max(1.0, np.abs(weights).max()))
         assert math.isclose(result.mse, mse, rel_tol=1e-7, abs_tol=1e-12 * float(Y @ Y))
         assert math.isclose(result.intercept, intercept, rel_tol=1e-6, abs_tol=1e-6)
     else:
@@ -117,6 +125,11 @@ def test_collinear_and_non_finite_terms_are_reported_not_solved():
     twice = parse("x0 + 2*x0")  # exactly collinear terms
     result = jit_scoring.score_sum(jit_scoring.encode_sum(twice.symbols), twice.constants, COLUMNS, y, True)
     assert result.status == jit_scoring.FIT_COLLINEAR
+    copies = parse("x0*x1 + sin(x2) + x1*x0")  # the third term is the first again, row by row
+    y = 3.0 * COLUMNS[0] * COLUMNS[1] + np.sin(COLUMNS[2])
+    result = jit_scoring.score_sum(jit_scoring.encode_sum(copies.symbols), copies.constants, COLUMNS, y, True)
+    assert result.status == jit_scoring.FIT_DONE and list(result.kept) == [1, 1, 0]
+    np.testing.assert_allclose(result.weights, [3.0, 1.0, 0.0], rtol=1e-9, atol=1e-12)
     pole = parse("x1 + 1/x0")  # x0 = 0 on one row
     result = jit_scoring.score_sum(jit_scoring.encode_sum(pole.symbols), pole.constants, COLUMNS, y, True)
     assert result.status == jit_scoring.FIT_NON_FINITE and not math.isfinite(result.var)
@@ -128,9 +141,9 @@ def test_collinear_and_non_finite_terms_are_reported_not_solved():
     assert result.intercept == pytest.approx(4.0, rel=1e-9) and result.mse < 1e-20
 
 
-def _evaluator(compiled: bool) -> Evaluator:
+def _evaluator(compiled: bool, y: np.ndarray = Y) -> Evaluator:
     config = SearchConfig(max_rows=None)
-    ev = Evaluator(COLUMNS.T, Y, config, Budget(max_evaluations=10**9).start(), ParetoArchive(),
+    ev = Evaluator(COLUMNS.T, y, config, Budget(max_evaluations=10**9).start(), ParetoArchive(),
                    np.random.default_rng(0))
     ev.compiled = compiled
     return ev
@@ -167,3 +180,15 @@ def test_the_stack_depth_is_what_evaluating_each_term_needs(expr):
             need = max(need, height)
     assert encoded.depth == need
     assert encoded.starts[-1] == len(encoded.ops) == sum(t.size for _, t in additive_terms(expr))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_repeated_term_is_weighted_once_in_the_archived_sum(compiled):
+    # y is exactly 3*x0*x1 + sin(x2) - 1; the child repeats x0*x1 (as x1*x0): the archive gets the
+    # two-term sum ), not the three-term one with the weight split in halves.
+    evaluator = _evaluator(compiled, 3.0 * COLUMNS[0] * COLUMNS[1] + np.sin(COLUMNS[2]) - 1.0)
+    assert evaluator.score(parse("x0*x1 + sin(x2) + x1*x0"), False) == pytest.approx(1.0, abs=1e-12)
+    best = min(evaluator.archive.front(), key=lambda entry: entry.mse)
+    assert best.size == (3 + 3) + (2 + 3) + 1  # two weighted terms and the intercept
+    assert sorted(best.expression.symbols).count("x0") == 1
+    np.testing.assert_allclose(evaluate_columns(best.expression, COLUMNS), evaluator.y, rtol=1e-9, atol=1e-9)

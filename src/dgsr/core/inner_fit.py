@@ -166,20 +166,21 @@ def _model_program(symbols: tuple[str, ...], terms: list[tuple], weights_at: lis
     """The postfix program of ``weighted_sum`` over the term spans ``terms`` of ``symbols``
     (what :func:`jit.encode` of that model gives), cut out of the expression's own program: a
     term's postfix block is contiguous there, its constant indices shifted to the model's."""
-    whole_ops, whole_args = jit.encode_symbols(symbols)
+    whole_ops, whole_args = jit.encode_symbols_shared(symbols)
+    whole_ops, whole_args = whole_ops.tolist(), whole_args.tolist()  # list slices beat array slices here
     n = len(symbols)
     const, mul, add = jit._CONST_CODE, jit._CODES["mul"], jit._CODES["add"]
-    ops = [np.array([const])]
-    args = [np.array([intercept_at])]
+    ops, args = [const], [intercept_at]
     for (_, start, end, c0, _, _), weight_at in zip(reversed(terms), reversed(weights_at)):
-        block_ops = whole_ops[n - end:n - start]
-        block_args = whole_args[n - end:n - start].copy()
-        block_args[block_ops == const] += weight_at + 1 - c0
-        ops += [block_ops, np.array([const, mul])]
-        args += [block_args, np.array([weight_at, 0])]
-    ops.append(np.full(len(terms), add))
-    args.append(np.zeros(len(terms), dtype=np.int64))
-    return np.concatenate(ops).astype(np.int64), np.concatenate(args).astype(np.int64)
+        block = whole_ops[n - end:n - start]
+        shift = weight_at + 1 - c0
+        ops += block
+        args += [a + shift if o == const else a for o, a in zip(block, whole_args[n - end:n - start])]
+        ops += (const, mul)
+        args += (weight_at, 0)
+    ops += [add] * len(terms)
+    args += [0] * len(terms)
+    return np.array(ops, dtype=np.int64), np.array(args, dtype=np.int64)
 
 
 def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit | None:

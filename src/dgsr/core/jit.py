@@ -17,6 +17,7 @@ second.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,33 +49,39 @@ def encode(expr: Expression) -> tuple[np.ndarray, np.ndarray]:
     return encode_symbols(expr.symbols)
 
 
-class _OpCodes(dict):
-    """Symbol -> op code; any variable symbol (``x12`` too) -> the variable code."""
+class _Encoding(dict):
+    """Symbol -> ``op code << 32 | argument``: a variable's argument is its column, anything
+    else's 0 (constants are numbered apart). Variable symbols (``x12`` too) are added as they are
+    met, so each is parsed once; the table only grows with the variable names in use."""
 
     def __missing__(self, symbol: str) -> int:
-        if is_variable(symbol):
-            return _VAR_CODE
-        raise KeyError(symbol)
+        if not is_variable(symbol):
+            raise KeyError(symbol)
+        code = self[symbol] = _VAR_CODE << 32 | variable_index(symbol)
+        return code
 
 
-class _VariableColumns(dict):
-    """Symbol -> argument: a variable's column, 0 for anything else (constants are set apart)."""
-
-    def __missing__(self, symbol: str) -> int:
-        return variable_index(symbol) if is_variable(symbol) else 0
-
-
-_OP_OF = _OpCodes({**_CODES, CONSTANT: _CONST_CODE})
-_ARG_OF = _VariableColumns()
+_ENCODING = _Encoding({**{s: c << 32 for s, c in _CODES.items()}, CONSTANT: _CONST_CODE << 32})
 
 
 def encode_symbols(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """:func:`encode` of a (non-empty, well-formed) prefix sequence."""
-    postfix = symbols[::-1]
-    ops = np.array([_OP_OF[s] for s in postfix], dtype=np.int64)
-    args = np.array([_ARG_OF[s] for s in postfix], dtype=np.int64)
+    codes = np.array([_ENCODING[s] for s in reversed(symbols)], dtype=np.int64)
+    ops = codes >> 32
+    args = codes & 0xFFFFFFFF
     constants = ops == _CONST_CODE
     args[constants] = np.arange(int(np.count_nonzero(constants)) - 1, -1, -1)  # prefix order, read backwards
+    return ops, args
+
+
+@lru_cache(maxsize=64)
+def encode_symbols_shared(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`encode_symbols` memoised for the callers that only read it (read-only arrays): the
+    search cuts a child's scoring program and its inner fit's model program out of the same
+    encoding, one right after the other."""
+    ops, args = encode_symbols(symbols)
+    ops.setflags(write=False)
+    args.setflags(write=False)
     return ops, args
 
 

@@ -6,9 +6,10 @@ the least-squares reweighting ``b + sum_i w_i * t_i`` of its additive terms
 on a few hundred rows the calls' overhead, not their arithmetic, is the cost. :func:`score_sum`
 does it in one compiled pass: each term's values (node by node over all rows, so the row loops
 vectorise), the moments of their signed sum (mean, variance, covariance with ``y``) and the
-normal equations of the term weights, solved by Cholesky. A numerically collinear set of terms
-is reported instead of solved, so the caller takes numpy's minimum-norm least squares for it,
-as the numpy path does.
+normal equations of the term weights, solved by Cholesky. A term whose values repeat an earlier
+term's exactly is fitted once (its copies get weight 0 and are left out of the weighted sum, as in
+the numpy path); a numerically collinear set of distinct terms is reported instead of solved, so
+the caller takes numpy's minimum-norm least squares for it, as the numpy path does.
 
 Like :mod:`dgsr.core.jit`, this needs numba (:data:`dgsr.core.jit.AVAILABLE`); the numpy path
 stays the reference and the fallback, and gives the same numbers up to rounding.
@@ -58,7 +59,7 @@ def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
     spans = _term_spans(symbols)
     # A term's postfix program is a contiguous block of the whole expression's (its reversed
     # prefix span), with the constants' indices already those of the whole expression.
-    whole_ops, whole_args = jit.encode_symbols(symbols)
+    whole_ops, whole_args = jit.encode_symbols_shared(symbols)
     n = len(symbols)
     blocks = [slice(n - end, n - start) for _, start, end, _, _, _ in spans]
     ops = np.concatenate([whole_ops[b] for b in blocks])
@@ -106,10 +107,11 @@ def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma
 
 
 def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_terms,
-               values, weights):  # pragma: no cover - compiled below
+               values, weights, kept):  # pragma: no cover - compiled below
     """Returns ``(mean, var, cov, status, intercept, mse)``: the moments of the signed sum of the
     terms (``cov`` with ``y``, all divided by n; non-finite when a value is), the term fit's
-    status and, when done, its intercept and mean squared error (its weights in ``weights``)."""
+    status and, when done, its intercept and mean squared error (its weights in ``weights``, 1 in
+    ``kept`` for the varying terms fitted, 0 for exact copies of an earlier one)."""
     m = starts.shape[0] - 1
     n = columns.shape[1]
     stack = np.empty((depth, n))
@@ -137,29 +139,54 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
     cov /= n
     if not fit_terms:
         return mean, var, cov, 3, 0.0, 0.0
-    k = varying.shape[0]
+    # A varying term equal to an earlier kept one at every row is that term again: fit it once.
+    distinct = np.empty(varying.shape[0], dtype=np.int64)
+    k = 0
+    for i in range(varying.shape[0]):
+        a = values[varying[i]]
+        kept[i] = 1
+        for j in range(k):
+            b = values[distinct[j]]
+            same = True
+            for r in range(n):
+                if a[r] != b[r]:
+                    same = False
+                    break
+            if same:
+                kept[i] = 0
+                break
+        if kept[i]:
+            distinct[k] = varying[i]
+            k += 1
+    distinct = distinct[:k]
     means = np.empty(k)
     gram = np.empty((k, k))
     rhs = np.empty(k)
-    y_mean = jit._centered_normal_equations_jit(values, varying, y, means, gram, rhs)
+    solved = np.empty(k)
+    y_mean = jit._centered_normal_equations_jit(values, distinct, y, means, gram, rhs)
     largest = 0.0
     for i in range(k):
         if not (np.isfinite(means[i]) and np.isfinite(gram[i, i]) and np.isfinite(rhs[i])):
             return mean, var, cov, 1, 0.0, 0.0
         largest = max(largest, gram[i, i])
     # Each squared pivot checked against the scale of the diagonal: below it, numpy's lstsq decides.
-    if not largest > 0.0 or not jit._cholesky_solve_jit(gram, rhs, weights, _COLLINEAR * largest):
+    if not largest > 0.0 or not jit._cholesky_solve_jit(gram, rhs, solved, _COLLINEAR * largest):
         return mean, var, cov, 2, 0.0, 0.0
     intercept = y_mean
     for i in range(k):
-        intercept -= weights[i] * means[i]
+        intercept -= solved[i] * means[i]
     mse = 0.0
     for r in range(n):
         e = y[r] - y_mean
         for i in range(k):
-            e -= weights[i] * (values[varying[i], r] - means[i])
+            e -= solved[i] * (values[distinct[i], r] - means[i])
         mse += e * e
     mse /= n
+    j = 0
+    for i in range(varying.shape[0]):
+        if kept[i]:
+            weights[i] = solved[j]
+            j += 1
     return mean, var, cov, 0, intercept, mse
 
 
@@ -176,7 +203,9 @@ class SumScore:
     """What :func:`score_sum` computes: ``mean``, ``var``, ``cov`` of the signed sum of the terms
     (population moments, ``cov`` with ``y``; non-finite when some value is); the term fit's
     ``status`` (``FIT_*``) and, when ``FIT_DONE``, ``weights`` (of ``EncodedSum.varying``),
-    ``intercept`` and ``mse``; ``values``: every term's values [m, n]."""
+    ``intercept`` and ``mse``; ``kept``: which varying terms the fit used (1) and which repeat an
+    earlier one's values exactly (0, weight 0), all 1 when the fit was skipped; ``values``: every
+    term's values [m, n]."""
 
     mean: float
     var: float
@@ -185,7 +214,13 @@ class SumScore:
     weights: np.ndarray
     intercept: float
     mse: float
+    kept: np.ndarray
     values: np.ndarray
+
+    @property
+    def distinct(self) -> np.ndarray:
+        """The mask of the varying terms the fit used (:attr:`kept` as booleans)."""
+        return self.kept.astype(bool)
 
 
 def score_sum(encoded: EncodedSum, constants: tuple[float, ...], columns: np.ndarray, y: np.ndarray,
@@ -197,8 +232,9 @@ def score_sum(encoded: EncodedSum, constants: tuple[float, ...], columns: np.nda
     m = encoded.starts.shape[0] - 1
     values = np.empty((m, columns.shape[1]))
     weights = np.zeros(encoded.varying.shape[0])
+    kept = np.ones(encoded.varying.shape[0], dtype=np.int64)
     theta = np.array(constants, dtype=np.float64) if constants else np.zeros(1)
     mean, var, cov, status, intercept, mse = _score_sum_jit(
         encoded.ops, encoded.args, encoded.starts, encoded.signs, encoded.varying, encoded.depth, theta,
-        columns, y, fit_terms, values, weights)
-    return SumScore(mean, var, cov, int(status), weights, intercept, mse, values)
+        columns, y, fit_terms, values, weights, kept)
+    return SumScore(mean, var, cov, int(status), weights, intercept, mse, kept, values)

@@ -64,6 +64,23 @@ def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:
             for sign, start, end, c0, c1, variables in _term_spans(symbols)]
 
 
+_LEAF_CONSTANT, _UNARY, _BINARY = -1, -2, -3
+
+
+class _Kinds(dict):
+    """Symbol -> what the term scan needs of it: a variable's column (>= 0), ``_LEAF_CONSTANT``,
+    ``_UNARY`` or ``_BINARY``. Variable symbols are added as they are met (parsed once each)."""
+
+    def __missing__(self, symbol: str) -> int:
+        if not is_variable(symbol):
+            raise KeyError(symbol)
+        kind = self[symbol] = variable_index(symbol)
+        return kind
+
+
+_KIND = _Kinds({CONSTANT: _LEAF_CONSTANT, **{s: _BINARY if a == 2 else _UNARY for s, a in ARITY.items()}})
+
+
 @lru_cache(maxsize=1 << 15)
 def _term_spans(symbols: tuple[str, ...]) -> tuple[tuple[float, int, int, int, int, frozenset[int]], ...]:
     """``(sign, start, end, first constant, end of constants, variables)`` of each top-level
@@ -89,16 +106,29 @@ def _term_spans(symbols: tuple[str, ...]) -> tuple[tuple[float, int, int, int, i
         end, need, first = i, 1, constants
         variables = set()
         while need:  # the term's subtree: the shortest run of symbols that completes one node
-            s = symbols[end]
-            need += ARITY.get(s, 0) - 1
-            if s == CONSTANT:
+            kind = _KIND[symbols[end]]
+            if kind >= 0:  # a variable's column
+                variables.add(kind)
+                need -= 1
+            elif kind == _LEAF_CONSTANT:
                 constants += 1
-            elif is_variable(s):
-                variables.add(variable_index(s))
+                need -= 1
+            elif kind == _BINARY:
+                need += 1
             end += 1
         out.append((sign, i, end, first, constants, frozenset(variables)))
         i = end
     return tuple(out)
+
+
+def first_occurrences(indices: list[int], values: list[np.ndarray]) -> list[int]:
+    """The ``indices`` whose ``values`` row differs (at some row, NaN counting as different) from
+    every earlier one kept: a term that repeats another exactly gets one weight, not two halves."""
+    kept: list[int] = []
+    for i in indices:
+        if not any(np.array_equal(values[i], values[j]) for j in kept):
+            kept.append(i)
+    return kept
 
 
 def fit_term_weights(term_values: np.ndarray, y: np.ndarray,

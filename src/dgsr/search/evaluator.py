@@ -19,7 +19,13 @@ from dgsr.core.constants import DEFAULT_METHOD, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
-from dgsr.core.linear_terms import additive_terms, fit_term_weights, scale_expression, weighted_sum
+from dgsr.core.linear_terms import (
+    additive_terms,
+    first_occurrences,
+    fit_term_weights,
+    scale_expression,
+    weighted_sum,
+)
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.config import SearchConfig
 
@@ -135,22 +141,24 @@ class Evaluator:
         r2 = self._score_moments(expr, result.mean, result.var, result.cov)
         if not fit_terms or result.status == jit_scoring.FIT_NON_FINITE:
             return r2
+        used = encoded.varying[result.distinct]
         if result.status == jit_scoring.FIT_COLLINEAR:  # numpy's minimum-norm least squares
-            fit = fit_term_weights(result.values[encoded.varying], self.y)
+            fit = fit_term_weights(result.values[used], self.y)
             if fit is None:
                 return r2
             weights, intercept, mse = fit
         else:
-            weights, intercept, mse = result.weights, result.intercept, result.mse
+            weights, intercept, mse = result.weights[result.distinct], result.intercept, result.mse
             if not (math.isfinite(intercept) and math.isfinite(mse) and np.isfinite(weights).all()):
                 return r2
         terms_r2 = 1.0 - mse / self.y_var
+        lengths = np.diff(encoded.starts)
 
         def build() -> Expression:
             terms = additive_terms(expr)
-            return weighted_sum([terms[i][1] for i in encoded.varying], weights, intercept)
+            return weighted_sum([terms[i][1] for i in used], weights, intercept)
 
-        self._offer_built(encoded.varying_size, terms_r2, mse, build)
+        self._offer_built(int(lengths[used].sum()) + 3 * len(used) + 1, terms_r2, mse, build)
         return max(r2, terms_r2)
 
     def _score_prediction(self, expr: Expression, pred: np.ndarray) -> float:
@@ -197,11 +205,13 @@ class Evaluator:
         size = sum(terms[i][1].size for i in keep) + 3 * len(keep) + 1
         if size > self.config.max_size or self.y_var <= 0:
             return -math.inf
+        keep = first_occurrences(keep, values)  # a term repeated fits once (as the compiled path)
         fit = fit_term_weights(np.stack([values[i] for i in keep]), self.y, self.w)
         if fit is None:
             return -math.inf
         weights, intercept, mse = fit
         r2 = 1.0 - mse / self.y_var
+        size = sum(terms[i][1].size for i in keep) + 3 * len(keep) + 1
         self._offer_built(size, r2, mse, lambda: weighted_sum([terms[i][1] for i in keep], weights, intercept))
         return r2
 
