@@ -40,7 +40,7 @@ class EncodedSum:
     ``starts[i]:starts[i + 1]`` is term ``i``'s program; ``signs[i]`` its sign in the sum;
     ``varying`` the terms with variables (the ones the term fit weights, in order);
     ``varying_size`` the size of :func:`dgsr.core.linear_terms.weighted_sum` of those terms;
-    ``depth`` the stack slots the longest program needs.
+    ``depth`` the stack slots the longest program needs; ``lengths`` each term's size.
     """
 
     ops: np.ndarray
@@ -50,6 +50,7 @@ class EncodedSum:
     varying: np.ndarray
     varying_size: int
     depth: int
+    lengths: np.ndarray
 
 
 @lru_cache(maxsize=1 << 15)
@@ -61,19 +62,22 @@ def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
     # prefix span), with the constants' indices already those of the whole expression.
     whole_ops, whole_args = jit.encode_symbols_shared(symbols)
     n = len(symbols)
-    blocks = [slice(n - end, n - start) for _, start, end, _, _, _ in spans]
-    ops = np.concatenate([whole_ops[b] for b in blocks])
-    args = np.concatenate([whole_args[b] for b in blocks])
+    take = [k for _, start, end, _, _, _ in spans for k in range(n - end, n - start)]
+    ops, args = whole_ops[take], whole_args[take]
     lengths = [end - start for _, start, end, _, _, _ in spans]
-    starts = np.cumsum([0] + lengths).astype(np.int64)
-    # Stack depth: pushes (constants, variables) +1, binary operators -1; each whole term leaves
-    # one value, so the running total at term t's start is t.
-    pushed = np.cumsum(np.where(ops >= jit._CONST_CODE, 1, np.where(ops <= jit._CODES_BINARY_LAST, -1, 0)))
-    depth = int(np.max(np.maximum.reduceat(pushed, starts[:-1]) - np.arange(len(spans))))
+    # Stack depth: a push (constant, variable) +1, a binary operator -1; each term starts empty.
+    depth, position = 0, 0
+    for length in lengths:
+        height = 0
+        for op in ops[position:position + length].tolist():
+            height += 1 if op >= jit._CONST_CODE else (-1 if op <= jit._CODES_BINARY_LAST else 0)
+            depth = max(depth, height)
+        position += length
     varying = [i for i, span in enumerate(spans) if span[5]]
-    varying_size = sum(lengths[i] + 3 for i in varying) + 1 if varying else 0
-    return EncodedSum(ops, args, starts, np.array([span[0] for span in spans], dtype=np.float64),
-                      np.array(varying, dtype=np.int64), varying_size, depth)
+    return EncodedSum(ops, args, np.cumsum([0] + lengths, dtype=np.int64),
+                      np.array([span[0] for span in spans], dtype=np.float64), np.array(varying, dtype=np.int64),
+                      sum(lengths[i] + 3 for i in varying) + 1 if varying else 0, depth,
+                      np.array(lengths, dtype=np.int64))
 
 
 def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma: no cover - compiled below

@@ -152,13 +152,12 @@ class Evaluator:
             if not (math.isfinite(intercept) and math.isfinite(mse) and np.isfinite(weights).all()):
                 return r2
         terms_r2 = 1.0 - mse / self.y_var
-        lengths = np.diff(encoded.starts)
 
         def build() -> Expression:
             terms = additive_terms(expr)
             return weighted_sum([terms[i][1] for i in used], weights, intercept)
 
-        self._offer_built(int(lengths[used].sum()) + 3 * len(used) + 1, terms_r2, mse, build)
+        self._offer_built(int(encoded.lengths[used].sum()) + 3 * len(used) + 1, terms_r2, mse, build)
         return max(r2, terms_r2)
 
     def _score_prediction(self, expr: Expression, pred: np.ndarray) -> float:
