@@ -40,6 +40,7 @@ CATEGORIES = {
     "inner constant fits": [("core/inner_fit.py", "fit_inner_constants")],
     "constant fitting (the search's best, inner fits' LM, polishing)": [("core/constants.py", "fit_constants")],
     "evaluation": [("core/evaluate.py", "evaluate_columns"), ("search/evaluator.py", "_score_prediction"),
+                   ("search/evaluator.py", "_score_compiled"),
                    ("search/evaluator.py", "_score_terms"), ("core/constants.py", "additive_terms")],
     "archive": [("core/pareto.py", "add"), ("core/pareto.py", "accepts")],
 }
