@@ -385,3 +385,29 @@ def test_proposals_use_only_allowed_operators():
         for p in policy.propose(ctx, expr, 16, rng):
             child = apply_mutation(expr, p.mutation)
             assert set(child.symbols) - {"c", "x0", "x1", "x2"} <= {"add", "mul", "sq"}, str(child)
+
+
+def test_the_candidates_constants_are_the_weighted_least_squares_ones():
+    # at_many against a direct weighted fit of each target by c*B + d (and by c0*B alone).
+    from dgsr.policies.semantic.matching import match_operands
+    from dgsr.policies.semantic.operand_library import operand_library
+
+    rng = np.random.default_rng(3)
+    columns = rng.normal(size=(3, 80))
+    lib = operand_library([parse(s) for s in ("x0", "x1", "x0*x1", "sin(x2)", "x2**2")], columns)
+    targets = rng.normal(size=(4, 80)) + 2.0 * lib.values[2]
+    weights = rng.uniform(0.0, 2.0, size=(4, 80))
+    weights[1, :40] = 0.0  # rows left out
+    fit = match_operands(targets, weights, lib, 1.0)
+    pairs = [(t, j) for t in range(4) for j in range(len(lib))]
+    got = fit.at_many(np.array([t for t, _ in pairs]), np.array([j for _, j in pairs]))
+    for (t, j), (c, d, c0, sse, sse0, syy) in zip(pairs, got):
+        w, y, b = weights[t], targets[t], lib.values[j]
+        root = np.sqrt(w)
+        (want_c, want_d), *_ = np.linalg.lstsq(np.stack([b, np.ones_like(b)], 1) * root[:, None], y * root, rcond=None)
+        want_c0 = float(w * y @ b) / float(w * b @ b)
+        assert c == pytest.approx(want_c, rel=1e-7) and d == pytest.approx(want_d, rel=1e-7, abs=1e-9)
+        assert c0 == pytest.approx(want_c0, rel=1e-9)
+        assert sse == pytest.approx(float(w @ (y - want_c * b - want_d) ** 2), rel=1e-6)
+        assert sse0 == pytest.approx(float(w @ (y - want_c0 * b) ** 2), rel=1e-6)
+        assert syy == pytest.approx(float(w @ y**2), rel=1e-12)

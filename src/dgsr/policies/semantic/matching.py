@@ -22,7 +22,7 @@ class OperandFit:
 
     ``match`` is ``-log10`` of the weighted residual of ``c*B + d`` over the target's
     ``denominator`` (-inf where undefined). The sums it came from are kept so that the constants
-    of the few candidates actually proposed are computed on demand (:meth:`at`).
+    of the few candidates actually proposed are computed on demand (:meth:`at_many`).
     """
 
     match: np.ndarray
@@ -35,20 +35,22 @@ class OperandFit:
     sxx: np.ndarray
     sxy: np.ndarray
 
-    def at(self, t: int, j: int) -> tuple[float, float, float, float, float, float]:
-        """``c, d`` of ``c*B + d``, the slope ``c0`` through the origin, the residual sums of
-        squares with and without ``d``, and the target's sum of squares, for one pair."""
-        n, sy, syy = float(self.n[t, 0]), float(self.sy[t, 0]), float(self.syy[t, 0])
-        sx, sxx, sxy = float(self.sx[t, j]), float(self.sxx[t, j]), float(self.sxy[t, j])
+    def at_many(self, t: np.ndarray, j: np.ndarray) -> list[tuple[float, float, float, float, float, float]]:
+        """For each pair ``(t[i], j[i])`` (target, operand): ``c, d`` of ``c*B + d``, the slope
+        ``c0`` through the origin, the residual sums of squares with and without ``d``, and the
+        target's sum of squares (NaN slopes where the operand has no spread or no size). All the
+        pairs of one expansion's candidates in one vectorised pass."""
+        n, sy, syy = self.n[t, 0], self.sy[t, 0], self.syy[t, 0]
+        sx, sxx, sxy = self.sx[t, j], self.sxx[t, j], self.sxy[t, j]
         with np.errstate(all="ignore"):
             var_x = sxx - sx * sx / n
             cov = sxy - sx * sy / n
-            coef = cov / var_x if var_x > 0 else math.nan
+            coef = np.where(var_x > 0, cov / var_x, math.nan)
             icpt = (sy - coef * sx) / n
-            sse = max(syy - sy * sy / n - cov * coef, 0.0)
-            coef0 = sxy / sxx if sxx > 0 else math.nan
-            sse0 = max(syy - sxy * coef0, 0.0)
-        return coef, icpt, coef0, sse, sse0, syy
+            sse = np.maximum(syy - sy * sy / n - cov * coef, 0.0)
+            coef0 = np.where(sxx > 0, sxy / sxx, math.nan)
+            sse0 = np.maximum(syy - sxy * coef0, 0.0)
+        return list(zip(coef.tolist(), icpt.tolist(), coef0.tolist(), sse.tolist(), sse0.tolist(), syy.tolist()))
 
 
 def match_operands(targets: np.ndarray, weights: np.ndarray, lib: OperandLibrary,

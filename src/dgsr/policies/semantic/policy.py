@@ -305,7 +305,7 @@ class SemanticPolicy:
         n_top = min(match.size, 6 * self.max_nodes)
         flat = np.argpartition(-match.ravel(), n_top - 1)[:n_top] if match.size > n_top else np.arange(match.size)
         seen: set[tuple[int, float]] = set()
-        out = []
+        picked = []
         for f in flat[np.argsort(-match.ravel()[flat], kind="stable")]:
             t, j = divmod(int(f), len(lib))
             if not np.isfinite(match[t, j]):
@@ -316,8 +316,12 @@ class SemanticPolicy:
             if twin in seen:
                 continue
             seen.add(twin)
-            out.append((float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], fit.at(t, j))))
-        return out
+            picked.append((t, j))
+        if not picked:
+            return []
+        ts, js = np.array(picked).T
+        return [(float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], sums))
+                for (t, j), sums in zip(picked, fit.at_many(ts, js))]
 
     def _root_candidates(self, context: SemanticContext) -> list[tuple[float, Callable[[], Mutation | None]]]:
         """The first mutation of a trial: the library operands that best explain y, best last."""
