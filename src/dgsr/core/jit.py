@@ -23,7 +23,7 @@ import numpy as np
 
 from dgsr.core.expression import Expression
 from dgsr.core.linear_terms import weighted_model, weighted_sum
-from dgsr.core.operators import CONSTANT, OPERATORS, is_variable, variable_index
+from dgsr.core.operators import CONSTANT, OPERATORS, SymbolTable
 
 try:  # the fallback is the numpy path, so a missing or broken numba is not an error
     import numba
@@ -49,19 +49,10 @@ def encode(expr: Expression) -> tuple[np.ndarray, np.ndarray]:
     return encode_symbols(expr.symbols)
 
 
-class _Encoding(dict):
-    """Symbol -> ``op code << 32 | argument``: a variable's argument is its column, anything
-    else's 0 (constants are numbered apart). Variable symbols (``x12`` too) are added as they are
-    met, so each is parsed once; the table only grows with the variable names in use."""
-
-    def __missing__(self, symbol: str) -> int:
-        if not is_variable(symbol):
-            raise KeyError(symbol)
-        code = self[symbol] = _VAR_CODE << 32 | variable_index(symbol)
-        return code
-
-
-_ENCODING = _Encoding({**{s: c << 32 for s, c in _CODES.items()}, CONSTANT: _CONST_CODE << 32})
+# Symbol -> ``op code << 32 | argument``: a variable's argument is its column, anything else's 0
+# (constants are numbered apart).
+_ENCODING = SymbolTable({**{s: c << 32 for s, c in _CODES.items()}, CONSTANT: _CONST_CODE << 32},
+                        lambda column: _VAR_CODE << 32 | column)
 
 
 def encode_symbols(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from dgsr.core.evaluate import evaluate_columns, weighted_mean
 from dgsr.core.expression import Expression, MalformedExpression
-from dgsr.core.operators import ARITY, CONSTANT, is_variable, variable_index
+from dgsr.core.operators import ARITY, CONSTANT, SymbolTable
 
 
 def linear_scaling(values: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -67,18 +67,10 @@ def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:
 _LEAF_CONSTANT, _UNARY, _BINARY = -1, -2, -3
 
 
-class _Kinds(dict):
-    """Symbol -> what the term scan needs of it: a variable's column (>= 0), ``_LEAF_CONSTANT``,
-    ``_UNARY`` or ``_BINARY``. Variable symbols are added as they are met (parsed once each)."""
-
-    def __missing__(self, symbol: str) -> int:
-        if not is_variable(symbol):
-            raise KeyError(symbol)
-        kind = self[symbol] = variable_index(symbol)
-        return kind
-
-
-_KIND = _Kinds({CONSTANT: _LEAF_CONSTANT, **{s: _BINARY if a == 2 else _UNARY for s, a in ARITY.items()}})
+# Symbol -> what the term scan needs of it: a variable's column (>= 0), ``_LEAF_CONSTANT``,
+# ``_UNARY`` or ``_BINARY``.
+_KIND = SymbolTable({CONSTANT: _LEAF_CONSTANT, **{s: _BINARY if a == 2 else _UNARY for s, a in ARITY.items()}},
+                    lambda column: column)
 
 
 @lru_cache(maxsize=1 << 15)

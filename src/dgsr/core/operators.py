@@ -81,6 +81,23 @@ def variable_index(symbol: str) -> int:
     return int(symbol[1:])
 
 
+class SymbolTable(dict):
+    """Symbol -> value for the structural hot loops: the ``fixed`` entries (operators, the
+    constant), and for a variable symbol ``of_column(its column)``, made the first time the symbol
+    is met and kept (the table grows only with the variable names in use). Anything else is a
+    KeyError."""
+
+    def __init__(self, fixed: dict[str, int], of_column: Callable[[int], int]):
+        super().__init__(fixed)
+        self._of_column = of_column
+
+    def __missing__(self, symbol: str) -> int:
+        if not is_variable(symbol):
+            raise KeyError(symbol)
+        value = self[symbol] = self._of_column(variable_index(symbol))
+        return value
+
+
 #: Operator name -> number of children (the lookup the structural hot loops use).
 ARITY: dict[str, int] = {name: op.arity for name, op in OPERATORS.items()}
 
