@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
-from dgsr.core import jit
+from dgsr.core import jit, jit_structure
 from dgsr.core.expression import Expression, subtree_end
 from dgsr.core.gradients import Program, compile_expression, run_program
 from dgsr.core.linear_terms import _term_spans, additive_terms, weighted_model
@@ -64,13 +63,14 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     that do not lower the sum of squares return the input unchanged. ``passes`` is 0 exactly
     when nothing was tried: ``expr`` has no inner constants, or ``steps`` is 0.
     """
-    if steps <= 0 or inner_constant_count(expr) == 0:
+    if steps <= 0 or expr.is_empty:
         return InnerFit(expr, 0)
-    if jit.AVAILABLE:
-        fit = _fit_compiled(expr, columns, y, steps)
-        if fit is not None:
-            return fit
-    return _fit_terms(expr, columns, y, steps)
+    if not jit.AVAILABLE:
+        return _fit_terms(expr, columns, y, steps) if _inner_count_of(expr.symbols) else InnerFit(expr, 0)
+    if jit_structure.structure(expr.symbols).inner_count == 0:
+        return InnerFit(expr, 0)
+    fit = _fit_compiled(expr, columns, y, steps)
+    return _fit_terms(expr, columns, y, steps) if fit is None else fit
 
 
 def _fit_terms(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit:
@@ -89,23 +89,6 @@ def _fit_terms(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int)
     if best is None:
         return InnerFit(expr, passes)
     return InnerFit(expr.with_constants(_inner_values(terms, unique, best)), passes)
-
-
-@dataclass(frozen=True)
-class _FitPlan:
-    """How a structure's inner fit calls the compiled kernel (:func:`_fit_plan`): the model's
-    program, where the child's constants go in it (``model_at[i] = child_at[i]``), where the term
-    weights sit, and where the fitted values go back (``child_back[i] = model_back[i]``: every
-    copy of a repeated term takes its one fitted copy's constants)."""
-
-    ops: np.ndarray
-    args: np.ndarray
-    n_params: int
-    weights_at: np.ndarray
-    model_at: np.ndarray
-    child_at: np.ndarray
-    child_back: np.ndarray
-    model_back: np.ndarray
 
 
 def _inner_count_of(symbols: tuple[str, ...]) -> int:
@@ -128,83 +111,20 @@ def _span_has_own_coefficient(symbols: tuple[str, ...], start: int, end: int) ->
     return int(right == end - 1 and symbols[right] == CONSTANT)
 
 
-@lru_cache(maxsize=1 << 14)
-def _fit_plan(symbols: tuple[str, ...], owners: tuple[int, ...]) -> _FitPlan:
-    """The plan for ``b + sum_j w_j * u_j`` over the distinct varying terms ``u_j`` of ``symbols``:
-    ``owners[i]`` is the distinct term that span ``i`` of :func:`linear_terms._term_spans` is a
-    copy of (its first occurrence), -1 for a constant term. Memoised: it depends on the
-    structure and on which terms repeat, never on the values."""
-    spans = _term_spans(symbols)
-    first = {}
-    for i, owner in enumerate(owners):
-        if owner >= 0 and owner not in first:
-            first[owner] = i
-    model_at, child_at, weights_at, start_of = [], [], [], {}
-    position = 0
-    order = sorted(first)
-    for owner in order:  # weighted_sum's layout: w_0, <u_0's constants>, w_1, ..., b
-        _, _, _, c0, c1, _ = spans[first[owner]]
-        weights_at.append(position)
-        start_of[owner] = position + 1
-        model_at.extend(range(position + 1, position + 1 + c1 - c0))
-        child_at.extend(range(c0, c1))
-        position += 1 + c1 - c0
-    ops, args = _model_program(symbols, [spans[first[owner]] for owner in order], weights_at, position)
-    child_back, model_back = [], []
-    for i, owner in enumerate(owners):
-        if owner >= 0:
-            _, _, _, c0, c1, _ = spans[i]
-            child_back.extend(range(c0, c1))
-            model_back.extend(range(start_of[owner], start_of[owner] + c1 - c0))
-    as_index = lambda v: np.array(v, dtype=np.int64)
-    return _FitPlan(ops, args, position + 1, as_index(weights_at), as_index(model_at), as_index(child_at),
-                    as_index(child_back), as_index(model_back))
-
-
-def _model_program(symbols: tuple[str, ...], terms: list[tuple], weights_at: list[int],
-                   intercept_at: int) -> tuple[np.ndarray, np.ndarray]:
-    """The postfix program of ``weighted_sum`` over the term spans ``terms`` of ``symbols``
-    (what :func:`jit.encode` of that model gives), cut out of the expression's own program: a
-    term's postfix block is contiguous there, its constant indices shifted to the model's."""
-    whole_ops, whole_args = jit.encode_symbols_shared(symbols)
-    whole_ops, whole_args = whole_ops.tolist(), whole_args.tolist()  # list slices beat array slices here
-    n = len(symbols)
-    const, mul, add = jit._CONST_CODE, jit._CODES["mul"], jit._CODES["add"]
-    ops, args = [const], [intercept_at]
-    for (_, start, end, c0, _, _), weight_at in zip(reversed(terms), reversed(weights_at)):
-        block = whole_ops[n - end:n - start]
-        shift = weight_at + 1 - c0
-        ops += block
-        args += [a + shift if o == const else a for o, a in zip(block, whole_args[n - end:n - start])]
-        ops += (const, mul)
-        args += (weight_at, 0)
-    ops += [add] * len(terms)
-    args += [0] * len(terms)
-    return np.array(ops, dtype=np.int64), np.array(args, dtype=np.int64)
-
-
 def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit | None:
-    """:func:`fit_inner_constants` through the compiled kernel with a memoised plan: the same
-    model, start and steps as :func:`jit.fit_weighted_terms` (so the same result), without
-    rebuilding the model expression and its encoding for every child. None when the terms are
-    numerically collinear (their least-squares start needs :func:`_fit_terms`)."""
-    symbols, constants = expr.symbols, expr.constants
-    seen: dict[tuple, int] = {}
-    owners = tuple(seen.setdefault((symbols[start:end], constants[c0:c1]), len(seen)) if variables else -1
-                   for _, start, end, c0, c1, variables in _term_spans(symbols))
-    plan = _fit_plan(symbols, owners)
-    theta = np.array(constants, dtype=np.float64)
-    params = np.ones(plan.n_params)
-    params[plan.model_at] = theta[plan.child_at]
-    params[-1] = 0.0
-    best, passes = jit.fit_encoded(plan.ops, plan.args, params, plan.weights_at, columns, y, steps, tau=_TAU,
-                                   ftol=_FTOL, exact=_EXACT, rel_tol=_REL_TOL)
-    if best is jit.COLLINEAR:
+    """:func:`fit_inner_constants` through one compiled call on the memoised structure
+    (:func:`jit_structure.fit_structure`): the same model, start and steps as
+    :func:`jit.fit_weighted_terms` (so the same result), without building the model expression.
+    None when the terms are numerically collinear (their least-squares start needs
+    :func:`_fit_terms`)."""
+    fitted, passes, status = jit_structure.fit_structure(
+        jit_structure.structure(expr.symbols), expr.constants, np.ascontiguousarray(columns),
+        np.ascontiguousarray(y, dtype=np.float64), steps, tau=_TAU, ftol=_FTOL, exact=_EXACT, rel_tol=_REL_TOL)
+    if status == 2:
         return None
-    if best is None:
+    if fitted is None:
         return InnerFit(expr, passes)
-    theta[plan.child_back] = best[plan.model_back]
-    return InnerFit(Expression._trusted(symbols, tuple(theta.tolist())), passes)
+    return InnerFit(Expression._trusted(expr.symbols, tuple(fitted.tolist())), passes)
 
 
 def _fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray,

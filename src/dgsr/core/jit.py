@@ -17,7 +17,6 @@ second.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
 import numpy as np
 
@@ -62,17 +61,6 @@ def encode_symbols(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     args = codes & 0xFFFFFFFF
     constants = ops == _CONST_CODE
     args[constants] = np.arange(int(np.count_nonzero(constants)) - 1, -1, -1)  # prefix order, read backwards
-    return ops, args
-
-
-@lru_cache(maxsize=64)
-def encode_symbols_shared(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`encode_symbols` memoised for the callers that only read it (read-only arrays): the
-    search cuts a child's scoring program and its inner fit's model program out of the same
-    encoding, one right after the other."""
-    ops, args = encode_symbols(symbols)
-    ops.setflags(write=False)
-    args.setflags(write=False)
     return ops, args
 
 
@@ -443,25 +431,6 @@ def run_encoded(ops: np.ndarray, args: np.ndarray, theta: np.ndarray,
     value, jac = np.empty(n), np.empty((theta.shape[0], n))
     _run_jit(ops, args, np.ascontiguousarray(theta, dtype=np.float64), columns, value, jac)
     return value, jac
-
-
-#: :func:`fit_encoded`'s answer when the terms are numerically collinear.
-COLLINEAR = object()
-
-
-def fit_encoded(ops: np.ndarray, args: np.ndarray, params: np.ndarray, weights_at: np.ndarray, columns: np.ndarray,
-                y: np.ndarray, steps: int, *, tau: float, ftol: float, exact: float,
-                rel_tol: float) -> tuple[object, int]:
-    """:func:`fit_weighted_terms` from an encoded model (``params`` its constants, 1 at the weights):
-    the fitted constants or None as there, or :data:`COLLINEAR` when the closed-form start needs
-    the minimum-norm least squares (the caller takes :func:`fit_weighted_terms` then)."""
-    columns = np.ascontiguousarray(columns)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    best, improved, passes, status = _fit_jit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact,
-                                              rel_tol)
-    if status == 2:
-        return COLLINEAR, passes
-    return (best if improved else None), passes
 
 
 def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray, steps: int, *, tau: float,

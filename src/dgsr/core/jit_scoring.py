@@ -22,8 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dgsr.core import jit
-from dgsr.core.linear_terms import _term_spans
+from dgsr.core import jit, jit_structure
 
 # A term weight whose Cholesky pivot (squared) falls below this share of the largest diagonal
 # entry is treated as collinear: numpy's lstsq (rcond 1e-12) handles those, not Cholesky.
@@ -56,28 +55,10 @@ class EncodedSum:
 @lru_cache(maxsize=1 << 15)
 def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
     """The additive terms of the (non-empty) prefix sequence ``symbols`` as one program; constant
-    arguments index the whole expression's constants. Memoised by structure (pure)."""
-    spans = _term_spans(symbols)
-    # A term's postfix program is a contiguous block of the whole expression's (its reversed
-    # prefix span), with the constants' indices already those of the whole expression.
-    whole_ops, whole_args = jit.encode_symbols_shared(symbols)
-    n = len(symbols)
-    take = [k for _, start, end, _, _, _ in spans for k in range(n - end, n - start)]
-    ops, args = whole_ops[take], whole_args[take]
-    lengths = [end - start for _, start, end, _, _, _ in spans]
-    # Stack depth: a push (constant, variable) +1, a binary operator -1; each term starts empty.
-    depth, position = 0, 0
-    for length in lengths:
-        height = 0
-        for op in ops[position:position + length].tolist():
-            height += 1 if op >= jit._CONST_CODE else (-1 if op <= jit._CODES_BINARY_LAST else 0)
-            depth = max(depth, height)
-        position += length
-    varying = [i for i, span in enumerate(spans) if span[5]]
-    return EncodedSum(ops, args, np.cumsum([0] + lengths, dtype=np.int64),
-                      np.array([span[0] for span in spans], dtype=np.float64), np.array(varying, dtype=np.int64),
-                      sum(lengths[i] + 3 for i in varying) + 1 if varying else 0, depth,
-                      np.array(lengths, dtype=np.int64))
+    arguments index the whole expression's constants. Memoised by structure (pure); the terms and
+    their programs come from the compiled :func:`jit_structure.structure`."""
+    s = jit_structure.structure(symbols)
+    return EncodedSum(s.sum_ops, s.sum_args, s.starts, s.signs, s.varying, s.varying_size, s.depth, s.lengths)
 
 
 def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma: no cover - compiled below
