@@ -32,7 +32,8 @@ from dgsr.core.expression import Expression
 from dgsr.core.operators import BINARY, NUMPY_FUNCTIONS, OPERATORS, UNARY, resolve_operators
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.additive import best_sums
-from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents, root_target
+from dgsr.policies.semantic.backprop import root_target
+from dgsr.policies.semantic.compiled_backprop import backprop_for
 from dgsr.policies.semantic.matching import OperandFit, match_operands
 from dgsr.policies.semantic.operand_library import OperandLibrary, build_library, operand_library
 from dgsr.policies.semantic.power_law import log_design, power_law_operands, target_monomials
@@ -232,8 +233,8 @@ class SemanticPolicy:
         if expression.is_empty:
             return self._root_candidates(context)
 
-        values = node_values(expression, context.columns)
-        parent = parents(expression)
+        backprop = backprop_for(expression, context.columns)
+        values, parent = backprop.values, backprop.parent
         roots = {flag: root_target(context.y, values[0], intercept=flag) for flag in (True, False)}
         spreads = {flag: _spread(r) for flag, r in roots.items()}
         positions = self._positions(expression, rng)
@@ -247,10 +248,10 @@ class SemanticPolicy:
             # Through a chain of products up to the root, y's offset cannot be produced below:
             # aim at y ~ a*f there (an offset would leak into every quotient of the chain).
             flag = not scale_path
-            desired = desired_values(expression, values, context.y, pos, parent, root=roots[flag])
+            desired = backprop.desired(pos, roots[flag])
             current = values[pos]
             with np.errstate(all="ignore"):
-                g2 = chain_gradient(expression, values, pos, parent) ** 2
+                g2 = backprop.gradient(pos) ** 2
             ok = np.isfinite(desired) & np.isfinite(current) & np.isfinite(g2)
             if ok.sum() < max(5, len(desired) // 3):
                 continue
