@@ -305,24 +305,26 @@ class SemanticPolicy:
         match = fit.match - self.size_penalty * (lib.sizes[None, :] + extra)
         n_top = min(match.size, 6 * self.max_nodes)
         flat = np.argpartition(-match.ravel(), n_top - 1)[:n_top] if match.size > n_top else np.arange(match.size)
+        order = flat[np.argsort(-match.ravel()[flat], kind="stable")]
+        values = match.ravel()[order]
+        finite = np.isfinite(values)
         seen: set[tuple[int, float]] = set()
-        picked = []
-        for f in flat[np.argsort(-match.ravel()[flat], kind="stable")]:
-            t, j = divmod(int(f), len(lib))
-            if not np.isfinite(match[t, j]):
-                continue
+        picked, picked_values = [], []
+        for f, value in zip(order[finite].tolist(), values[finite].tolist()):
+            t, j = divmod(f, len(lib))
             # The same operand matching equally well at several nodes (x0*x1*B at either
             # factor) gives equivalent children: propose it once.
-            twin = (j, round(float(match[t, j]), 6))
+            twin = (j, round(value, 6))
             if twin in seen:
                 continue
             seen.add(twin)
             picked.append((t, j))
+            picked_values.append(value)
         if not picked:
             return []
         ts, js = np.array(picked).T
-        return [(float(match[t, j]), partial(_mutation, meta[t], lib.expressions[j], sums))
-                for (t, j), sums in zip(picked, fit.at_many(ts, js))]
+        return [(value, partial(_mutation, meta[t], lib.expressions[j], sums))
+                for (t, j), value, sums in zip(picked, picked_values, fit.at_many(ts, js))]
 
     def _root_candidates(self, context: SemanticContext) -> list[tuple[float, Callable[[], Mutation | None]]]:
         """The first mutation of a trial: the library operands that best explain y, best last."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dgsr.core import jit
+
 
 def _row_medians(a: np.ndarray) -> np.ndarray:
     """Median of the finite entries of each row (NaN for a row with none), as ``[n_rows, 1]``."""
@@ -28,10 +30,67 @@ def _not_extreme(targets: np.ndarray) -> np.ndarray:
 def clean_weights(weights: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Weights with masked rows (non-finite target or weight, or a target far outside its bulk)
     at zero, and each row's weights capped at 1,000 times their median so one row near a pole
-    cannot decide a match."""
+    cannot decide a match. Compiled when numba is there (the same values, bit for bit)."""
+    if not jit.AVAILABLE:
+        return clean_weights_numpy(weights, targets)
+    out = np.empty(weights.shape)
+    _clean_weights_jit(np.ascontiguousarray(weights, dtype=np.float64), np.ascontiguousarray(targets, dtype=np.float64),
+                       out)
+    return out
+
+
+def clean_weights_numpy(weights: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """:func:`clean_weights` in numpy (the reference, and the path without numba)."""
     with np.errstate(all="ignore"):
         ok = np.isfinite(targets) & np.isfinite(weights) & (weights > 0) & _not_extreme(targets)
         w = np.where(ok, weights, np.nan)
         cap = 1e3 * _row_medians(w)
         w = np.where(ok, np.minimum(np.nan_to_num(w), np.nan_to_num(cap, nan=np.inf)), 0.0)
     return w
+
+
+def _median(values, mask, buffer):  # pragma: no cover - compiled below
+    """:func:`_row_medians` of one row: the lower middle of its finite entries where ``mask``."""
+    k = 0
+    for r in range(values.shape[0]):
+        if mask[r] and np.isfinite(values[r]):
+            buffer[k] = values[r]
+            k += 1
+    if k == 0:
+        return np.nan
+    ordered = np.sort(buffer[:k])
+    return ordered[(k - 1) // 2]
+
+
+def _clean_weights(weights, targets, out):  # pragma: no cover - compiled below
+    """:func:`clean_weights_numpy`, row by row."""
+    n = weights.shape[1]
+    buffer = np.empty(n)
+    dev = np.empty(n)
+    everywhere = np.ones(n, dtype=np.bool_)
+    ok = np.empty(n, dtype=np.bool_)
+    for t in range(weights.shape[0]):
+        target, weight = targets[t], weights[t]
+        middle = _median_jit(target, everywhere, buffer)
+        for r in range(n):
+            dev[r] = abs(target[r] - middle)
+        mad = _median_jit(dev, everywhere, buffer)
+        scale = 50.0 * (mad if mad > 0 else np.inf)
+        for r in range(n):
+            ok[r] = np.isfinite(target[r]) and np.isfinite(weight[r]) and weight[r] > 0 and not dev[r] > scale
+        cap = 1e3 * _median_jit(weight, ok, buffer)
+        if np.isnan(cap):
+            cap = np.inf
+        elif np.isinf(cap):  # nan_to_num's large finite stand-ins
+            cap = _LARGEST if cap > 0 else -_LARGEST
+        for r in range(n):
+            out[t, r] = min(weight[r], cap) if ok[r] else 0.0
+
+
+_LARGEST = float(np.finfo(np.float64).max)
+if jit.AVAILABLE:
+    _compile = jit.numba.njit(cache=True, error_model="numpy", nogil=True)
+    _median_jit = _compile(_median)
+    _clean_weights_jit = _compile(_clean_weights)
+else:
+    _median_jit = _clean_weights_jit = None
