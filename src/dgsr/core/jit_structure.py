@@ -24,15 +24,11 @@ from functools import lru_cache
 import numpy as np
 
 from dgsr.core import jit
-from dgsr.core.operators import TRANSCENDENTAL
 
 # Op codes (jit._CODES): add, sub, mul, div are 0-3; constants and variables are pushes.
 _ADD, _SUB, _MUL, _DIV = 0, 1, 2, 3
 _BINARY_LAST = jit._CODES_BINARY_LAST
 _CONST, _VAR = jit._CONST_CODE, jit._VAR_CODE
-# The transcendental functions (operators.TRANSCENDENTAL) are the op codes 4-8.
-_FIRST_TRANSCENDENTAL, _LAST_TRANSCENDENTAL = 4, 8
-assert {s for s, c in jit._CODES.items() if 4 <= c <= 8} == set(TRANSCENDENTAL)
 assert (jit._CODES["add"], jit._CODES["sub"], jit._CODES["mul"], jit._CODES["div"]) == (0, 1, 2, 3)
 
 # Columns of the span table: the term's sign (+1/-1), its prefix span [start, end), its constants
@@ -50,8 +46,7 @@ class Structure:
     the terms' programs one after another, term ``i`` at ``starts[i]:starts[i + 1]``;
     ``depth``: the stack slots the longest term program needs; ``signs`` and ``lengths``: each
     term's sign and size; ``varying``: the terms with a variable; ``varying_size``: the size of
-    ``weighted_sum`` over those (0 when there are none); ``nested_transcendental``: whether a
-    transcendental function has another in its argument (``search.mutations``' validity rule).
+    ``weighted_sum`` over those (0 when there are none).
     """
 
     ops: np.ndarray
@@ -66,7 +61,6 @@ class Structure:
     lengths: np.ndarray
     varying: np.ndarray
     varying_size: int
-    nested_transcendental: bool
 
 
 def _subtree_end(codes, start):  # pragma: no cover - compiled below
@@ -197,14 +191,7 @@ def _analyse(codes):  # pragma: no cover - compiled below
             varying[v] = t
             varying_size += lengths[t] + 3
             v += 1
-    # A transcendental function (all unary) with another one in its argument (the validity rule).
-    nested = False
-    for i in range(n):
-        if _FIRST_TRANSCENDENTAL <= codes[i] >> 32 <= _LAST_TRANSCENDENTAL:
-            for k in range(i + 1, _subtree_end_jit(codes, i + 1)):
-                if _FIRST_TRANSCENDENTAL <= codes[k] >> 32 <= _LAST_TRANSCENDENTAL:
-                    nested = True
-    return ops, args, spans, inner, sum_ops, sum_args, starts, depth, signs, lengths, varying, varying_size, nested
+    return ops, args, spans, inner, sum_ops, sum_args, starts, depth, signs, lengths, varying, varying_size
 
 
 def _same_term(ops, args, spans, theta, a, b):  # pragma: no cover - compiled below
@@ -322,9 +309,9 @@ def structure(symbols: tuple[str, ...]) -> Structure:
     for field in fields:
         if isinstance(field, np.ndarray):
             field.setflags(write=False)
-    ops, args, spans, inner, sum_ops, sum_args, starts, depth, signs, lengths, varying, varying_size, nested = fields
+    ops, args, spans, inner, sum_ops, sum_args, starts, depth, signs, lengths, varying, varying_size = fields
     return Structure(ops, args, spans, int(inner), sum_ops, sum_args, starts, int(depth), signs, lengths, varying,
-                     int(varying_size), bool(nested))
+                     int(varying_size))
 
 
 def fit_structure(shape: Structure, constants: tuple[float, ...], columns: np.ndarray, y: np.ndarray, steps: int,

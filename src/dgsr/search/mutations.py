@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgsr.core import jit, jit_structure
 from dgsr.core.expression import Expression, subtree_end
 from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
 
@@ -99,8 +98,6 @@ def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | N
     """``None`` if ``expr`` obeys the rules, else the reason code (``too_large``, ``nested_transcendental``)."""
     if expr.size > max_size:
         return "too_large"
-    if jit.AVAILABLE and not expr.is_empty:  # the compiled structure, which scoring reads next
-        return "nested_transcendental" if jit_structure.structure(expr.symbols).nested_transcendental else None
     symbols = expr.symbols
     for i, s in enumerate(symbols):
         # One subtree's end, not the child's whole subtree_ends table (most children never need it).
