@@ -6,7 +6,8 @@ scoring program cut out of its encoding, and the inner fit's model program and i
 750-row search that was about 250 of the 800-1,000 microseconds a child costs, more than both
 compiled kernels together (docs/notes/speed_plan.md). Here it is one compiled pass over the
 prefix op codes (:func:`structure`, memoised by structure), and the inner fit builds its model
-program from the result inside the compiled call that fits it (:func:`fit_structure`).
+program from the result in one compiled call and fits it with :mod:`dgsr.core.jit`'s kernel
+(:func:`fit_structure`).
 
 The results are those of the Python definitions they replace, bit for bit:
 :func:`dgsr.core.linear_terms._term_spans` (the terms), :func:`dgsr.core.jit.encode_symbols`
@@ -213,13 +214,12 @@ def _same_term(ops, args, spans, theta, a, b):  # pragma: no cover - compiled be
     return True
 
 
-def _fit_structure(ops, args, spans, theta, columns, y, steps, tau, ftol, exact, rel_tol,
-                   out):  # pragma: no cover - compiled below
-    """The inner fit of ``b + sum_j w_j * u_j`` over the distinct varying terms ``u_j`` (a term
-    repeated with the same constants is fitted once, its copies take its constants), built and
-    fitted in one call: ``jit._fit`` on the model program ``weighted_sum`` would encode.
-    Returns ``(improved, passes, status)`` as ``jit._fit``; when improved, ``out`` holds the
-    expression's constants with the fitted ones in place."""
+def _model(ops, args, spans, theta):  # pragma: no cover - compiled below
+    """The inner fit's model ``b + sum_j w_j * u_j`` over the distinct varying terms ``u_j`` (a
+    term repeated with the same constants is fitted once): the program ``weighted_sum`` would
+    encode, its start (the expression's constants, 1 at the weights, 0 for ``b``), where the
+    weights sit, and where each of the expression's constants is read back from the fitted ones
+    (``constants[child_back] = fitted[model_back]``: every copy takes its one fitted copy's)."""
     n = ops.shape[0]
     m = spans.shape[0]
     owner = np.full(m, -1, dtype=np.int64)
@@ -271,17 +271,21 @@ def _fit_structure(ops, args, spans, theta, columns, y, steps, tau, ftol, exact,
         p += 2
     for j in range(k):
         model_ops[p + j] = _ADD
-    best, improved, passes, status = jit._fit_jit(model_ops, model_args, params, weights_at, columns, y, steps,
-                                                  tau, ftol, exact, rel_tol)
-    if improved:
-        for i in range(theta.shape[0]):
-            out[i] = theta[i]
-        for t in range(m):
-            q = owner[t]
-            if q >= 0:
-                for i in range(spans[t, 4] - spans[t, 3]):
-                    out[spans[t, 3] + i] = best[weights_at[q] + 1 + i]
-    return improved, passes, status
+    back = 0
+    for t in range(m):
+        if owner[t] >= 0:
+            back += spans[t, 4] - spans[t, 3]
+    child_back = np.empty(back, dtype=np.int64)
+    model_back = np.empty(back, dtype=np.int64)
+    b = 0
+    for t in range(m):
+        q = owner[t]
+        if q >= 0:
+            for i in range(spans[t, 4] - spans[t, 3]):
+                child_back[b] = spans[t, 3] + i
+                model_back[b] = weights_at[q] + 1 + i
+                b += 1
+    return model_ops, model_args, params, weights_at, child_back, model_back
 
 
 if jit.AVAILABLE:
@@ -289,9 +293,9 @@ if jit.AVAILABLE:
     _subtree_end_jit = _compile(_subtree_end)
     _analyse_jit = _compile(_analyse)
     _same_term_jit = _compile(_same_term)
-    _fit_structure_jit = _compile(_fit_structure)
+    _model_jit = _compile(_model)
 else:
-    _subtree_end_jit = _analyse_jit = _same_term_jit = _fit_structure_jit = None
+    _subtree_end_jit = _analyse_jit = _same_term_jit = _model_jit = None
 
 
 def prefix_codes(symbols: tuple[str, ...]) -> np.ndarray:
@@ -321,7 +325,13 @@ def fit_structure(shape: Structure, constants: tuple[float, ...], columns: np.nd
     status)``; status 2 when the terms are numerically collinear (the caller then needs the
     minimum-norm least-squares start), 1 when a term is non-finite on some row."""
     theta = np.array(constants, dtype=np.float64)
-    out = np.empty_like(theta)
-    improved, passes, status = _fit_structure_jit(shape.ops, shape.args, shape.spans, theta, columns, y, steps,
-                                                  tau, ftol, exact, rel_tol, out)
-    return (out if improved else None), int(passes), int(status)
+    # The model is built in one compiled call and fitted by jit's kernel in another: calling the
+    # kernel from inside the first would compile the whole Levenberg-Marquardt loop a second time.
+    model_ops, model_args, params, weights_at, child_back, model_back = _model_jit(shape.ops, shape.args,
+                                                                                  shape.spans, theta)
+    best, improved, passes, status = jit._fit_jit(model_ops, model_args, params, weights_at, columns, y, steps,
+                                                  tau, ftol, exact, rel_tol)
+    if not improved:
+        return None, int(passes), int(status)
+    theta[child_back] = best[model_back]
+    return theta, int(passes), int(status)

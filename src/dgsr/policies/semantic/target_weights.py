@@ -58,8 +58,17 @@ def _median(values, mask, buffer):  # pragma: no cover - compiled below
             k += 1
     if k == 0:
         return np.nan
-    ordered = np.sort(buffer[:k])
-    return ordered[(k - 1) // 2]
+    # Shell sort (gaps of Ciura): the selected element is the same whatever the sort, and numba
+    # compiles np.sort's generic quicksort for several seconds on a user's first fit.
+    for gap in (57, 23, 10, 4, 1):
+        for i in range(gap, k):
+            value = buffer[i]
+            j = i
+            while j >= gap and buffer[j - gap] > value:
+                buffer[j] = buffer[j - gap]
+                j -= gap
+            buffer[j] = value
+    return buffer[(k - 1) // 2]
 
 
 def _clean_weights(weights, targets, out):  # pragma: no cover - compiled below
