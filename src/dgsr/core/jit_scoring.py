@@ -175,12 +175,8 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
     return mean, var, cov, 0, intercept, mse
 
 
-if jit.AVAILABLE:
-    _compile = jit.numba.njit(cache=True, error_model="numpy", nogil=True)
-    _evaluate_terms_jit = _compile(_evaluate_terms)
-    _score_sum_jit = _compile(_score_sum)
-else:
-    _evaluate_terms_jit = _score_sum_jit = None
+_evaluate_terms_jit = jit.compile_kernel(_evaluate_terms)
+_score_sum_jit = jit.compile_kernel(_score_sum)
 
 
 @dataclass(frozen=True)

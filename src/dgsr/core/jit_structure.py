@@ -288,14 +288,10 @@ def _model(ops, args, spans, theta):  # pragma: no cover - compiled below
     return model_ops, model_args, params, weights_at, child_back, model_back
 
 
-if jit.AVAILABLE:
-    _compile = jit.numba.njit(cache=True, error_model="numpy", nogil=True)
-    _subtree_end_jit = _compile(_subtree_end)
-    _analyse_jit = _compile(_analyse)
-    _same_term_jit = _compile(_same_term)
-    _model_jit = _compile(_model)
-else:
-    _subtree_end_jit = _analyse_jit = _same_term_jit = _model_jit = None
+_subtree_end_jit = jit.compile_kernel(_subtree_end)
+_analyse_jit = jit.compile_kernel(_analyse)
+_same_term_jit = jit.compile_kernel(_same_term)
+_model_jit = jit.compile_kernel(_model)
 
 
 def prefix_codes(symbols: tuple[str, ...]) -> np.ndarray:

@@ -184,14 +184,10 @@ def _gradient(ops, parent, ends, values, position, out):  # pragma: no cover - c
             out[r] = np.nan
 
 
-if jit.AVAILABLE:
-    _compile = jit.numba.njit(cache=True, error_model="numpy", nogil=True)
-    _node_values_jit = _compile(_node_values)
-    _nearest_jit = _compile(_nearest)
-    _desired_jit = _compile(_desired)
-    _gradient_jit = _compile(_gradient)
-else:
-    _node_values_jit = _nearest_jit = _desired_jit = _gradient_jit = None
+_node_values_jit = jit.compile_kernel(_node_values)
+_nearest_jit = jit.compile_kernel(_nearest)
+_desired_jit = jit.compile_kernel(_desired)
+_gradient_jit = jit.compile_kernel(_gradient)
 
 
 class CompiledBackprop:

@@ -97,9 +97,5 @@ def _clean_weights(weights, targets, out):  # pragma: no cover - compiled below
 
 
 _LARGEST = float(np.finfo(np.float64).max)
-if jit.AVAILABLE:
-    _compile = jit.numba.njit(cache=True, error_model="numpy", nogil=True)
-    _median_jit = _compile(_median)
-    _clean_weights_jit = _compile(_clean_weights)
-else:
-    _median_jit = _clean_weights_jit = None
+_median_jit = jit.compile_kernel(_median)
+_clean_weights_jit = jit.compile_kernel(_clean_weights)
