@@ -67,9 +67,10 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
         return InnerFit(expr, 0)
     if not jit.AVAILABLE:
         return _fit_terms(expr, columns, y, steps) if _inner_count_of(expr.symbols) else InnerFit(expr, 0)
-    if jit_structure.structure(expr.symbols).inner_count == 0:
+    shape = jit_structure.structure(expr.symbols)
+    if shape.inner_count == 0:
         return InnerFit(expr, 0)
-    fit = _fit_compiled(expr, columns, y, steps)
+    fit = _fit_compiled(expr, shape, columns, y, steps)
     return _fit_terms(expr, columns, y, steps) if fit is None else fit
 
 
@@ -111,16 +112,17 @@ def _span_has_own_coefficient(symbols: tuple[str, ...], start: int, end: int) ->
     return int(right == end - 1 and symbols[right] == CONSTANT)
 
 
-def _fit_compiled(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit | None:
-    """:func:`fit_inner_constants` through one compiled call on the memoised structure
+def _fit_compiled(expr: Expression, shape: jit_structure.Structure, columns: np.ndarray, y: np.ndarray,
+                  steps: int) -> InnerFit | None:
+    """:func:`fit_inner_constants` from ``expr``'s memoised structure ``shape``
     (:func:`jit_structure.fit_structure`): the same model, start and steps as
     :func:`jit.fit_weighted_terms` (so the same result), without building the model expression.
     None when the terms are numerically collinear (their least-squares start needs
     :func:`_fit_terms`)."""
     fitted, passes, status = jit_structure.fit_structure(
-        jit_structure.structure(expr.symbols), expr.constants, np.ascontiguousarray(columns),
-        np.ascontiguousarray(y, dtype=np.float64), steps, tau=_TAU, ftol=_FTOL, exact=_EXACT, rel_tol=_REL_TOL)
-    if status == 2:
+        shape, expr.constants, np.ascontiguousarray(columns), np.ascontiguousarray(y, dtype=np.float64), steps,
+        tau=_TAU, ftol=_FTOL, exact=_EXACT, rel_tol=_REL_TOL)
+    if status == jit_structure.COLLINEAR:
         return None
     if fitted is None:
         return InnerFit(expr, passes)

@@ -36,6 +36,9 @@ assert (jit._CODES["add"], jit._CODES["sub"], jit._CODES["mul"], jit._CODES["div
 # [c0, c1) (indices into the expression's constants), and 1 when it has a variable.
 SIGN, START, END, C0, C1, VARYING = range(6)
 
+#: :func:`fit_structure`'s status when the terms are numerically collinear (``jit._fit``'s 2).
+COLLINEAR = 2
+
 
 @dataclass(frozen=True)
 class Structure:
@@ -318,7 +321,7 @@ def fit_structure(shape: Structure, constants: tuple[float, ...], columns: np.nd
                   *, tau: float, ftol: float, exact: float, rel_tol: float) -> tuple[np.ndarray | None, int, int]:
     """The inner fit of an expression of structure ``shape`` at ``constants`` on ``columns``
     (contiguous ``[n_features, n_rows]``) against ``y``: ``(fitted constants or None, passes,
-    status)``; status 2 when the terms are numerically collinear (the caller then needs the
+    status)``; :data:`COLLINEAR` when the terms are numerically collinear (the caller then needs the
     minimum-norm least-squares start), 1 when a term is non-finite on some row."""
     theta = np.array(constants, dtype=np.float64)
     # The model is built in one compiled call and fitted by jit's kernel in another: calling the
