@@ -9,15 +9,12 @@ constant after rounding floats. Every SymPy step runs under a time cap.
 
 from __future__ import annotations
 
-import signal
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from ..core.time_cap import TimeCapExceeded, run_capped
 
 MAX_TRAIN_ROWS = 10_000
 TEST_FRACTION = 0.25
@@ -85,36 +82,6 @@ def expression_r2(expression, X: np.ndarray, y: np.ndarray, *, fallback: float |
     return float(expression_r2_score(y, pred))
 
 
-class TimeCapExceeded(Exception):
-    """Raised inside a :func:`time_cap` block when it runs past its allowance."""
-
-
-@contextmanager
-def time_cap(seconds: float) -> Iterator[None]:
-    """Raise :class:`TimeCapExceeded` after ``seconds`` (SIGALRM: main thread of a POSIX process only).
-
-    Elsewhere the body runs uncapped; the runner's per-run hard limit still bounds it from outside.
-    """
-    usable = seconds > 0 and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
-
-    def _alarm(signum, frame):
-        raise TimeCapExceeded
-
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if outer > 0:  # someone else's alarm (e.g. pytest-timeout) was pending: put it back
-            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
-
-
 def round_floats(expr, decimals: int = 6, *, keep_nonzero: bool = False):
     """Round every Float in ``expr`` to ``decimals`` decimal places (SRBench rounds to 6).
 
@@ -148,10 +115,8 @@ def simplify_capped(expr, seconds: float = 5.0):
     import sympy
 
     try:
-        with time_cap(seconds):
-            return sympy.simplify(expr, ratio=1)
-    except TimeCapExceeded:
-        return expr
+        finished, value = run_capped(lambda: sympy.simplify(expr, ratio=1), seconds)
+        return value if finished else expr
     except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs; keep the raw form)
         return expr
 
@@ -201,17 +166,19 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
     """
     import sympy
 
+
+    def check() -> bool:
+        m, t = round_floats(_numeric(_as_sympy(model, truth))), round_floats(_numeric(_as_sympy(truth, model)))
+        diff = round_floats(sympy.simplify(t - m, ratio=1))
+        if _is_constant(diff):
+            return bool(diff.is_finite is not False)
+        if t == 0:
+            return False
+        ratio = round_floats(sympy.simplify(m / t, ratio=1))
+        return bool(_is_constant(ratio) and ratio != 0 and ratio.is_finite is not False)
+
     try:
-        with time_cap(seconds):
-            m, t = round_floats(_numeric(_as_sympy(model, truth))), round_floats(_numeric(_as_sympy(truth, model)))
-            diff = round_floats(sympy.simplify(t - m, ratio=1))
-            if _is_constant(diff):
-                return bool(diff.is_finite is not False)
-            if t == 0:
-                return False
-            ratio = round_floats(sympy.simplify(m / t, ratio=1))
-            return _is_constant(ratio) and ratio != 0 and ratio.is_finite is not False
-    except TimeCapExceeded:
-        return False
+        finished, value = run_capped(check, seconds)
+        return bool(finished and value)
     except Exception:  # noqa: BLE001  (unparseable or exotic models are simply not solutions)
         return False

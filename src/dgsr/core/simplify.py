@@ -7,57 +7,24 @@ Pareto front, reports and the benchmark's size column.
 from __future__ import annotations
 
 import math
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import sympy
 
-
-class _Timeout(Exception):
-    pass
-
-
-@contextmanager
-def _time_cap(seconds: float) -> Iterator[bool]:
-    """Interrupt the body after ``seconds`` (SIGALRM; only possible in the main thread).
-
-    Yields whether the cap is armed; where it cannot be (another thread, or Windows), callers
-    fall back to cheaper rewriting.
-    """
-    armed = (
-        seconds > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not armed:
-        yield False
-        return
-
-    def _raise(signum, frame):
-        raise _Timeout
-
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield True
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+from .time_cap import can_cap, run_capped
 
 
 def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
     """``sympy.simplify`` capped at ``timeout`` seconds; the input is returned if it runs over."""
+    if timeout <= 0 or not can_cap():  # no cap possible (or wanted) here: cheaper rewriting only
+        try:
+            return sympy.cancel(expr) if expr.is_rational_function() else expr
+        except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs, e.g. zoo; keep the original)
+            return expr
     try:
-        with _time_cap(timeout) as armed:
-            if not armed:
-                return sympy.cancel(expr) if expr.is_rational_function() else expr
-            return sympy.simplify(expr)
-    except _Timeout:
+        finished, value = run_capped(lambda: sympy.simplify(expr), timeout)
+    except Exception:  # noqa: BLE001  (as above)
         return expr
-    except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs, e.g. zoo; keep the original)
-        return expr
+    return value if finished else expr
 
 
 def round_floats(expr: sympy.Expr, digits: int = 4) -> sympy.Expr:
