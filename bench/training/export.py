@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path)
     parser.add_argument("--dst", type=Path, default=ROOT / "src/dgsr/neural/weights/dgsr-small.safetensors")
     parser.add_argument("--command", default="")
-    parser.add_argument("--hardware", default="2-core shared CPU, 1 torch thread, no GPU")
+    parser.add_argument("--hardware", default="", help="the machine, in words (default: as the run recorded it)")
     parser.add_argument("--history", default="", help="Markdown: how the run's starting weights were trained")
     parser.add_argument("--limits", default="", help="Markdown: what the weights do and do not do (measured)")
     parser.add_argument("--half", action="store_true", help="store the weights in float16 (half the bytes)")
@@ -96,7 +96,7 @@ where that file is present).
   encoder cross-attending to it, action decoder cross-attending to both{pointer}, critic head on
   the expression encoding)
 - **Training command**: `{args.command or '(not recorded)'}`
-- **Hardware**: {args.hardware}
+- **Hardware**: {args.hardware or info.get('hardware') or '(not recorded)'}
 - **Steps**: {info.get('steps')} optimiser steps in all; this run: {records[-1]['step'] - records[0]['step'] + 1 if records else 0}
   steps of {train_cfg.get('batch_size')} examples, {records[-1]['time'] / 60 if records else 0:.0f} minutes
 - **History**: {args.history or '(this run only)'}

@@ -30,7 +30,8 @@ def run_dir(tmp_path: Path) -> Path:
     torch.manual_seed(0)
     run = tmp_path / "run"
     run.mkdir()
-    save_model(PolicyModel(ModelConfig.preset("tiny")), run / "model.safetensors", info={"steps": 3})
+    save_model(PolicyModel(ModelConfig.preset("tiny")), run / "model.safetensors",
+               info={"steps": 3, "hardware": "one Test GPU 9000, 4 CPU cores, 1 torch threads"})
     (run / "log.jsonl").write_text(json.dumps({"step": 3, "time": 60.0, "val_loss": 1.0, "val_action_loss": 1.0,
                                                "val_token_acc": 0.5, "val_critic_acc": 0.5}) + "\n")
     return run
@@ -57,3 +58,13 @@ def test_a_file_over_the_limit_is_refused_before_anything_is_written(run_dir, tm
     assert export.main([str(run_dir), "--dst", str(dst)]) == 2
     assert "export with --half" in capsys.readouterr().err
     assert list(dst.parent.iterdir()) == []
+
+
+def test_the_card_names_the_hardware_the_run_recorded_unless_told(run_dir, tmp_path):
+    export = _module()
+    dst = tmp_path / "out" / "w.safetensors"
+    dst.parent.mkdir()
+    assert export.main([str(run_dir), "--dst", str(dst)]) == 0
+    assert "- **Hardware**: one Test GPU 9000, 4 CPU cores" in (dst.parent / "MODEL_CARD.md").read_text()
+    assert export.main([str(run_dir), "--dst", str(dst), "--hardware", "a laptop"]) == 0
+    assert "- **Hardware**: a laptop\n" in (dst.parent / "MODEL_CARD.md").read_text()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, replace
@@ -330,8 +331,17 @@ def _checkpoint(out: Path, model: PolicyModel, optimizer: torch.optim.Optimizer,
         "model_config": model.config.to_dict(), "train_config": asdict(config),
         "torch_rng": torch.get_rng_state(), "last_record": record})
     info = {"steps": step, "examples": step * config.batch_size, "train_config": asdict(config),
+            "hardware": describe_hardware(next(model.parameters()).device),
             **{k: v for k, v in record.items() if k.startswith("val_")}}
     save_model(model, out / "model.safetensors", info=info)
+
+
+def describe_hardware(device: torch.device) -> str:
+    """The machine a run trained on, in words, for the model card (the device and the CPU cores)."""
+    cores = f"{os.cpu_count() or 1} CPU cores, {torch.get_num_threads()} torch threads"
+    if device.type == "cuda":
+        return f"one {torch.cuda.get_device_name(device)}, {cores}"
+    return f"CPU only, {cores}"
 
 
 def _progress(record: dict, steps: int) -> None:
