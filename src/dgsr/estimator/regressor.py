@@ -11,6 +11,7 @@ finite input (CONTRACTS §6). The estimator contract is scikit-learn's (DESIGN �
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from typing import Any
@@ -30,6 +31,7 @@ from dgsr.estimator.fit_search import constant_model, random_streams, search_mod
 from dgsr.estimator.input_checks import validate_params, validate_predict_data, validate_training_data
 from dgsr.estimator.model_selection import choose_entry
 from dgsr.estimator.plotting import plot_front
+from dgsr.estimator.warm_up import warm_up_kernels
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
 #: (data-aware proposals in closed form) beats the uniform random one at equal time and at equal
@@ -38,6 +40,11 @@ DEFAULT_POLICY = "semantic"
 #: The default model-selection rule, chosen by measurement on black-box, Feynman and scikit-learn
 #: data (docs/BENCHMARKS.md, "Model selection"; docs/DESIGN.md).
 DEFAULT_SELECTION = "cv"
+
+
+def _announce_compiling() -> None:
+    print("dgsr: compiling its numerical kernels (once after installing, about 20 s; cached for later "
+          "runs; not counted in max_time)", file=sys.stderr, flush=True)
 
 
 class SymbolicRegressor(RegressorMixin, BaseEstimator):
@@ -206,8 +213,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         -------
         self
         """
-        start = time.perf_counter()
         validate_params(self)
+        if self.max_time is not None:  # compiling is not searching: the clock starts after it
+            warm_up_kernels(_announce_compiling if self.verbose else None)
+        start = time.perf_counter()
         self._interrupted = False  # set by the first Ctrl-C (dgsr.estimator.interrupts)
         previous = self._archive if self.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)

@@ -196,8 +196,8 @@ class CompiledBackprop:
 
     def __init__(self, expr: Expression, columns: np.ndarray):
         shape = jit_structure.structure(expr.symbols)
-        self._ops = np.ascontiguousarray(shape.ops[::-1])
-        args = np.ascontiguousarray(shape.args[::-1])
+        self._ops = shape.ops[::-1].copy()  # always a writable copy: one compiled signature
+        args = shape.args[::-1].copy()
         theta = np.array(expr.constants, dtype=np.float64) if expr.constants else np.zeros(1)
         size, n = len(self._ops), columns.shape[1]
         self.values = np.empty((size, n))

@@ -1,0 +1,60 @@
+"""A fit's time budget is spent searching, not compiling: the kernels are made ready before it."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dgsr import SymbolicRegressor
+from dgsr.core import jit
+from dgsr.estimator import warm_up
+
+pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="the compiled kernels are off (no numba or DGSR_NO_JIT)")
+
+
+# Run in a fresh process: in the suite's own process earlier tests have compiled everything already.
+_SCRIPT = """
+import numpy as np
+from dgsr import SymbolicRegressor
+from dgsr.core import jit
+from dgsr.estimator.warm_up import warm_up_kernels
+
+warm_up_kernels()
+before = jit.compiled_signatures()
+rng = np.random.default_rng(3)
+X = rng.uniform(1.0, 2.0, size=(300, 4))
+targets = (2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2],
+           1.0 / (1.0 + (X[:, 0] - 1.5) ** 2 + (X[:, 3] + 0.5) ** 2),
+           np.exp(-0.8 * X[:, 0]) * np.cos(2.1 * X[:, 1] + 0.3))
+for seed, y in enumerate(targets):
+    SymbolicRegressor(max_time=60, max_evaluations=1500, random_state=seed).fit(X, y)
+after = jit.compiled_signatures()
+print({name: (before.get(name, 0), n) for name, n in after.items() if n != before.get(name, 0)})
+"""
+
+
+def test_after_the_warm_up_a_timed_fit_compiles_nothing(tmp_path):
+    script = tmp_path / "fit_after_warm_up.py"
+    script.write_text(_SCRIPT)
+    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "{}"  # no kernel gained a signature during the fits
+
+
+def test_it_runs_once_per_process(monkeypatch):
+    warm_up.warm_up_kernels()
+    calls = []
+    monkeypatch.setattr("dgsr.search.mcts.run_search", lambda *a, **k: calls.append(1))
+    assert warm_up.warm_up_kernels() == 0.0
+    assert calls == []
+
+
+def test_the_first_timed_fit_of_a_process_warms_up_and_an_evaluation_bound_one_does_not(monkeypatch):
+    seen = []
+    monkeypatch.setattr("dgsr.estimator.regressor.warm_up_kernels", lambda: seen.append(1) or 0.0)
+    X = np.random.default_rng(0).uniform(1.0, 2.0, size=(80, 2))
+    SymbolicRegressor(max_time=None, max_evaluations=200, random_state=0).fit(X, X[:, 0] * X[:, 1])
+    assert seen == []
+    SymbolicRegressor(max_time=30, max_evaluations=200, random_state=0).fit(X, X[:, 0] * X[:, 1])
+    assert seen == [1]
