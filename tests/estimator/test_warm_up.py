@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -52,9 +53,34 @@ def test_it_runs_once_per_process(monkeypatch):
 
 def test_the_first_timed_fit_of_a_process_warms_up_and_an_evaluation_bound_one_does_not(monkeypatch):
     seen = []
-    monkeypatch.setattr("dgsr.estimator.regressor.warm_up_kernels", lambda: seen.append(1) or 0.0)
+    monkeypatch.setattr("dgsr.estimator.regressor.warm_up_kernels", lambda announce=None: seen.append(1) or 0.0)
     X = np.random.default_rng(0).uniform(1.0, 2.0, size=(80, 2))
     SymbolicRegressor(max_time=None, max_evaluations=200, random_state=0).fit(X, X[:, 0] * X[:, 1])
     assert seen == []
     SymbolicRegressor(max_time=30, max_evaluations=200, random_state=0).fit(X, X[:, 0] * X[:, 1])
     assert seen == [1]
+
+
+def test_a_slow_warm_up_is_announced_and_a_quick_one_is_not(monkeypatch):
+    monkeypatch.setattr(warm_up, "_warmed", False)
+    said = []
+    monkeypatch.setattr(warm_up, "_run_warm_up", lambda: time.sleep(0.5))
+    assert warm_up.warm_up_kernels(lambda: said.append("compiling"), announce_after=0.05) >= 0.5
+    assert said == ["compiling"]
+    monkeypatch.setattr(warm_up, "_warmed", False)
+    monkeypatch.setattr(warm_up, "_run_warm_up", lambda: None)
+    warm_up.warm_up_kernels(lambda: said.append("again"), announce_after=5.0)
+    time.sleep(0.1)
+    assert said == ["compiling"]
+
+
+def test_a_failing_warm_up_does_not_stop_the_fit(monkeypatch):
+    monkeypatch.setattr(warm_up, "_warmed", False)
+
+    def broken():
+        raise RuntimeError("no compiler today")
+
+    monkeypatch.setattr(warm_up, "_run_warm_up", broken)
+    X = np.random.default_rng(1).uniform(1.0, 2.0, size=(80, 2))
+    model = SymbolicRegressor(max_time=30, max_evaluations=300, random_state=0).fit(X, X[:, 0] * X[:, 1])
+    assert model.score(X, X[:, 0] * X[:, 1]) > 0.99
