@@ -47,13 +47,13 @@ def test_it_runs_once_per_process(monkeypatch):
     warm_up.warm_up_kernels()
     calls = []
     monkeypatch.setattr("dgsr.search.mcts.run_search", lambda *a, **k: calls.append(1))
-    assert warm_up.warm_up_kernels() == 0.0
+    assert warm_up.warm_up_kernels() == warm_up.WarmUp()
     assert calls == []
 
 
 def test_the_first_timed_fit_of_a_process_warms_up_and_an_evaluation_bound_one_does_not(monkeypatch):
     seen = []
-    monkeypatch.setattr("dgsr.estimator.regressor.warm_up_kernels", lambda announce=None: seen.append(1) or 0.0)
+    monkeypatch.setattr("dgsr.estimator.regressor.warm_up_kernels", lambda announce=None: seen.append(1) or warm_up.WarmUp())
     X = np.random.default_rng(0).uniform(1.0, 2.0, size=(80, 2))
     SymbolicRegressor(max_time=None, max_evaluations=200, random_state=0).fit(X, X[:, 0] * X[:, 1])
     assert seen == []
@@ -65,7 +65,7 @@ def test_a_slow_warm_up_is_announced_and_a_quick_one_is_not(monkeypatch):
     monkeypatch.setattr(warm_up, "_warmed", False)
     said = []
     monkeypatch.setattr(warm_up, "_run_warm_up", lambda: time.sleep(0.5))
-    assert warm_up.warm_up_kernels(lambda: said.append("compiling"), announce_after=0.05) >= 0.5
+    assert warm_up.warm_up_kernels(lambda: said.append("compiling"), announce_after=0.05).seconds >= 0.5
     assert said == ["compiling"]
     monkeypatch.setattr(warm_up, "_warmed", False)
     monkeypatch.setattr(warm_up, "_run_warm_up", lambda: None)
@@ -84,3 +84,28 @@ def test_a_failing_warm_up_does_not_stop_the_fit(monkeypatch):
     X = np.random.default_rng(1).uniform(1.0, 2.0, size=(80, 2))
     model = SymbolicRegressor(max_time=30, max_evaluations=300, random_state=0).fit(X, X[:, 0] * X[:, 1])
     assert model.score(X, X[:, 0] * X[:, 1]) > 0.99
+
+
+@pytest.mark.parametrize("compiles", [True, False])
+def test_compiling_is_not_counted_against_max_time_and_loading_is(monkeypatch, compiles):
+    from dgsr.core import budget as budget_module
+
+    budgets = []
+
+    class Recorded(budget_module.Budget):
+        def __init__(self, *args, **kwargs):
+            budgets.append(kwargs.get("max_time"))
+            super().__init__(*args, **kwargs)
+
+    misses = iter([0, 5 if compiles else 0])
+    monkeypatch.setattr(budget_module, "Budget", Recorded)
+    monkeypatch.setattr(warm_up, "_warmed", False)
+    monkeypatch.setattr(warm_up, "_run_warm_up", lambda: time.sleep(1.5))
+    monkeypatch.setattr(jit, "compile_misses", lambda: next(misses))
+    X = np.random.default_rng(2).uniform(1.0, 2.0, size=(80, 2))
+    SymbolicRegressor(max_time=4, max_evaluations=300, random_state=0).fit(X, X[:, 0] + X[:, 1])
+    search_time = budgets[0]
+    if compiles:  # the 1.5 s of compiling left the search's share of the 4 s whole
+        assert search_time > 4 - 1.5
+    else:  # the 1.5 s of loading came out of it
+        assert search_time < 4 - 1.5

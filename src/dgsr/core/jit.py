@@ -420,6 +420,12 @@ def compile_kernel(function):
     return kernel
 
 
+def compile_misses() -> int:
+    """How many kernel signatures this process has compiled rather than loaded from numba's disk
+    cache (0 once the cache is warm)."""
+    return sum(sum(k.stats.cache_misses.values()) for k in KERNELS)
+
+
 def compiled_signatures() -> dict[str, int]:
     """How many type signatures each kernel has compiled (or loaded from the disk cache) in this
     process, by kernel name: a fit that adds none ran entirely on code compiled before it."""
