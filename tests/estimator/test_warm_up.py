@@ -109,3 +109,15 @@ def test_compiling_is_not_counted_against_max_time_and_loading_is(monkeypatch, c
         assert search_time > 4 - 1.5
     else:  # the 1.5 s of loading came out of it
         assert search_time < 4 - 1.5
+
+
+def test_a_ctrl_c_during_the_warm_up_reaches_the_user(monkeypatch):
+    from types import SimpleNamespace
+
+    from dgsr.search import mcts
+
+    monkeypatch.setattr(warm_up, "_warmed", False)
+    monkeypatch.setattr(mcts, "run_search", lambda *a, **k: SimpleNamespace(stop_reason="interrupted"))
+    with pytest.raises(KeyboardInterrupt):
+        warm_up.warm_up_kernels()
+    assert warm_up._warmed is False  # the next fit warms up again

@@ -81,8 +81,10 @@ def _run_warm_up() -> None:
     # Inner constants inside sin and exp, a square and a sum: every path of scoring, inner fit,
     # proposal ranking and the operand library runs.
     y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2] ** 2 + np.exp(-0.5 * X[:, 0])
-    run_search(X, y, SemanticPolicy(), config=SearchConfig(), rng=np.random.default_rng(0),
-               budget=Budget(max_evaluations=_WARM_EVALUATIONS))
+    result = run_search(X, y, SemanticPolicy(), config=SearchConfig(), rng=np.random.default_rng(0),
+                        budget=Budget(max_evaluations=_WARM_EVALUATIONS))
+    if result.stop_reason == "interrupted":  # the search caught a Ctrl-C meant for the user's fit
+        raise KeyboardInterrupt
     # A term that is 0 on every row (a column of zeros): the inner fit's collinear fallback, which
     # only the data can reach.
     with_zero_term = parse("sin(1.5*x0) + sin(1.5*x1)", ["x0", "x1"])
