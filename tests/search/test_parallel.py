@@ -7,8 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dgsr.core.budget import Budget
+from dgsr.core.parser import parse
 from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.search import parallel
+from dgsr.search.mutations import Mutation
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 
@@ -184,3 +187,21 @@ def test_a_timed_fit_keeps_its_time_budget_with_workers(data, n_jobs):
     wall = time.perf_counter() - start
     assert est.stop_reason_ == "time"
     assert wall <= 3 + 2.0, wall
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_timed_search_stops_when_its_units_find_nothing_new(n_jobs):
+    # A policy that offers the same few expressions in every trial: once a unit has scored them,
+    # the driver starts no new units (they would search the same space) instead of running until
+    # the time is up.
+    from dgsr.search.mcts import SearchConfig
+    from dgsr.search.parallel import run_parallel_search
+    from tests.search.test_search import ScriptedPolicy
+
+    X = np.random.default_rng(0).uniform(1, 3, size=(60, 2))
+    policy = ScriptedPolicy([(parse("x0", ["x0", "x1"]), 0.5), (parse("x1", ["x0", "x1"]), 0.5)],
+                            grow=[Mutation(0, "sin")])
+    result = run_parallel_search(X, X[:, 0] + X[:, 1], policy, config=SearchConfig(iterations_per_trial=20),
+                                 rng=np.random.default_rng(0), budget=Budget(max_time=300), n_jobs=n_jobs)
+    assert result.stop_reason == "exhausted"
+    assert result.n_trials <= n_jobs * (1 + SearchConfig().max_idle_trials)

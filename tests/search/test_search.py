@@ -341,3 +341,19 @@ def test_a_proposal_carrying_a_child_over_the_size_limit_is_applied_again_and_re
     sizes = [e.size for e in result.archive.front()]
     assert sizes and max(sizes) <= 8 + 4  # the applied child x0 (and its scaled form), never `big`
     assert all(e.expression.symbols != big.symbols for e in result.archive.front())
+
+
+def test_a_search_that_only_finds_what_it_has_scored_stops_as_exhausted():
+    # A policy with nothing new to offer after its first trial: the search stops after
+    # max_idle_trials trials in a row that scored nothing, long before its evaluation budget.
+    X = _data()
+    y = X[:, 0] + X[:, 1]
+    policy = ScriptedPolicy([(parse("x0", ["x0", "x1"]), 0.5), (parse("x1", ["x0", "x1"]), 0.5)],
+                            grow=[Mutation(0, "sin")])
+    config = SearchConfig(max_idle_trials=5, iterations_per_trial=20)
+    result = run_search(X, y, policy, config=config, rng=0, budget=Budget(max_evaluations=100_000))
+    assert result.stop_reason == "exhausted"
+    assert [t.evaluations > 0 for t in result.trials] == [True] + [False] * 5
+    off = SearchConfig(max_idle_trials=None, iterations_per_trial=20, max_trials=12)
+    result = run_search(X, y, policy, config=off, rng=0, budget=Budget(max_evaluations=100_000))
+    assert result.stop_reason == "trials" and len(result.trials) == 12

@@ -144,7 +144,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     n_features_in_, feature_names_in_ : as in scikit-learn.
     target_name_ : str
         The target's name (a pandas Series' name, else ``"y"``), used by ``plot_front``.
-    n_evaluations_, history_, stop_reason_ : search statistics.
+    n_evaluations_, history_, stop_reason_ : search statistics. ``stop_reason_`` is
+        ``"evaluations"``, ``"time"``, ``"target"``, ``"exhausted"`` (the search kept finding
+        only expressions it had already scored: the operator set and ``max_size`` leave little
+        to search), ``"interrupted"`` or ``"constant_target"``.
     """
 
     def __init__(

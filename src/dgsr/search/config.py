@@ -34,6 +34,10 @@ class SearchConfig:
         R² at which an expression counts as a solution (value 1).
     max_trials:
         Stop after this many trials (None: only the budget stops the search).
+    max_idle_trials:
+        Stop (``"exhausted"``) after this many trials in a row that scored no new expression:
+        every child they built had been scored before, so the policy has run out of what it
+        reaches (a tiny operator set, one variable, a small ``max_size``). None: never.
     record_training_data:
         Keep, per trial, the shortest mutation path to a solution and the critic targets
         (for expert iteration); off by default because it holds on to the trees' expressions.
@@ -84,6 +88,7 @@ class SearchConfig:
     max_size: int = 60
     solved_r2: float = 0.99
     max_trials: int | None = None
+    max_idle_trials: int | None = 25
     record_training_data: bool = False
     min_visits: int = 5
     linear_scaling: bool = True

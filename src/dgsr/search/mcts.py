@@ -79,7 +79,8 @@ def run_search(
     Returns
     -------
     SearchResult
-        ``stop_reason`` is ``"evaluations"``, ``"time"``, ``"target"``, ``"trials"`` or
+        ``stop_reason`` is ``"evaluations"``, ``"time"``, ``"target"``, ``"trials"``,
+        ``"exhausted"`` (``config.max_idle_trials`` trials in a row scored nothing new) or
         ``"interrupted"`` (Ctrl-C: the search returns what it found so far).
     """
     config = config or SearchConfig()
@@ -92,6 +93,7 @@ def run_search(
     history: list[dict[str, float]] = []
     trials: list[TrialRecord] = []
     n_iterations = 0
+    idle = 0  # trials in a row that scored nothing new
     stop_reason = None
 
     def record_history(trial: int) -> None:
@@ -126,6 +128,9 @@ def run_search(
                         progress(trial + 1)
                 search.finish()
                 record_history(trial)
+                idle = idle + 1 if search.record.evaluations == 0 else 0
+                if stop_reason is None and config.max_idle_trials is not None and idle >= config.max_idle_trials:
+                    stop_reason = "exhausted"
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     record_history(len(trials))

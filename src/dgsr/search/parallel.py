@@ -190,6 +190,8 @@ class _Merger:
             reason = "interrupted"
         elif self.target_at is not None:
             reason = "target"
+        elif "exhausted" in self.reasons:
+            reason = "exhausted"
         elif out_of_time or "time" in self.reasons:
             reason = "time"
         else:
@@ -268,6 +270,8 @@ def run_parallel_search(
                 if merger.reasons[-1] == "interrupted":
                     interrupted = True
                     break
+                if merger.reasons[-1] == "exhausted":  # another unit would search the same small space
+                    break
         except KeyboardInterrupt:
             interrupted = True
         left = time_left()
@@ -302,6 +306,8 @@ def run_parallel_search(
                 result = runner.result(handle)
                 if merger.target_at is None or index <= merger.target_at:
                     merger.add(result, budget.target_r2)
+                if result.stop_reason == "exhausted":
+                    exhausted = True  # no more units: another would search the same small space
             if merger.done():
                 break
     except KeyboardInterrupt:
