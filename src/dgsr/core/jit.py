@@ -423,7 +423,8 @@ def compile_kernel(function):
 def compile_misses() -> int:
     """How many kernel signatures this process has compiled rather than loaded from numba's disk
     cache (0 once the cache is warm)."""
-    return sum(sum(k.stats.cache_misses.values()) for k in KERNELS)
+    stats = [getattr(k, "stats", None) for k in KERNELS]  # numba's record; absent, nothing is known to compile
+    return sum(sum(s.cache_misses.values()) for s in stats if s is not None)
 
 
 def compiled_signatures() -> dict[str, int]:

@@ -216,15 +216,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        start = time.perf_counter()
         validate_params(self)
-        # Compiling the kernels (once after installing) is not the method's time: the clock starts
-        # after it. Loading them from the disk cache counts, as it did when it happened lazily.
-        warm = warm_up_kernels(_announce_compiling if self.verbose else None) if self.max_time is not None \
-            else None
-        start = time.perf_counter() - (0.0 if warm is None else warm.seconds - warm.compile_seconds)
         self._interrupted = False  # set by the first Ctrl-C (dgsr.estimator.interrupts)
         previous = self._archive if self.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)
+        if self.max_time is not None:
+            # Compiling the kernels (once after installing) is not the method's time: the clock
+            # skips it. Loading them from the disk cache counts, as it did when it happened lazily.
+            start += warm_up_kernels(_announce_compiling if self.verbose else None).compile_seconds
         self._n_fits = (getattr(self, "_n_fits", 0) + 1) if previous is not None else 1
         streams = random_streams(self.random_state, self._n_fits)
         # The search runs on data scaled by powers of two (exact), so any magnitude works; every
