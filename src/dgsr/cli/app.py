@@ -47,6 +47,7 @@ BUILTIN_COMMANDS = (fit, predict, example)
 #: Subcommands provided by other modules, imported lazily (see the module docstring).
 PLUGINS: dict[str, str] = {
     "bench": "dgsr.bench.cli",
+    "compile": "dgsr.cli.compile_kernels",
     "data": "dgsr.cli.data",
     "pretrain": "dgsr.cli.pretrain",
     "search": "dgsr.cli.search",
