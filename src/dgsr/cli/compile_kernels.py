@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
         print("the compiled kernels are off (DGSR_NO_JIT is set, or numba is not installed): nothing to compile")
         return 0
     warm = warm_up_kernels()
-    stats = getattr(jit.KERNELS[0], "stats", None) if jit.KERNELS else None
-    where = f" (numba keeps them in its cache, e.g. {stats.cache_path})" if stats is not None and stats.cache_path else ""
+    path = jit.cache_path()
+    where = f" (numba keeps them in its cache, e.g. {path})" if path else ""
     if warm.compiled:
         print(f"compiled the numerical kernels in {warm.seconds:.1f} s{where}")
     else:

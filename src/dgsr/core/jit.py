@@ -420,11 +420,20 @@ def compile_kernel(function):
     return kernel
 
 
+def _kernel_stats() -> list:
+    """numba's compile record of each kernel (``Dispatcher.stats``; a numba without it: none)."""
+    return [s for s in (getattr(k, "stats", None) for k in KERNELS) if s is not None]
+
+
 def compile_misses() -> int:
     """How many kernel signatures this process has compiled rather than loaded from numba's disk
     cache (0 once the cache is warm)."""
-    stats = [getattr(k, "stats", None) for k in KERNELS]  # numba's record; absent, nothing is known to compile
-    return sum(sum(s.cache_misses.values()) for s in stats if s is not None)
+    return sum(sum(s.cache_misses.values()) for s in _kernel_stats())
+
+
+def cache_path() -> str | None:
+    """Where numba keeps the compiled kernels of the first kernel module (None: unknown)."""
+    return next((s.cache_path for s in _kernel_stats() if s.cache_path), None)
 
 
 def compiled_signatures() -> dict[str, int]:
