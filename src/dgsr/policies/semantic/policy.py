@@ -29,13 +29,14 @@ import numpy as np
 
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, NUMPY_FUNCTIONS, OPERATORS, UNARY, resolve_operators
+from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.additive import best_sums
 from dgsr.policies.semantic.backprop import root_target
 from dgsr.policies.semantic.compiled_backprop import backprop_for
 from dgsr.policies.semantic.matching import OperandFit, match_operands
 from dgsr.policies.semantic.operand_library import OperandLibrary, build_library, operand_library
+from dgsr.policies.semantic.position_rows import KINDS, position_rows
 from dgsr.policies.semantic.power_law import log_design, power_law_operands, target_monomials
 from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
@@ -238,51 +239,36 @@ class SemanticPolicy:
         roots = {flag: root_target(context.y, values[0], intercept=flag) for flag in (True, False)}
         spreads = {flag: _spread(r) for flag, r in roots.items()}
         positions = self._positions(expression, rng)
-        target_rows: list[np.ndarray] = []
-        weight_rows: list[np.ndarray] = []
+        paths = [_absorbs(expression, parent, pos) for pos in positions]
+        unary_ops = [op for op in UNARY if op in self.operators]
+        # roots/spreads indexed by flag = not scale_path: through a chain of products up to the
+        # root, y's offset cannot be produced below, so aim at y ~ a*f there (an offset would
+        # leak into every quotient of the chain).
+        rows = position_rows(backprop, (roots[False], roots[True]), (spreads[False], spreads[True]), positions,
+                             [p[0] for p in paths], [p[1] for p in paths], unary_ops)
+        picks: list[tuple[int, int]] = []  # (position index, kind index) of each binary target
         denominators: list[float] = []
         meta: list[tuple[int, str, bool, bool]] = []  # position, kind, scale absorbed, offset absorbed
         ranked: list[tuple[float, Callable[[], Mutation | None]]] = []
-        for pos in positions:
-            scale_path, additive_path = _absorbs(expression, parent, pos)
-            # Through a chain of products up to the root, y's offset cannot be produced below:
-            # aim at y ~ a*f there (an offset would leak into every quotient of the chain).
-            flag = not scale_path
-            desired = backprop.desired(pos, roots[flag])
-            current = values[pos]
-            with np.errstate(all="ignore"):
-                g2 = backprop.gradient(pos) ** 2
-            ok = np.isfinite(desired) & np.isfinite(current) & np.isfinite(g2)
-            if ok.sum() < max(5, len(desired) // 3):
+        for i, pos in enumerate(positions):
+            if not rows.usable[i]:
                 continue
-            g2 = np.where(ok, g2, 0.0)
-            ranked.extend(self._unary(pos, desired, current, g2, ok, spreads[flag], scale_path, additive_path))
-            with np.errstate(all="ignore"):
-                if additive_path:
-                    # A term of a top-level sum gets its own weight from the search, so B should
-                    # explain what a line in A leaves of the desired values (B - A is then the same).
-                    kinds = {"add": (_residual(desired, current, ok), 1.0)}
-                else:
-                    kinds = {"add": (desired - current, 1.0), "rsub": (desired + current, 1.0)}
-                # (target for B, squared derivative of the new node with respect to B there)
-                a2 = current * current
-                kinds.update({"mul": (desired / current, a2), "div": (current / desired, desired**4 / a2),
-                              "rdiv": (desired * current, 1.0 / a2)})
-            for kind, (t, h) in kinds.items():
-                base_op = kind.removeprefix("r")
-                if base_op not in self.operators:
+            scale_path, additive_path = paths[i]
+            ranked.extend((match, partial(Mutation, pos, op))
+                          for op, match in zip(unary_ops, rows.unary[i].tolist()) if math.isfinite(match))
+            for k, kind in enumerate(KINDS):
+                if (kind == "rsub" and additive_path) or kind.removeprefix("r") not in self.operators:
                     continue
-                target_rows.append(t)
-                with np.errstate(all="ignore"):
-                    weight_rows.append(g2 * h)
-                denominators.append(spreads[flag])
+                picks.append((i, k))
+                denominators.append(spreads[not scale_path])
                 if kind in ("add", "rsub"):  # A + c*B is no rescaling of A + B: only separate terms absorb c
                     meta.append((pos, kind, additive_path, additive_path))
                 else:  # A * (c*B) is a rescaling of A * B
                     meta.append((pos, kind, scale_path or additive_path, False))
-        if target_rows:
-            targets = np.array(target_rows)
-            weights = clean_weights(np.array(weight_rows), targets)
+        if picks:
+            at_position, at_kind = np.array(picks).T
+            targets = rows.targets[at_position, at_kind]
+            weights = clean_weights(rows.weights[at_position, at_kind], targets)
             fit = match_operands(targets, weights, lib, np.array(denominators)[:, None])
             ranked.extend(self._operand_candidates(fit, lib, meta))
             # Products of powers fitted to each target in log space: operands no fixed library holds.
@@ -357,37 +343,6 @@ class SemanticPolicy:
             out.append((float(match[t]), partial(Mutation, pos, kind, Expression.constant(_round4(float(value[t]))))))
         return out
 
-    def _unary(self, pos: int, desired: np.ndarray, current: np.ndarray, g2: np.ndarray, ok: np.ndarray,
-               spread: float, scale_path: bool, additive_path: bool
-               ) -> list[tuple[float, Callable[[], Mutation | None]]]:
-        """Unary mutations ``op(A)`` of the node at ``pos``, scored like the binary ones: the
-        weighted error of ``op(A)`` against the desired values, with the free factor and offset
-        that the position absorbs."""
-        ops = [op for op in UNARY if op in self.operators]
-        if not ops:  # a binary-only operator set (PySR's default +,-,*,/)
-            return []
-        cur, d, w = current[ok], desired[ok], g2[ok]
-        with np.errstate(all="ignore"):
-            outs = np.array([NUMPY_FUNCTIONS[op](cur) for op in ops])
-            # An operator undefined where the node has values would make the child invalid.
-            defined = np.isfinite(outs).all(axis=1)
-            outs[~defined] = 0.0
-            sw = float(w.sum())
-            if additive_path:  # free c and d
-                dm, om = float(w @ d) / sw, (outs @ w) / sw
-                dc, oc = d - dm, outs - om[:, None]
-                cov, var = (oc * w) @ dc, np.einsum("ij,ij,j->i", oc, oc, w)
-                sse = float((w * dc) @ dc) - cov * cov / var
-            elif scale_path:  # free c
-                cov, var = (outs * w) @ d, np.einsum("ij,ij,j->i", outs, outs, w)
-                sse = float((w * d) @ d) - cov * cov / var
-            else:
-                r = outs - d
-                sse = np.einsum("ij,ij,j->i", r, r, w)
-            match = -np.log10(np.clip(sse / spread, 1e-12, 1.0))
-        return [(float(match[i]), partial(Mutation, pos, op)) for i, op in enumerate(ops)
-                if defined[i] and np.isfinite(match[i])]
-
     def _positions(self, expression: Expression, rng: np.random.Generator) -> list[int]:
         if expression.size <= self.max_nodes:
             return list(range(expression.size))
@@ -425,17 +380,6 @@ def _spread(values: np.ndarray) -> float:
         c = values - values.mean()
         out = float(c @ c)
     return out if math.isfinite(out) and out > 0 else math.inf
-
-
-def _residual(target: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``target`` minus its least-squares line in ``values`` (fitted on ``rows``; NaN elsewhere)."""
-    out = np.full_like(target, np.nan)
-    t, v = target[rows], values[rows]
-    vc = v - v.mean()
-    vv = float(vc @ vc)
-    slope = float(vc @ (t - t.mean())) / vv if vv > 0 else 0.0
-    out[rows] = t - t.mean() - slope * vc
-    return out
 
 
 def _operand(expr: Expression, kind: str, fit: tuple[float, float, float, float, float, float],
