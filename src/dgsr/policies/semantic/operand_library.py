@@ -31,6 +31,7 @@ most related to ``y`` (rank correlation of any form with ``y``) and pairs for th
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -263,7 +264,7 @@ def _parametric_single_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> 
 
 
 def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray,
-            linear: list[int], terms: Sequence[Expression] = ()) -> Expression | None:
+            linear: list[int], terms: Sequence[Expression] = (), memo: FitMemo | None = None) -> Expression | None:
     """The start whose constants, fitted to ``y`` with a few Levenberg-Marquardt steps together
     with a weight for it, for each of the ``linear`` variables and for each of the ``terms`` (and an
     intercept), explain most of ``y``; None when no start gives finite values. The linear terms
@@ -271,6 +272,11 @@ def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray,
     the operand's form, and would pull a sine's frequency or a bump's centre away from the law's.
     ``terms``: the pair's product for a pair form (``x*y + sin((x - 1)*(y - 1))``: the product
     is the first-order part of the shifted product, and left in the residual it hides the sine)."""
+    if memo is not None:
+        key = (tuple(s.key() for s in starts), tuple(linear), tuple(t.key() for t in terms))
+        if key not in memo.fits:
+            memo.fits[key] = _fitted(starts, columns, y, linear, terms)
+        return memo.fits[key]
     best, best_loss = None, math.inf
     with np.errstate(all="ignore"):
         finite = [(t, v) for t in terms if np.all(np.isfinite(v := evaluate_columns(t, columns)))]
@@ -322,12 +328,36 @@ def _relevance(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
+class FitMemo:
+    """The parametric operands fitted on one set of fit rows, kept across the trials of a search.
+
+    A parametric fit depends only on its starts, the linear variables fitted beside it and the
+    fit rows; when the fit rows do not depend on the trial (the policy spreads them evenly over
+    the data) every trial would repeat the same fits, about a third of a second each time. The
+    memo holds the fits of one set of rows: :meth:`for_rows` empties it when the rows change.
+    """
+
+    def __init__(self) -> None:
+        self.rows: bytes = b""
+        self.fits: dict[tuple, Expression | None] = {}
+
+    def for_rows(self, columns: np.ndarray, y: np.ndarray) -> FitMemo:
+        """This memo, emptied unless it holds fits on exactly these rows."""
+        digest = hashlib.blake2b(np.ascontiguousarray(columns).tobytes(), digest_size=16)
+        digest.update(np.ascontiguousarray(y).tobytes())
+        rows = digest.digest() + repr(columns.shape).encode()
+        if rows != self.rows:
+            self.rows, self.fits = rows, {}
+        return self
+
+
 def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] | None = None,
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
                   max_size: int = 6, fit_parametric: bool = False,
                   max_parametric_variables: int = 5,
                   extra_operands: Iterable[Expression] = (),
-                  fit_rows: tuple[np.ndarray, np.ndarray] | None = None) -> OperandLibrary:
+                  fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
+                  fit_memo: FitMemo | None = None) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -337,7 +367,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ``extra_operands`` (the policy's power laws, :mod:`dgsr.policies.semantic.power_law`).
     ``fit_rows`` = ``(columns, y)`` of other rows to fit the parametric constants on (more rows
     than the scoring ones: a sine of a shifted product fitted on 100 rows lands in a wrong local
-    optimum far more often than on 300).
+    optimum far more often than on 300). ``fit_memo``: fits kept from earlier calls on the same
+    fit rows (:class:`FitMemo`; the result is the same with or without it).
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
@@ -357,20 +388,25 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     fit_columns, fit_y = (columns, y) if fit_rows is None else fit_rows
     if fit_parametric and fit_columns.shape[1] >= 8 and float(np.var(fit_y)) > 0:
         # Fitted to y together with a linear model of the most relevant columns (see _fitted).
-        linear = rich if fit_columns.shape[1] > len(rich) + 2 else []
+        # Variables in index order within each fit: the relevance order varies between trials
+        # (it is read off the trial's rows), and a fit that does not depend on it is the same
+        # fit in every trial, which fit_memo then computes once.
+        linear = sorted(rich) if fit_columns.shape[1] > len(rich) + 2 else []
+        memo = fit_memo.for_rows(fit_columns, fit_y) if fit_memo is not None else None
+        top = sorted(pairs[:max_parametric_variables])
         fits: list[Expression | None] = []
-        for i in pairs[:max_parametric_variables]:
-            fits.extend(_fitted(starts, fit_columns, fit_y, linear)
+        for i in top:
+            fits.extend(_fitted(starts, fit_columns, fit_y, linear, memo=memo)
                         for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops))
-        for a_i, i in enumerate(pairs[:max_parametric_variables]):
-            for j in pairs[a_i + 1:max_parametric_variables]:
+        for a_i, i in enumerate(top):
+            for j in top[a_i + 1:]:
                 product = [_b("mul", _var(i), _var(j))] if "mul" in allowed_ops else []
-                fits.extend(_fitted(starts, fit_columns, fit_y, linear, product)
+                fits.extend(_fitted(starts, fit_columns, fit_y, linear, product, memo=memo)
                             for starts in _parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops))
         # Bumps over the 3, 4 and 5 most related variables (the pair forms hold the 2-variable one).
         for k in range(3, min(len(pairs), max_parametric_variables) + 1):
-            start = _parametric_bump(pairs[:k], fit_columns, allowed_ops)
-            fits.append(_fitted([start], fit_columns, fit_y, linear) if start is not None else None)
+            start = _parametric_bump(sorted(pairs[:k]), fit_columns, allowed_ops)
+            fits.append(_fitted([start], fit_columns, fit_y, linear, memo=memo) if start is not None else None)
         parametric = [form for form in fits if form is not None]
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]

@@ -35,7 +35,7 @@ from dgsr.policies.semantic.additive import best_sums
 from dgsr.policies.semantic.backprop import root_target
 from dgsr.policies.semantic.compiled_backprop import backprop_for
 from dgsr.policies.semantic.matching import OperandFit, match_operands
-from dgsr.policies.semantic.operand_library import OperandLibrary, build_library, operand_library
+from dgsr.policies.semantic.operand_library import FitMemo, OperandLibrary, build_library, operand_library
 from dgsr.policies.semantic.position_rows import KINDS, position_rows
 from dgsr.policies.semantic.power_law import log_design, power_law_operands, target_monomials
 from dgsr.policies.semantic.target_weights import clean_weights
@@ -153,9 +153,23 @@ class SemanticPolicy:
             spread = _evenly_spaced(n, _PARAMETRIC_FIT_ROWS)
             fit_rows = (as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
-                                extra_operands=monomials, fit_rows=fit_rows)
+                                extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo())
         log_variables, design = log_design(columns) if power_laws else ([], None)
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design)
+
+    def _fit_memo(self) -> FitMemo:
+        """The parametric fits kept across this policy's trials (:class:`FitMemo`: the same
+        operands with or without it, computed once per set of fit rows)."""
+        memo = self.__dict__.get("_parametric_fits")
+        if memo is None:
+            memo = self.__dict__["_parametric_fits"] = FitMemo()
+        return memo
+
+    def __getstate__(self) -> dict:
+        # The memo is a cache of one dataset's fits: a pickled policy does not carry it.
+        state = dict(self.__dict__)
+        state.pop("_parametric_fits", None)
+        return state
 
     def propose(self, context: SemanticContext, expression: Expression, k: int,
                 rng: np.random.Generator) -> list[Proposal]:
