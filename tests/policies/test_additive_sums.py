@@ -96,3 +96,15 @@ def test_a_trials_first_proposals_hold_the_additive_law_and_single_operands():
     assert any(e.size <= 6 for e in with_sums)  # single operands are still proposed
     without = _first_proposals(SemanticPolicy(random_share=0.0, additive_roots=False), X, y)
     assert not any(e.symbols[0] == "add" and "sin" in e.symbols and len(e.variables) >= 4 for e in without)
+
+
+def test_an_unusable_first_term_gives_no_sums_and_is_never_chosen():
+    """An operand with a non-finite value (or no spread) cannot be a term: forced first it gives
+    no sums, and free selection never picks it, whatever it would explain on the other rows."""
+    V = _operands(seed=5)
+    y = V[3] + V[6]
+    V[3, 7] = np.nan
+    V[6] = 2.0  # no spread
+    assert greedy_sums(V, np.ones(8), y, size_penalty=0.0, max_size=60, first=3) == []
+    assert greedy_sums(V, np.ones(8), y, size_penalty=0.0, max_size=60, first=6) == []
+    assert all(not {3, 6} & set(t) for _, t in greedy_sums(V, np.ones(8), y, size_penalty=0.0, max_size=60))
