@@ -7,28 +7,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dgsr.core import jit
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, UNARY
+from dgsr.core.operators import UNARY
 from dgsr.core.parser import parse
 from dgsr.policies.semantic.compiled_backprop import CompiledBackprop, NumpyBackprop
 from dgsr.policies.semantic.position_rows import KINDS, position_rows, position_rows_numpy
+from tests.policies.expression_strategies import N_VARS, examples, trees
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 needs_jit = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-N_VARS = 3
-constants = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, -2.5, 1e300]), st.floats(-5, 5, allow_nan=False))
-leaves = st.one_of(st.integers(0, N_VARS - 1).map(Expression.variable), constants.map(Expression.constant))
-trees = st.recursive(leaves, lambda c: st.one_of(
-    st.tuples(st.sampled_from(UNARY), c).map(lambda t: Expression.combine(*t)),
-    st.tuples(st.sampled_from(BINARY), c, c).map(lambda t: Expression.combine(*t))), max_leaves=10)
+SETTINGS = examples(150)
 
 RNG = np.random.default_rng(7)
 COLUMNS = as_columns(np.vstack([RNG.uniform(-3, 3, size=(40, N_VARS)), [[0.0, -1.0, 1e200], [710.0, 2.0, 0.0]]]))
