@@ -206,6 +206,12 @@ class CompiledBackprop:
         _node_values_jit(self._ops, args, theta, columns, self.values, self._parent, self._ends)
         self.parent = self._parent.tolist()
 
+    @property
+    def tree(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The expression as the kernels read it: op codes, parents and subtree ends, in prefix
+        order (for other kernels that call :func:`_desired_jit` / :func:`_gradient_jit`)."""
+        return self._ops, self._parent, self._ends
+
     def desired(self, position: int, root: np.ndarray) -> np.ndarray:
         """:func:`backprop.desired_values` of ``position`` given the root's desired values."""
         out = np.empty(root.shape[0])

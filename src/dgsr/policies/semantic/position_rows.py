@@ -63,7 +63,8 @@ def position_rows(backprop, roots: tuple[np.ndarray, np.ndarray], spreads: tuple
     unary = np.empty((n_pos, len(unary_ops)))
     targets = np.empty((n_pos, len(KINDS), n))
     weights = np.empty((n_pos, len(KINDS), n))
-    _position_rows_jit(backprop._ops, backprop._parent, backprop._ends, backprop.values,
+    ops, parent, ends = backprop.tree
+    _position_rows_jit(ops, parent, ends, backprop.values,
                        np.ascontiguousarray(roots[0], dtype=np.float64),
                        np.ascontiguousarray(roots[1], dtype=np.float64), float(spreads[0]), float(spreads[1]),
                        np.array(positions, dtype=np.int64), np.array(scale_paths, dtype=np.bool_),
@@ -188,11 +189,11 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
             if ok[r]:
                 count += 1
         usable[i] = count >= max(5, n // 3)
-        first_ok = 0
-        while first_ok < n - 1 and not ok[first_ok]:
-            first_ok += 1
         if not usable[i]:
             continue
+        first_ok = 0
+        while not ok[first_ok]:  # a usable position has at least five usable rows
+            first_ok += 1
         # Unary mutations: the sums over the usable rows.
         sw = 0.0
         swd = 0.0
@@ -202,9 +203,9 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
                 swd += g2[r] * desired[r]
         dm = swd / sw
         for u in range(unary_codes.shape[0]):
-            if not sw > 0:  # see _unary_matches
-                unary[i, u] = np.nan
-                continue
+            unary[i, u] = np.nan  # until a finite match is found below
+        # The root does not move with this node on any row: nothing to match (see _unary_matches).
+        for u in range(unary_codes.shape[0] if sw > 0 else 0):
             defined = True
             flat = True
             first = np.nan
@@ -219,7 +220,6 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
                     elif outs[r] != first:
                         flat = False
             if not defined or (additive_path and flat):  # see _unary_matches
-                unary[i, u] = np.nan
                 continue
             if additive_path:  # free c and d
                 swo = 0.0
