@@ -12,6 +12,7 @@ import pytest
 import dgsr.cli.app as cli
 import dgsr.search.tree as search
 from dgsr.estimator import display, polish, regressor
+from tests.ctrl_c import CTRL_C_SHAPES
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -30,8 +31,14 @@ def table(tmp_path):
     return path
 
 
-def _interrupt(*_args, **_kwargs):
-    raise KeyboardInterrupt
+def _interrupting(shape):
+    """A stand-in that is interrupted by a Ctrl-C of ``shape`` as soon as it is called."""
+    return lambda *_args, **_kwargs: shape()
+
+
+# Each Ctrl-C test runs with both shapes a Ctrl-C arrives in (tests/ctrl_c.py): a plain
+# KeyboardInterrupt, and the SystemError of one that landed while compiled code returned.
+ctrl_c_shapes = pytest.mark.parametrize("shape", CTRL_C_SHAPES, ids=["python", "compiled"])
 
 
 def _fit_and_check(path, out, capsys) -> str:
@@ -50,14 +57,16 @@ def _fit_and_check(path, out, capsys) -> str:
     return err
 
 
-def test_ctrl_c_during_simplification_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(display, "simplify", _interrupt)
+@ctrl_c_shapes
+def test_ctrl_c_during_simplification_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch, shape):
+    monkeypatch.setattr(display, "simplify", _interrupting(shape))
     err = _fit_and_check(table, tmp_path / "run", capsys)
     assert "during simplification" in err
 
 
-def test_ctrl_c_during_polishing_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(polish, "fit_constants", _interrupt)
+@ctrl_c_shapes
+def test_ctrl_c_during_polishing_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch, shape):
+    monkeypatch.setattr(polish, "fit_constants", _interrupting(shape))
     calls = []
     monkeypatch.setattr(display, "simplify", lambda e, timeout: calls.append(e) or e)
     err = _fit_and_check(table, tmp_path / "run", capsys)
@@ -65,19 +74,21 @@ def test_ctrl_c_during_polishing_still_writes_the_outputs(tmp_path, table, capsy
     assert not calls  # the rest of the fit skipped simplification
 
 
-def test_ctrl_c_during_tidying_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(polish, "tidy_constants", _interrupt)
+@ctrl_c_shapes
+def test_ctrl_c_during_tidying_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch, shape):
+    monkeypatch.setattr(polish, "tidy_constants", _interrupting(shape))
     _fit_and_check(table, tmp_path / "run", capsys)
 
 
-def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys, monkeypatch):
+@ctrl_c_shapes
+def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys, monkeypatch, shape):
     real = search.Trial.iterate
     count = [0]
 
     def iterate(self, fit):
         count[0] += 1
         if count[0] == 10:  # well inside the 600 evaluations (rounding can end a search near 30)
-            raise KeyboardInterrupt
+            shape()
         return real(self, fit)
 
     monkeypatch.setattr(search.Trial, "iterate", iterate)
@@ -86,12 +97,23 @@ def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys
     assert "during the search" in err
 
 
-def test_a_second_ctrl_c_aborts_at_once(tmp_path, table, capsys, monkeypatch):
-    monkeypatch.setattr(polish, "fit_constants", _interrupt)  # first Ctrl-C: polishing
-    monkeypatch.setattr(display, "complexity", _interrupt)  # second: while building the table
+@ctrl_c_shapes
+def test_a_second_ctrl_c_aborts_at_once(tmp_path, table, capsys, monkeypatch, shape):
+    monkeypatch.setattr(polish, "fit_constants", _interrupting(shape))  # first Ctrl-C: polishing
+    monkeypatch.setattr(display, "complexity", _interrupting(shape))  # second: while building the table
     out = tmp_path / "run"
     assert cli.main(["fit", str(table), "--out", str(out), *FAST]) == 130
     assert not (out / "model.pkl").exists()
+
+
+def test_a_system_error_that_is_no_ctrl_c_is_a_bug_not_an_interrupt(tmp_path, table, capsys, monkeypatch):
+    def broken(*_args, **_kwargs):
+        raise SystemError("a bug in an extension")
+
+    monkeypatch.setattr(display, "simplify", broken)
+    assert cli.main(["fit", str(table), "--out", str(tmp_path / "run"), *FAST]) == 1
+    err = capsys.readouterr().err
+    assert "SystemError: a bug in an extension" in err and "interrupted" not in err
 
 
 @pytest.mark.parametrize("kind", ["file", "under_file"])

@@ -10,6 +10,7 @@ from dgsr import SymbolicRegressor
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.policy import NeuralPolicy
+from tests.ctrl_c import CTRL_C_SHAPES
 
 
 def _data():
@@ -45,3 +46,29 @@ def test_finetune_with_the_random_policy_warns_and_searches():
     with pytest.warns(UserWarning, match="finetune=True needs the neural policy"):
         est.fit(X, y)
     assert len(est.equations_) >= 1
+
+
+@pytest.mark.timeout(120, method="thread")
+@pytest.mark.parametrize("shape", CTRL_C_SHAPES, ids=["python", "compiled"])
+def test_ctrl_c_between_finetuned_trials_returns_the_best_so_far(monkeypatch, shape):
+    from dgsr.online import finetune
+
+    real, calls = finetune.run_trial, []
+
+    def second_trial_interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            shape()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(finetune, "run_trial", second_trial_interrupted)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    X, y = _data()
+    est = SymbolicRegressor(policy=NeuralPolicy(PolicyModel(ModelConfig.preset("tiny"))), finetune=True,
+                            max_time=None, max_evaluations=300, iterations_per_trial=8,
+                            constant_fitting="never", random_state=0)
+    with pytest.warns(UserWarning, match="Interrupted"):
+        est.fit(X, y)
+    assert len(calls) == 2 and est.stop_reason_ == "interrupted"
+    assert len(est.equations_) >= 1 and np.isfinite(est.predict(X)).all()

@@ -15,6 +15,7 @@ from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online
 from dgsr.online.controller import Controller
 from dgsr.online.state import load_state
 from dgsr.policies.registry import load_policy
+from tests.ctrl_c import CTRL_C_SHAPES
 
 # Evaluation-capped trials without constant fitting: no wall-clock dependence, so runs repeat exactly.
 CONFIG = OnlineConfig(iterations_per_trial=8, trial_evaluations=100, k_range=(4, 6), constant_modes=("never",),
@@ -77,7 +78,8 @@ def test_local_run_end_to_end(tmp_path):
 
 
 @pytest.mark.timeout(120, method="thread")
-def test_resume_continues_exactly(tmp_path):
+@pytest.mark.parametrize("shape", CTRL_C_SHAPES, ids=["python", "compiled"])
+def test_resume_continues_exactly(tmp_path, shape):
     full = _run(tmp_path / "full", max_trials=4)
 
     calls = []
@@ -85,7 +87,7 @@ def test_resume_continues_exactly(tmp_path):
     def interrupt(line):  # Ctrl-C right after the second trial
         calls.append(line)
         if len(calls) == 2:
-            raise KeyboardInterrupt
+            shape()
 
     part = _run(tmp_path / "part", max_trials=4, on_trial=interrupt)
     assert part.stop_reason == "interrupted" and part.trials == 2

@@ -12,6 +12,7 @@ from dgsr.core.parser import parse
 from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.search import parallel
 from dgsr.search.mutations import Mutation
+from tests.ctrl_c import CTRL_C_SHAPES
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 
@@ -205,3 +206,27 @@ def test_a_timed_search_stops_when_its_units_find_nothing_new(n_jobs):
                                  rng=np.random.default_rng(0), budget=Budget(max_time=300), n_jobs=n_jobs)
     assert result.stop_reason == "exhausted"
     assert result.n_trials <= n_jobs * (1 + SearchConfig().max_idle_trials)
+
+
+@pytest.mark.parametrize("shape", CTRL_C_SHAPES, ids=["python", "compiled"])
+def test_ctrl_c_between_units_keeps_the_units_done(monkeypatch, shape):
+    from dgsr.policies.random import RandomPolicy
+    from dgsr.search.mcts import SearchConfig
+
+    real, calls = parallel._run_unit, []
+
+    def second_unit_interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            shape()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "UNIT_EVALUATIONS", 500)
+    monkeypatch.setattr(parallel, "_run_unit", second_unit_interrupted)
+    X = np.random.default_rng(0).uniform(1, 3, size=(60, 2))
+    result = parallel.run_parallel_search(X, X[:, 0] * X[:, 1], RandomPolicy(), config=SearchConfig(),
+                                          rng=np.random.default_rng(0), budget=Budget(max_evaluations=2000),
+                                          n_jobs=1)
+    assert len(calls) == 2
+    assert result.stop_reason == "interrupted"
+    assert result.archive.front() and 0 < result.n_evaluations <= 500 + 1e-9

@@ -19,6 +19,7 @@ from dgsr.search.mcts import SearchConfig, accuracy_value, run_search
 from dgsr.search.mutations import Mutation, apply_mutation
 from dgsr.search.policy import Proposal
 from dgsr.search.tree import Trial
+from tests.ctrl_c import CTRL_C_SHAPES
 
 pytestmark = pytest.mark.timeout(60, method="thread")
 
@@ -173,7 +174,8 @@ def test_constant_fitting_modes(mode, solved):
         assert result.best.expression.constants[0] == pytest.approx(0.7, rel=1e-5)
 
 
-def test_interrupt_returns_what_was_found():
+@pytest.mark.parametrize("shape", CTRL_C_SHAPES, ids=["python", "compiled"])
+def test_interrupt_returns_what_was_found(shape):
     X = _data()
     y = X[:, 0] ** 2
 
@@ -185,7 +187,7 @@ def test_interrupt_returns_what_was_found():
         def propose(self, context, expression, k, rng):
             self.n += 1
             if self.n == 20:
-                raise KeyboardInterrupt
+                shape()
             return super().propose(context, expression, k, rng)
 
     result = run_search(X, y, Interrupting(), rng=0)

@@ -39,6 +39,7 @@ from typing import Any, NoReturn
 
 from dgsr.cli import example, fit, predict
 from dgsr.cli.errors import CLIError
+from dgsr.core.interrupts import is_interrupt
 
 __all__ = ["PLUGINS", "CLIError", "build_parser", "main"]
 
@@ -78,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dgsr: error: {message}", file=sys.stderr)
         return 2
     except Exception as err:  # a bug: still one line (DGSR_TRACEBACK=1 shows where)
+        if is_interrupt(err):  # a Ctrl-C that arrived while compiled code was returning
+            print("dgsr: interrupted", file=sys.stderr)
+            return 130
         if os.environ.get("DGSR_TRACEBACK"):
             raise
         print(f"dgsr: error: {type(err).__name__}: {err} (set DGSR_TRACEBACK=1 for the traceback)",

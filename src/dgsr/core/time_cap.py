@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from dgsr.core.interrupts import raised_as
+
 T = TypeVar("T")
 
 RETRY_S = 0.05
@@ -62,7 +64,9 @@ def run_capped(fn: Callable[[], T], seconds: float) -> tuple[bool, T | None]:
                 finished = True
             finally:
                 _lift(armed, previous)
-        except _Alarm:
+        except (_Alarm, SystemError) as err:
+            if not raised_as(err, _Alarm):
+                raise
             finished, value = False, None
     finally:
         if outer > 0:  # someone else's timer was pending: put it back with the time it had left

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from dgsr.core.display import FrontTable, equation_text
 from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import front_scores
 from dgsr.core.simplify import complexity, round_floats, simplify
 from dgsr.estimator.front import FrontEntry, front_row
@@ -38,8 +39,8 @@ def equations_table(est: Any, entries: list[FrontEntry], start: float) -> pd.Dat
     names = est.selected_features_
     try:
         return front_table(entries, est.expressions_, est._scaling, names, seconds)
-    except KeyboardInterrupt:
-        if est._interrupted:
+    except INTERRUPTS as err:
+        if est._interrupted or not is_interrupt(err):
             raise
         note_interrupt(est, "simplification", "the constants are final")
         return front_table(entries, est.expressions_, est._scaling, names, 0.0)

@@ -20,6 +20,7 @@ import numpy as np
 from dgsr.core.evaluate import as_columns, weighted_mean, weighted_var
 from dgsr.core.exponent_scaling import Scaling, fit_scaling
 from dgsr.core.expression import Expression
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import non_dominated, select
 from dgsr.estimator.cross_validation import (
     CV_MAX_ROWS,
@@ -233,7 +234,9 @@ def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.n
     try:
         errors, spent = out_of_fold_errors([e.expression for e in entries], as_columns(X), y, labels, rng, w,
                                            max_evaluations=evals_left)
-    except KeyboardInterrupt:  # Ctrl-C while cross-validating: the training-loss rule picks
+    except INTERRUPTS as err:  # Ctrl-C while cross-validating: the training-loss rule picks
+        if not is_interrupt(err):
+            raise
         note_interrupt(est, "cross-validation", "the 'balanced' rule picks on training loss", stacklevel=5)
         return SearchOutcome(entries)
     est.n_evaluations_ += spent

@@ -16,6 +16,7 @@ import numpy as np
 from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import weighted_var
 from dgsr.core.expression import Expression
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.estimator.front import FrontEntry, front_entry, tidy_constants
 from dgsr.estimator.interrupts import note_interrupt
 
@@ -40,7 +41,9 @@ def polish(est: Any, exprs: list[Expression], columns: np.ndarray, y: np.ndarray
             try:
                 expr, evals_left = _polish_one(est, expr, columns, y, rng, start, w, y_var, evals_left,
                                                len(exprs) - i)
-            except KeyboardInterrupt:  # Ctrl-C while polishing: keep what was searched
+            except INTERRUPTS as err:  # Ctrl-C while polishing: keep what was searched
+                if not is_interrupt(err):
+                    raise
                 note_interrupt(est, "constant polishing", "the remaining constants are as the search found them",
                                stacklevel=6)
         entries.append(front_entry(expr, columns, y, y_var, w))

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from dgsr.core.files import atomic_write_text
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
 from dgsr.search.workers import BACKENDS, check_backend, start_ray
@@ -183,7 +184,9 @@ def drive(controller: Controller, trainer: TrainerHandle, executor: Executor, *,
                 if (controller.completed % config.checkpoint_every == 0
                         or time.perf_counter() - last_checkpoint[0] >= every):
                     checkpoint()
-    except KeyboardInterrupt:
+    except INTERRUPTS as err:
+        if not is_interrupt(err):
+            raise
         reason = "interrupted"
         for spec in in_flight.values():  # lost with their workers: they run again after --resume
             controller.requeue(spec)

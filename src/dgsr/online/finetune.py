@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dgsr.core.budget import Budget
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult
 from dgsr.search.results import history_point
@@ -81,7 +82,9 @@ def finetune_search(X: np.ndarray, y: np.ndarray, policy: Any, *, config: Search
             if outcome.error is not None and budget.evaluations == spent_before:
                 reason = "error"  # a trial that cannot even start would loop forever
                 break
-    except KeyboardInterrupt:
+    except INTERRUPTS as err:
+        if not is_interrupt(err):
+            raise
         reason = "interrupted"
     entry = archive.best()
     result = SearchResult(archive=archive, best=entry, n_evaluations=budget.evaluations,

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dgsr.core.budget import Budget
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.collector import fewer_collections
 from dgsr.search.config import CONSTANT_FITTING_MODES, SearchConfig
@@ -131,7 +132,9 @@ def run_search(
                 idle = idle + 1 if search.record.evaluations == 0 else 0
                 if stop_reason is None and config.max_idle_trials is not None and idle >= config.max_idle_trials:
                     stop_reason = "exhausted"
-    except KeyboardInterrupt:
+    except INTERRUPTS as err:
+        if not is_interrupt(err):
+            raise
         stop_reason = "interrupted"
     record_history(len(trials))
     if stop_reason is None:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from dgsr.core.budget import Budget
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 from dgsr.search.policy import Policy
@@ -272,7 +273,9 @@ def run_parallel_search(
                     break
                 if merger.reasons[-1] == "exhausted":  # another unit would search the same small space
                     break
-        except KeyboardInterrupt:
+        except INTERRUPTS as err:
+            if not is_interrupt(err):
+                raise
             interrupted = True
         left = time_left()
         return merger.result(interrupted, left is not None and left <= 0)
@@ -310,7 +313,9 @@ def run_parallel_search(
                     exhausted = True  # no more units: another would search the same small space
             if merger.done():
                 break
-    except KeyboardInterrupt:
+    except INTERRUPTS as err:
+        if not is_interrupt(err):
+            raise
         interrupted = True
     finally:
         runner.close(busy=bool(in_flight))
