@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt, raised_as
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt, raised_as, watching_ctrl_c
 from dgsr.core.time_cap import can_cap, run_capped
 from tests.ctrl_c import CTRL_C_SHAPES
 
@@ -85,3 +85,68 @@ def test_a_system_error_that_is_not_the_alarm_leaves_the_capped_call():
 
     with pytest.raises(SystemError, match="a bug"):
         run_capped(broken, 5.0)
+
+
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler for the test (a runner started in the background has SIGINT
+    ignored, and then Python installs none)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def _swallowed_ctrl_c() -> None:
+    """A Ctrl-C whose KeyboardInterrupt never reaches the caller (as in a finalizer)."""
+    try:
+        signal.raise_signal(signal.SIGINT)
+    except KeyboardInterrupt:
+        pass
+
+
+def test_the_watch_notes_a_ctrl_c_whose_exception_was_lost(python_sigint_handler):
+    with watching_ctrl_c() as watch:
+        assert not watch.seen
+        _swallowed_ctrl_c()
+    assert watch.seen
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_the_watch_still_raises_keyboard_interrupt(python_sigint_handler):
+    with pytest.raises(KeyboardInterrupt), watching_ctrl_c():
+        signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_watch_leaves_a_program_s_own_handler_alone():
+    calls = []
+    before = signal.signal(signal.SIGINT, lambda *_: calls.append(1))
+    try:
+        with watching_ctrl_c() as watch:
+            signal.raise_signal(signal.SIGINT)
+        assert calls == [1] and not watch.seen
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def test_a_search_stops_at_a_ctrl_c_whose_exception_was_lost(python_sigint_handler):
+    import numpy as np
+
+    from dgsr.core.budget import Budget
+    from dgsr.policies.random import RandomPolicy
+    from dgsr.search.mcts import run_search
+
+    class LosesACtrlC(RandomPolicy):
+        calls = 0
+
+        def propose(self, context, expression, k, rng):
+            type(self).calls += 1
+            if type(self).calls == 5:
+                _swallowed_ctrl_c()
+            return super().propose(context, expression, k, rng)
+
+    X = np.random.default_rng(0).uniform(1, 3, size=(80, 2))
+    result = run_search(X, X[:, 0] * X[:, 1] + np.sin(X[:, 1]), LosesACtrlC(), rng=0,
+                        budget=Budget(max_evaluations=200_000))
+    assert result.stop_reason == "interrupted"
+    assert LosesACtrlC.calls == 5 and result.archive.front()

@@ -13,9 +13,19 @@ first Ctrl-C into "stop and keep the best so far" catches both, and lets anythin
         if not is_interrupt(err):
             raise
         ...
+
+A ``KeyboardInterrupt`` can also be lost: raised inside a garbage-collector callback or a
+finalizer, Python prints and drops it. :func:`watching_ctrl_c` notes every Ctrl-C besides
+raising it, so a loop that checks the note stops even then.
 """
 
 from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 INTERRUPTS: tuple[type[BaseException], ...] = (KeyboardInterrupt, SystemError)
 """The exception types a Ctrl-C can arrive as; narrow them with :func:`is_interrupt`."""
@@ -39,3 +49,33 @@ def raised_as(err: BaseException | None, kind: type[BaseException]) -> bool:
         err = err.__cause__ if err.__cause__ is not None else err.__context__
         seen += 1
     return False
+
+
+@dataclass
+class CtrlCWatch:
+    """What :func:`watching_ctrl_c` saw: ``seen`` turns True at the first Ctrl-C."""
+
+    seen: bool = False
+
+
+@contextlib.contextmanager
+def watching_ctrl_c() -> Iterator[CtrlCWatch]:
+    """Note every Ctrl-C while the block runs, and raise ``KeyboardInterrupt`` as Python's own
+    handler does. Only where that handler is the one installed, in the main thread: a program
+    (or an outer watch) with its own SIGINT handler keeps it, and ``seen`` then stays False."""
+    watch = CtrlCWatch()
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield watch
+        return
+
+    def note_and_raise(signum, frame):
+        watch.seen = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note_and_raise)
+    try:
+        yield watch
+    finally:
+        if signal.getsignal(signal.SIGINT) is note_and_raise:  # someone else's since: leave theirs
+            signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dgsr.core.budget import Budget
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
+from dgsr.core.interrupts import INTERRUPTS, is_interrupt, watching_ctrl_c
 from dgsr.core.pareto import ParetoArchive
 from dgsr.search.collector import fewer_collections
 from dgsr.search.config import CONSTANT_FITTING_MODES, SearchConfig
@@ -108,7 +108,10 @@ def run_search(
                                        evaluator.best_size, trial))
 
     try:
-        with fewer_collections():  # the search's objects live as long as it does
+        # Fewer collections: the search's objects live as long as it does. A Ctrl-C raises
+        # KeyboardInterrupt (caught below); the watch also stops the search when that exception
+        # was lost, raised in a garbage-collector callback or a finalizer.
+        with fewer_collections(), watching_ctrl_c() as ctrl_c:
             while stop_reason is None:
                 trial = len(trials)
                 if config.max_trials is not None and trial >= config.max_trials:
@@ -119,7 +122,7 @@ def run_search(
                 trials.append(search.record)
                 fit_now = config.constant_fitting == "all"
                 while search.iterations < config.iterations_per_trial:
-                    stop_reason = budget.exhausted(evaluator.best_r2)
+                    stop_reason = "interrupted" if ctrl_c.seen else budget.exhausted(evaluator.best_r2)
                     if stop_reason is not None or search.root.terminal:
                         break
                     search.iterate(fit_now)
