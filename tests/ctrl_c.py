@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 def ctrl_c() -> None:
     """What the SIGINT handler raises in Python code."""
@@ -21,3 +24,16 @@ def ctrl_c_through_compiled_code() -> None:
 
 CTRL_C_SHAPES = [ctrl_c, ctrl_c_through_compiled_code]
 """Both shapes, for ``pytest.mark.parametrize``."""
+
+
+def interrupted_at_call(real: Callable[..., Any], n: int, shape: Callable[[], None]) -> Callable[..., Any]:
+    """``real``, except that its ``n``-th call meets a Ctrl-C of ``shape`` instead of running;
+    the wrapper's ``calls`` counts the calls."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        wrapper.calls += 1
+        if wrapper.calls == n:
+            shape()
+        return real(*args, **kwargs)
+
+    wrapper.calls = 0
+    return wrapper

@@ -10,7 +10,7 @@ from dgsr import SymbolicRegressor
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.policy import NeuralPolicy
-from tests.ctrl_c import CTRL_C_SHAPES
+from tests.ctrl_c import CTRL_C_SHAPES, interrupted_at_call
 
 
 def _data():
@@ -53,15 +53,8 @@ def test_finetune_with_the_random_policy_warns_and_searches():
 def test_ctrl_c_between_finetuned_trials_returns_the_best_so_far(monkeypatch, shape):
     from dgsr.online import finetune
 
-    real, calls = finetune.run_trial, []
-
-    def second_trial_interrupted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            shape()
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(finetune, "run_trial", second_trial_interrupted)
+    run_trial = interrupted_at_call(finetune.run_trial, 2, shape)
+    monkeypatch.setattr(finetune, "run_trial", run_trial)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     X, y = _data()
@@ -70,5 +63,5 @@ def test_ctrl_c_between_finetuned_trials_returns_the_best_so_far(monkeypatch, sh
                             constant_fitting="never", random_state=0)
     with pytest.warns(UserWarning, match="Interrupted"):
         est.fit(X, y)
-    assert len(calls) == 2 and est.stop_reason_ == "interrupted"
+    assert run_trial.calls == 2 and est.stop_reason_ == "interrupted"
     assert len(est.equations_) >= 1 and np.isfinite(est.predict(X)).all()

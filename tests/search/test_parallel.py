@@ -12,7 +12,7 @@ from dgsr.core.parser import parse
 from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.search import parallel
 from dgsr.search.mutations import Mutation
-from tests.ctrl_c import CTRL_C_SHAPES
+from tests.ctrl_c import CTRL_C_SHAPES, interrupted_at_call
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 
@@ -213,20 +213,13 @@ def test_ctrl_c_between_units_keeps_the_units_done(monkeypatch, shape):
     from dgsr.policies.random import RandomPolicy
     from dgsr.search.mcts import SearchConfig
 
-    real, calls = parallel._run_unit, []
-
-    def second_unit_interrupted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 2:
-            shape()
-        return real(*args, **kwargs)
-
+    run_unit = interrupted_at_call(parallel._run_unit, 2, shape)
     monkeypatch.setattr(parallel, "UNIT_EVALUATIONS", 500)
-    monkeypatch.setattr(parallel, "_run_unit", second_unit_interrupted)
+    monkeypatch.setattr(parallel, "_run_unit", run_unit)
     X = np.random.default_rng(0).uniform(1, 3, size=(60, 2))
     result = parallel.run_parallel_search(X, X[:, 0] * X[:, 1], RandomPolicy(), config=SearchConfig(),
                                           rng=np.random.default_rng(0), budget=Budget(max_evaluations=2000),
                                           n_jobs=1)
-    assert len(calls) == 2
+    assert run_unit.calls == 2
     assert result.stop_reason == "interrupted"
     assert result.archive.front() and 0 < result.n_evaluations <= 500 + 1e-9
