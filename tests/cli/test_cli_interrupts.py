@@ -12,7 +12,7 @@ import pytest
 import dgsr.cli.app as cli
 import dgsr.search.tree as search
 from dgsr.estimator import display, polish, regressor
-from tests.ctrl_c import CTRL_C_SHAPES
+from tests.ctrl_c import CTRL_C_SHAPES, interrupted_at_call
 
 pytestmark = pytest.mark.timeout(120, method="thread")
 
@@ -82,16 +82,8 @@ def test_ctrl_c_during_tidying_still_writes_the_outputs(tmp_path, table, capsys,
 
 @ctrl_c_shapes
 def test_ctrl_c_during_the_search_writes_the_best_so_far(tmp_path, table, capsys, monkeypatch, shape):
-    real = search.Trial.iterate
-    count = [0]
-
-    def iterate(self, fit):
-        count[0] += 1
-        if count[0] == 10:  # well inside the 600 evaluations (rounding can end a search near 30)
-            shape()
-        return real(self, fit)
-
-    monkeypatch.setattr(search.Trial, "iterate", iterate)
+    # The 10th iteration: well inside the 600 evaluations (rounding can end a search near 30).
+    monkeypatch.setattr(search.Trial, "iterate", interrupted_at_call(search.Trial.iterate, 10, shape))
     monkeypatch.setattr(polish, "fit_constants", lambda *a, **k: pytest.fail("polished after Ctrl-C"))
     err = _fit_and_check(table, tmp_path / "run", capsys)
     assert "during the search" in err

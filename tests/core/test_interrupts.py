@@ -12,17 +12,11 @@ from dgsr.core.time_cap import can_cap, run_capped
 from tests.ctrl_c import CTRL_C_SHAPES
 
 
-def _caught(fn) -> BaseException:
-    try:
-        fn()
-    except BaseException as err:  # noqa: BLE001 - the point is to look at what arrives
-        return err
-    raise AssertionError("did not raise")
-
-
 @pytest.mark.parametrize("shape", CTRL_C_SHAPES)
 def test_both_shapes_of_a_ctrl_c_are_interrupts_and_are_caught_by_the_tuple(shape):
-    err = _caught(shape)
+    with pytest.raises(BaseException) as caught:
+        shape()
+    err = caught.value
     assert is_interrupt(err)
     assert isinstance(err, INTERRUPTS)
 
