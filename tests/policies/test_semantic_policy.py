@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import sympy
 
+from dgsr.core import jit
 from dgsr.core.budget import Budget
 from dgsr.core.evaluate import as_columns, evaluate
 from dgsr.core.expression import Expression
@@ -411,3 +412,28 @@ def test_the_candidates_constants_are_the_weighted_least_squares_ones():
         assert sse == pytest.approx(float(w @ (y - want_c * b - want_d) ** 2), rel=1e-6)
         assert sse0 == pytest.approx(float(w @ (y - want_c0 * b) ** 2), rel=1e-6)
         assert syy == pytest.approx(float(w @ y**2), rel=1e-12)
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+def test_the_compiled_match_table_equals_numpys_bit_for_bit(monkeypatch):
+    # Undefined entries too: a constant operand (no spread), a target with under 5 rows weighted,
+    # one with no spread, a non-finite target row and a zero denominator.
+    from types import SimpleNamespace
+
+    from dgsr.policies.semantic import matching
+
+    rng = np.random.default_rng(5)
+    columns = rng.normal(size=(2, 100))
+    values = np.vstack([columns, columns[0] * columns[1], np.sin(columns[0]), np.exp(columns[1]), np.full(100, 2.0)])
+    lib = SimpleNamespace(values=values, squares=values**2)  # what the matching reads of a library
+    targets = rng.normal(size=(7, 100)) + 3.0 * columns[0]
+    targets[1] = 4.0
+    targets[2, 10] = np.nan
+    weights = rng.uniform(0.0, 2.0, size=(7, 100))
+    weights[3, 4:] = 0.0
+    denominator = np.array([[1.0], [2.0], [0.5], [1.0], [0.0], [np.inf], [3.0]])
+    compiled = matching.match_operands(targets, weights, lib, denominator)
+    monkeypatch.setattr(matching, "_match_table_jit", None)
+    reference = matching.match_operands(targets, weights, lib, denominator)
+    np.testing.assert_array_equal(compiled.match, reference.match)
+    assert np.isneginf(compiled.match[[1, 3]]).all() and np.isfinite(compiled.match[0]).any()

@@ -39,3 +39,16 @@ def test_masked_rows_weigh_nothing_and_no_row_weighs_more_than_a_thousand_median
     assert out[0, 3] == 0.0 and out[0, 5] == 0.0 and out[1, 8] == 0.0
     assert out[1, 7] == 1e3  # capped at 1,000 times the median weight (1)
     assert np.all(out[0, [0, 1, 2, 4, 6]] == 1.0)
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+@pytest.mark.parametrize("levels", [2, 5, 1000])
+def test_compiled_medians_of_long_rows_with_many_ties_equal_the_numpy_definition(levels):
+    # The policy's rows are 100 long; few distinct values make the selection's partitions unequal.
+    rng = np.random.default_rng(levels)
+    targets = rng.integers(0, levels, (30, 257)).astype(float) * 0.5
+    weights = rng.integers(1, levels + 1, (30, 257)).astype(float)
+    targets[3, ::7] = np.nan
+    weights[4, ::5] = 0.0
+    targets[5, 11] = 1e9  # far outside its row's bulk
+    np.testing.assert_array_equal(clean_weights(weights, targets), clean_weights_numpy(weights, targets))

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgsr.core.expression import Expression, subtree_end
-from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
+from dgsr.core.expression import Expression
+from dgsr.core.operators import ARITY, BINARY, TRANSCENDENTAL, UNARY
 
 MAX_SIZE = 60
 REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)
@@ -99,10 +99,19 @@ def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | N
     if expr.size > max_size:
         return "too_large"
     symbols = expr.symbols
-    for i, s in enumerate(symbols):
-        # One subtree's end, not the child's whole subtree_ends table (most children never need it).
-        if s in TRANSCENDENTAL and any(t in TRANSCENDENTAL for t in symbols[i + 1:subtree_end(symbols, i + 1)]):
-            return "nested_transcendental"
+    # One forward scan: ``open`` counts the subtrees still to be read below the outermost
+    # transcendental node met (0: outside any), so a transcendental met while it is positive is
+    # nested. A candidate check, on every child the search builds: no per-node slices.
+    arity, transcendental = ARITY.get, TRANSCENDENTAL
+    open_ = 0
+    for s in symbols:
+        if s in transcendental:
+            if open_:
+                return "nested_transcendental"
+            open_ = 1  # its operand's subtree
+            continue
+        if open_:
+            open_ += arity(s, 0) - 1
     return None
 
 

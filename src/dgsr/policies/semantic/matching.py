@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dgsr.core import jit
 from dgsr.policies.semantic.operand_library import OperandLibrary
 
 
@@ -67,12 +68,42 @@ def match_operands(targets: np.ndarray, weights: np.ndarray, lib: OperandLibrary
         sxx = weights @ lib.squares.T
         sxy = wt @ lib.values.T
         var_y = syy - sy * sy / n
-        var_x = sxx - sx * sx / n
-        cov = sxy - sx * sy / n
-        sse = var_y - cov * cov / var_x
         denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), (len(targets), 1))
-        match = -np.log10(np.clip(sse / denominator, 1e-12, 1.0))
-        counts = (weights > 0).sum(axis=1, keepdims=True)
-        bad = ~(np.isfinite(match) & (var_x > 1e-12 * sxx) & (var_y > 0) & (counts >= 5))
+        counts = (weights > 0).sum(axis=1)
+        if _match_table_jit is not None:
+            # The elementwise table in one compiled pass (the same operations in the same order,
+            # so the same values): it cost twice the three products in numpy's many passes.
+            ratio = np.empty(sx.shape)
+            bad = np.empty(sx.shape, dtype=np.bool_)
+            _match_table_jit(var_y[:, 0], np.ascontiguousarray(n[:, 0]), np.ascontiguousarray(sy[:, 0]),
+                             np.ascontiguousarray(denominator[:, 0]), counts, sx, sxx, sxy, ratio, bad)
+            match = -np.log10(ratio)  # numpy's log10 (the reference's), not libm's
+        else:
+            var_x = sxx - sx * sx / n
+            cov = sxy - sx * sy / n
+            sse = var_y - cov * cov / var_x
+            match = -np.log10(np.clip(sse / denominator, 1e-12, 1.0))
+            bad = ~(np.isfinite(match) & (var_x > 1e-12 * sxx) & (var_y > 0) & (counts[:, None] >= 5))
         match[bad] = -np.inf
     return OperandFit(match, n, sy, syy, var_y, denominator, sx, sxx, sxy)
+
+
+def _match_table(var_y, n, sy, denominator, counts, sx, sxx, sxy, ratio, bad):  # pragma: no cover - compiled below
+    """:func:`match_operands`' elementwise numpy lines before the ``log10``: the clipped share of
+    the target left unexplained into ``ratio``, and which entries are undefined into ``bad``."""
+    for t in range(sx.shape[0]):
+        vy, nt, syt, den = var_y[t], n[t], sy[t], denominator[t]
+        few = counts[t] < 5 or not vy > 0
+        for j in range(sx.shape[1]):
+            x, xx = sx[t, j], sxx[t, j]
+            var_x = xx - x * x / nt
+            cov = sxy[t, j] - x * syt / nt
+            r = (vy - cov * cov / var_x) / den
+            undefined = np.isnan(r)
+            if not undefined:  # np.clip: NaN stays NaN
+                r = min(max(r, 1e-12), 1.0)
+            ratio[t, j] = r
+            bad[t, j] = few or undefined or not var_x > 1e-12 * xx
+
+
+_match_table_jit = jit.compile_kernel(_match_table)

@@ -58,17 +58,30 @@ def _median(values, mask, buffer):  # pragma: no cover - compiled below
             k += 1
     if k == 0:
         return np.nan
-    # Shell sort (gaps of Ciura): the selected element is the same whatever the sort, and numba
-    # compiles np.sort's generic quicksort for several seconds on a user's first fit.
-    for gap in (57, 23, 10, 4, 1):
-        for i in range(gap, k):
-            value = buffer[i]
-            j = i
-            while j >= gap and buffer[j - gap] > value:
-                buffer[j] = buffer[j - gap]
-                j -= gap
-            buffer[j] = value
-    return buffer[(k - 1) // 2]
+    # Quickselect (Hoare's partition, middle pivot): the lower middle in linear time, the same
+    # element whatever the method; numba compiles np.sort's or np.partition's generic code for
+    # several seconds on a user's first fit.
+    want = (k - 1) // 2
+    lo, hi = 0, k - 1
+    while lo < hi:
+        pivot = buffer[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:
+            while buffer[i] < pivot:
+                i += 1
+            while buffer[j] > pivot:
+                j -= 1
+            if i <= j:
+                buffer[i], buffer[j] = buffer[j], buffer[i]
+                i += 1
+                j -= 1
+        if want <= j:
+            hi = j
+        elif want >= i:
+            lo = i
+        else:
+            break
+    return buffer[want]
 
 
 def _clean_weights(weights, targets, out):  # pragma: no cover - compiled below
