@@ -38,6 +38,8 @@ _FTOL = 1.5e-8
 _EXACT = 1e-26
 # Initial damping relative to the largest diagonal entry of J^T J (Madsen, Nielsen & Tingleff 2004).
 _TAU = 1e-3
+#: The loop's settings as the compiled kernels take them (keyword arguments).
+INNER_FIT_TOLERANCES = {"tau": _TAU, "ftol": _FTOL, "exact": _EXACT, "rel_tol": _REL_TOL}
 
 
 @dataclass(frozen=True)

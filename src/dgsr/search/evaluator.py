@@ -13,12 +13,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dgsr.core import jit, jit_scoring
+from dgsr.core import jit, jit_child, jit_scoring
 from dgsr.core.budget import Budget
 from dgsr.core.constants import DEFAULT_METHOD, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
 from dgsr.core.expression import Expression
-from dgsr.core.inner_fit import fit_inner_constants
+from dgsr.core.inner_fit import INNER_FIT_TOLERANCES, fit_inner_constants
 from dgsr.core.linear_terms import (
     additive_terms,
     first_occurrences,
@@ -78,15 +78,40 @@ class Evaluator:
             return self.score(expr, False, key), expr
         form = self.fitted_forms.get(key)
         if form is None:
+            if self.compiled and not expr.is_empty:
+                child = jit_child.fit_and_score(
+                    expr.symbols, expr.constants, self.fit_columns, self.fit_y, self.config.inner_fit_steps,
+                    self.columns, self.y, linear_terms=self.config.linear_terms and self.y_var > 0,
+                    max_size=self.config.max_size, **INNER_FIT_TOLERANCES)
+                if child.score is not None:  # else collinear terms: the least-squares path below
+                    return self._child_scored(expr, key, child)
             fit = fit_inner_constants(expr, self.fit_columns, self.fit_y, steps=self.config.inner_fit_steps)
             if fit.passes == 0:  # no inner constants: nothing was fitted (and nothing to remember)
                 return self.score(expr, False, key), expr
-            self.budget.add(fit.passes * self.fit_y.shape[0] / self.n * self.weight)
-            form = fit.expression
-            if len(self.fitted_forms) >= self.config.cache_size:
-                self.fitted_forms.clear()
-            self.fitted_forms[key] = form
+            form = self._fitted_form(key, fit.expression, fit.passes)
         return self.score(form, False), form
+
+    def _child_scored(self, expr: Expression, key: tuple, child: jit_child.ChildScore) -> tuple[float, Expression]:
+        """:meth:`score_child` from the compiled call's results: the same steps, caches and counts
+        as the fit followed by :meth:`score`, with the scoring already done."""
+        if child.passes:
+            form = expr if child.constants is None else Expression._trusted(expr.symbols, child.constants)
+            expr = self._fitted_form(key, form, child.passes)
+            key = expr.key()
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit, expr
+        r2 = self._score_compiled(expr, child)
+        self._remember(key, r2)
+        return r2, expr
+
+    def _fitted_form(self, key: tuple, form: Expression, passes: int) -> Expression:
+        """Count an inner fit of ``passes`` passes and remember its ``form`` for the child ``key``."""
+        self.budget.add(passes * self.fit_y.shape[0] / self.n * self.weight)
+        if len(self.fitted_forms) >= self.config.cache_size:
+            self.fitted_forms.clear()
+        self.fitted_forms[key] = form
+        return form
 
     def score(self, expr: Expression, fit: bool, key: tuple | None = None) -> float:
         """R² of ``expr`` (constants fitted first when ``fit`` and it has any); -inf if invalid.
@@ -124,24 +149,32 @@ class Evaluator:
                 pred = evaluate_columns(expr, self.columns)
                 self.budget.add(self.weight)
                 r2 = self._score_prediction(expr, pred)
+        self._remember(key, r2)
+        return r2
+
+    def _remember(self, key: tuple, r2: float) -> None:
         if len(self.cache) >= self.config.cache_size:
             self.cache.clear()
             self.fitted.clear()
         self.cache[key] = r2
-        return r2
 
-    def _score_compiled(self, expr: Expression) -> float:
+    def _score_compiled(self, expr: Expression, child: jit_child.ChildScore | None = None) -> float:
         """:meth:`score`'s unfitted branch in one compiled call (:func:`jit_scoring.score_sum`):
-        the same values up to rounding; unweighted rows only."""
-        encoded = jit_scoring.encode_sum(expr.symbols)
-        fit_terms = (self.config.linear_terms and encoded.varying.shape[0] >= 2
-                     and encoded.varying_size <= self.config.max_size and self.y_var > 0)
-        result = jit_scoring.score_sum(encoded, expr.constants, self.columns, self.y, fit_terms)
+        the same values up to rounding; unweighted rows only. ``child``: that call's results
+        already computed with the child's inner fit (:func:`jit_child.fit_and_score`)."""
+        if child is None:
+            encoded = jit_scoring.encode_sum(expr.symbols)
+            fit_terms = (self.config.linear_terms and encoded.varying.shape[0] >= 2
+                         and encoded.varying_size <= self.config.max_size and self.y_var > 0)
+            result = jit_scoring.score_sum(encoded, expr.constants, self.columns, self.y, fit_terms)
+            varying, lengths = encoded.varying, encoded.lengths
+        else:
+            result, fit_terms, varying, lengths = child.score, child.fit_terms, child.varying, child.lengths
         self.budget.add(self.weight)
         r2 = self._score_moments(expr, result.mean, result.var, result.cov)
         if not fit_terms or result.status == jit_scoring.FIT_NON_FINITE:
             return r2
-        used = encoded.varying[result.distinct]
+        used = varying[result.distinct]
         if result.status == jit_scoring.FIT_COLLINEAR:  # numpy's minimum-norm least squares
             fit = fit_term_weights(result.values[used], self.y)
             if fit is None:
@@ -157,7 +190,7 @@ class Evaluator:
             terms = additive_terms(expr)
             return weighted_sum([terms[i][1] for i in used], weights, intercept)
 
-        self._offer_built(int(encoded.lengths[used].sum()) + 3 * len(used) + 1, terms_r2, mse, build)
+        self._offer_built(int(lengths[used].sum()) + 3 * len(used) + 1, terms_r2, mse, build)
         return max(r2, terms_r2)
 
     def _score_prediction(self, expr: Expression, pred: np.ndarray) -> float:

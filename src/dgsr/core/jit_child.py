@@ -1,0 +1,103 @@
+"""A new child's inner fit and its scoring in one compiled call.
+
+Every child the search builds goes through the same chain: its structure taken apart
+(:func:`dgsr.core.jit_structure.structure`), its inner-fit model built and fitted on the fitting
+rows (:func:`dgsr.core.jit_structure.fit_structure`), then the fitted form scored on all rows
+(:func:`dgsr.core.jit_scoring.score_sum`). As four compiled calls with the Python between them
+(argument checks, the result objects, the structure's memo) that chain cost about 35
+microseconds a child beside the kernels' own work, at about 270 a child in all
+(docs/notes/speed_plan.md, 0.8.6). :func:`fit_and_score` makes it one call that runs the same
+kernels in the same order, so its numbers are theirs, bit for bit; the evaluator keeps its
+caches, its budget and its archive offers in Python, as before.
+
+Like the other kernels this needs numba (:data:`dgsr.core.jit.AVAILABLE`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dgsr.core import jit, jit_scoring, jit_structure
+
+#: :attr:`ChildScore.fit_status` when the expression has no inner constant (nothing was fitted).
+NOT_FITTED = -1
+
+
+@dataclass(frozen=True)
+class ChildScore:
+    """What :func:`fit_and_score` found for one child.
+
+    ``fit_status``: :data:`NOT_FITTED`, or the inner fit's status (0 done, 1 a term non-finite
+    on a fitting row, :data:`dgsr.core.jit_structure.COLLINEAR`: nothing else was computed, the
+    caller takes the least-squares path); ``passes``: the fit's passes over the fitting rows;
+    ``constants``: the fitted constants when the fit improved the child, else None. ``score``:
+    the scoring of that form on all rows (None when the fit was collinear), and ``varying``,
+    ``varying_size``, ``lengths`` its structure's fields (:class:`dgsr.core.jit_scoring.EncodedSum`).
+    """
+
+    fit_status: int
+    passes: int
+    constants: tuple[float, ...] | None
+    score: jit_scoring.SumScore | None
+    varying: np.ndarray
+    varying_size: int
+    lengths: np.ndarray
+    fit_terms: bool
+
+
+def _fit_and_score(codes, theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y, linear_terms,
+                   max_size):  # pragma: no cover - compiled below
+    """:func:`fit_and_score`'s chain of kernels; ``theta`` is overwritten with the fitted constants."""
+    (ops, args, spans, inner, sum_ops, sum_args, starts, depth, signs, lengths, varying,
+     varying_size) = jit_structure._analyse_jit(codes)
+    passes = 0
+    fit_status = NOT_FITTED
+    improved = False
+    if inner > 0 and steps > 0:
+        model_ops, model_args, params, weights_at, child_back, model_back = jit_structure._model_jit(
+            ops, args, spans, theta)
+        best, improved, passes, fit_status = jit._fit_jit(model_ops, model_args, params, weights_at, fit_columns,
+                                                          fit_y, steps, tau, ftol, exact, rel_tol)
+        if fit_status == jit_structure.COLLINEAR:
+            improved = False
+        elif improved:
+            for i in range(child_back.shape[0]):
+                theta[child_back[i]] = best[model_back[i]]
+    m = starts.shape[0] - 1
+    values = np.empty((m, columns.shape[1]))
+    weights = np.zeros(varying.shape[0])
+    kept = np.ones(varying.shape[0], dtype=np.int64)
+    fit_terms = linear_terms and varying.shape[0] >= 2 and varying_size <= max_size
+    mean = var = cov = intercept = mse = 0.0
+    status = jit_scoring.FIT_SKIPPED
+    if fit_status != jit_structure.COLLINEAR:
+        mean, var, cov, status, intercept, mse = jit_scoring._score_sum_jit(
+            sum_ops, sum_args, starts, signs, varying, depth, theta, columns, y, fit_terms, values, weights, kept)
+    return (fit_status, passes, improved, mean, var, cov, status, intercept, mse, weights, kept, values, varying,
+            varying_size, lengths, fit_terms)
+
+
+_fit_and_score_jit = jit.compile_kernel(_fit_and_score)
+
+
+def fit_and_score(symbols: tuple[str, ...], constants: tuple[float, ...], fit_columns: np.ndarray,
+                  fit_y: np.ndarray, steps: int, columns: np.ndarray, y: np.ndarray, *, linear_terms: bool,
+                  max_size: int, tau: float, ftol: float, exact: float, rel_tol: float) -> ChildScore:
+    """The inner fit of the (non-empty) expression ``symbols``/``constants`` on ``fit_columns``
+    against ``fit_y`` (at most ``steps`` passes; none when it has no inner constant), then the
+    scoring of the result on ``columns`` against ``y`` (:func:`dgsr.core.jit_scoring.score_sum`,
+    its term fit when ``linear_terms`` and at least two varying terms fit ``max_size``). All
+    arrays contiguous float64; compiled only (:data:`dgsr.core.jit.AVAILABLE`)."""
+    theta = np.array(constants, dtype=np.float64) if constants else np.zeros(1)
+    (fit_status, passes, improved, mean, var, cov, status, intercept, mse, weights, kept, values, varying,
+     varying_size, lengths, fit_terms) = _fit_and_score_jit(
+        jit_structure.prefix_codes(symbols), theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y,
+        linear_terms, max_size)
+    fit_status = int(fit_status)
+    score = None
+    if fit_status != jit_structure.COLLINEAR:
+        score = jit_scoring.SumScore(mean, var, cov, int(status), weights, intercept, mse, kept, values)
+    return ChildScore(fit_status, int(passes), tuple(theta.tolist()) if improved else None, score, varying,
+                      int(varying_size), lengths, bool(fit_terms))

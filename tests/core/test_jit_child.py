@@ -1,0 +1,130 @@
+"""core.jit_child: a child's inner fit and scoring in one compiled call give, bit for bit, what
+the separate calls give (the structure, the inner fit of jit_structure, the scoring of
+jit_scoring at the fitted constants), and the search scores every child the same either way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dgsr.core import jit, jit_child, jit_scoring, jit_structure
+from dgsr.core.evaluate import as_columns
+from dgsr.core.expression import Expression
+from dgsr.core.inner_fit import INNER_FIT_TOLERANCES
+from dgsr.core.operators import BINARY, UNARY
+from dgsr.core.parser import parse
+
+pytestmark = [pytest.mark.timeout(300, method="thread"),
+              pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")]
+
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+N_VARS = 3
+constants = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, -2.5]), st.floats(-3, 3, allow_nan=False))
+leaves = st.one_of(st.integers(0, N_VARS - 1).map(Expression.variable), constants.map(Expression.constant))
+trees = st.recursive(leaves, lambda c: st.one_of(
+    st.tuples(st.sampled_from(UNARY), c).map(lambda t: Expression.combine(*t)),
+    st.tuples(st.sampled_from(BINARY), c, c).map(lambda t: Expression.combine(*t))), max_leaves=8)
+sums = st.lists(st.tuples(st.sampled_from(["add", "sub"]), trees), min_size=1, max_size=4).map(
+    lambda parts: _chain(parts + parts[:1]) if len(parts) == 3 else _chain(parts))  # sometimes a repeated term
+
+rng = np.random.default_rng(11)
+X = rng.uniform(0.2, 2.0, size=(200, N_VARS))
+COLUMNS = as_columns(X)
+Y = np.sin(1.3 * X[:, 0] * X[:, 1]) + 0.5 * X[:, 2] + 0.01 * rng.normal(size=200)
+FIT_ROWS = np.sort(rng.choice(200, size=64, replace=False))
+FIT_COLUMNS, FIT_Y = np.ascontiguousarray(COLUMNS[:, FIT_ROWS]), Y[FIT_ROWS]
+
+
+def _chain(parts: list[tuple[str, Expression]]) -> Expression:
+    expr = parts[0][1]
+    for op, term in parts[1:]:
+        expr = Expression.combine(op, expr, term)
+    return expr
+
+
+def _separately(expr: Expression, steps: int, linear_terms: bool, max_size: int):
+    """The chain as the evaluator ran it before: structure, fit, then scoring of the result."""
+    shape = jit_structure.structure(expr.symbols)
+    constants, passes, status = expr.constants, 0, jit_child.NOT_FITTED
+    if shape.inner_count and steps:
+        fitted, passes, status = jit_structure.fit_structure(shape, expr.constants, FIT_COLUMNS, FIT_Y, steps,
+                                                             **INNER_FIT_TOLERANCES)
+        if fitted is not None:
+            constants = tuple(fitted.tolist())
+    if status == jit_structure.COLLINEAR:
+        return status, passes, None, None
+    encoded = jit_scoring.encode_sum(expr.symbols)
+    fit_terms = linear_terms and encoded.varying.shape[0] >= 2 and encoded.varying_size <= max_size
+    score = jit_scoring.score_sum(encoded, constants, COLUMNS, Y, fit_terms)
+    return status, passes, None if constants is expr.constants else constants, score
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (np.isnan(a) and np.isnan(b))
+
+
+@SETTINGS
+@given(sums, st.sampled_from([0, 1, 4]), st.booleans(), st.sampled_from([60, 12]))
+def test_one_call_gives_what_the_separate_calls_give(expr, steps, linear_terms, max_size):
+    got = jit_child.fit_and_score(expr.symbols, expr.constants, FIT_COLUMNS, FIT_Y, steps, COLUMNS, Y,
+                                  linear_terms=linear_terms, max_size=max_size, **INNER_FIT_TOLERANCES)
+    status, passes, constants, score = _separately(expr, steps, linear_terms, max_size)
+    assert (got.fit_status, got.passes, got.constants) == (status, passes, constants)
+    if score is None:
+        assert got.score is None
+        return
+    s = got.score
+    assert all(_same(a, b) for a, b in [(s.mean, score.mean), (s.var, score.var), (s.cov, score.cov)])
+    assert s.status == score.status
+    if s.status == jit_scoring.FIT_DONE:
+        assert _same(s.intercept, score.intercept) and _same(s.mse, score.mse)
+        np.testing.assert_array_equal(s.weights, score.weights)
+        np.testing.assert_array_equal(s.kept, score.kept)
+    np.testing.assert_array_equal(s.values, score.values)
+    encoded = jit_scoring.encode_sum(expr.symbols)
+    np.testing.assert_array_equal(got.varying, encoded.varying)
+    np.testing.assert_array_equal(got.lengths, encoded.lengths)
+    assert got.varying_size == encoded.varying_size
+
+
+def test_a_fit_that_finds_the_law_returns_its_constants_and_its_exact_score():
+    expr = parse("2.0*sin(1.0*x0*x1) + x2", ["x0", "x1", "x2"])
+    y = 1.5 * np.sin(1.3 * X[:, 0] * X[:, 1]) + X[:, 2]
+    got = jit_child.fit_and_score(expr.symbols, expr.constants, FIT_COLUMNS, y[FIT_ROWS], 20, COLUMNS, y,
+                                  linear_terms=True, max_size=60, **INNER_FIT_TOLERANCES)
+    assert got.fit_status == 0 and got.passes > 1
+    inner = got.constants[1]  # the frequency (the outer weight 2.0 is the term's own coefficient)
+    assert inner == pytest.approx(1.3, rel=1e-6)
+    assert got.score.status == jit_scoring.FIT_DONE and got.score.mse < 1e-18
+
+
+def test_the_search_scores_every_child_as_the_separate_calls_do(monkeypatch):
+    # The same search through the one call and through the separate calls (each child declined
+    # by the one call, as for collinear terms): the same front and the same evaluations, so the
+    # one call is a speed-up, never a change of what the search sees.
+    from dgsr.core.budget import Budget
+    from dgsr.policies.semantic.policy import SemanticPolicy
+    from dgsr.search.mcts import SearchConfig, run_search
+
+    y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2] ** 2
+    real, calls = jit_child.fit_and_score, []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    def declined(symbols, *args, **kwargs):
+        return jit_child.ChildScore(jit_structure.COLLINEAR, 0, None, None, np.zeros(0, dtype=np.int64), 0,
+                                    np.zeros(0, dtype=np.int64), False)
+
+    def front(one_call):
+        monkeypatch.setattr(jit_child, "fit_and_score", counted if one_call else declined)
+        result = run_search(X, y, SemanticPolicy(), config=SearchConfig(inner_fit_steps=3),
+                            rng=np.random.default_rng(0), budget=Budget(max_evaluations=3000))
+        return result.n_evaluations, [(e.expression.key(), e.mse, e.r2) for e in result.archive.front()]
+
+    assert front(True) == front(False)
+    assert len(calls) > 100
