@@ -22,6 +22,7 @@ import numpy as np
 
 _WARM_ROWS = 64
 _WARM_EVALUATIONS = 300  # enough for every kernel of a default search to run at least once
+_WARM_INNER_FIT_STEPS = 3  # SymbolicRegressor's default inner_fit_steps (any positive count runs the same kernels)
 
 _warmed = False  # this process has run the warm-up (compiled code lives as long as the process)
 
@@ -70,6 +71,7 @@ def warm_up_kernels(announce: Callable[[], Any] | None = None, *, announce_after
 
 
 def _run_warm_up() -> None:
+    from dgsr.core import jit_scoring
     from dgsr.core.budget import Budget
     from dgsr.core.inner_fit import fit_inner_constants
     from dgsr.core.parser import parse
@@ -81,11 +83,15 @@ def _run_warm_up() -> None:
     # Inner constants inside sin and exp, a square and a sum: every path of scoring, inner fit,
     # proposal ranking and the operand library runs.
     y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2] ** 2 + np.exp(-0.5 * X[:, 0])
-    result = run_search(X, y, SemanticPolicy(), config=SearchConfig(), rng=np.random.default_rng(0),
-                        budget=Budget(max_evaluations=_WARM_EVALUATIONS))
+    # With the inner fit as the estimator runs it: each child's fit and scoring is one kernel.
+    result = run_search(X, y, SemanticPolicy(), config=SearchConfig(inner_fit_steps=_WARM_INNER_FIT_STEPS),
+                        rng=np.random.default_rng(0), budget=Budget(max_evaluations=_WARM_EVALUATIONS))
     if result.stop_reason == "interrupted":  # the search caught a Ctrl-C meant for the user's fit
         raise KeyboardInterrupt
     # A term that is 0 on every row (a column of zeros): the inner fit's collinear fallback, which
     # only the data can reach.
+    # The search then scores such a child apart from its fit (jit_child declines collinear terms).
     with_zero_term = parse("sin(1.5*x0) + sin(1.5*x1)", ["x0", "x1"])
-    fit_inner_constants(with_zero_term, np.stack([X[:, 0], np.zeros(_WARM_ROWS)]), y, steps=3)
+    columns = np.stack([X[:, 0], np.zeros(_WARM_ROWS)])
+    fit_inner_constants(with_zero_term, columns, y, steps=3)
+    jit_scoring.score_sum(jit_scoring.encode_sum(with_zero_term.symbols), with_zero_term.constants, columns, y, True)
