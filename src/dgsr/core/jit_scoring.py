@@ -106,13 +106,18 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
         y_mean += y[r]
     y_mean /= n
     pred = stack[0]  # reused as the signed sum's buffer
+    # Term by term over all rows (the row loops vectorise; per row the same additions in the
+    # same order as a row at a time), then the total in row order.
+    for r in range(n):
+        pred[r] = 0.0
+    for t in range(m):
+        sign = signs[t]
+        term = values[t]
+        for r in range(n):
+            pred[r] += sign * term[r]
     total = 0.0
     for r in range(n):
-        s = 0.0
-        for t in range(m):
-            s += signs[t] * values[t, r]
-        pred[r] = s
-        total += s
+        total += pred[r]
     mean = total / n
     var = 0.0
     cov = 0.0
@@ -160,12 +165,16 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
     intercept = y_mean
     for i in range(k):
         intercept -= solved[i] * means[i]
+    residual = pred  # the signed sum is no longer needed: its buffer takes the residuals
+    for r in range(n):
+        residual[r] = y[r] - y_mean
+    for i in range(k):
+        w, mu, term = solved[i], means[i], values[distinct[i]]
+        for r in range(n):
+            residual[r] -= w * (term[r] - mu)
     mse = 0.0
     for r in range(n):
-        e = y[r] - y_mean
-        for i in range(k):
-            e -= solved[i] * (values[distinct[i], r] - means[i])
-        mse += e * e
+        mse += residual[r] * residual[r]
     mse /= n
     j = 0
     for i in range(varying.shape[0]):
