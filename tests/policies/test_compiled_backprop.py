@@ -1,5 +1,5 @@
 """policies.semantic.compiled_backprop: the compiled node values, desired values and chain
-gradients equal the numpy definitions of backprop bit for bit (NaN where they are NaN), on
+gradients equal the numpy definitions of backprop to rounding (NaN where they are NaN), on
 expressions with every operator and on rows where poles, domain errors and overflow occur."""
 
 from __future__ import annotations
@@ -27,7 +27,16 @@ ROOT = np.concatenate([np.sin(COLUMNS[0, :40]) * 3.0, [0.0, 1e300]])
 
 
 def _identical(a: np.ndarray, b: np.ndarray) -> None:
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # NaN equals NaN here; bits otherwise
+    """The same NaNs and infinities, and the finite values equal to rounding. Not bit for bit:
+    the compiled code calls libm's exp, sin, log, ... and numpy its own vectorised versions
+    (numpy 2.4 on AVX-512 machines), which differ in the last bit on some inputs."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    np.testing.assert_array_equal(np.where(np.isinf(a), a, 0.0), np.where(np.isinf(b), b, 0.0))
+    finite = np.isfinite(a) & np.isfinite(b)
+    scale = max(1.0, float(np.max(np.abs(b[finite]), initial=0.0)))
+    np.testing.assert_allclose(a[finite], b[finite], rtol=1e-12, atol=1e-12 * scale)
 
 
 @SETTINGS

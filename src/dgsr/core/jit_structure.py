@@ -299,8 +299,7 @@ _model_jit = jit.compile_kernel(_model)
 
 def prefix_codes(symbols: tuple[str, ...]) -> np.ndarray:
     """The prefix sequence as ``op code << 32 | column`` (the encoding's table)."""
-    table = jit._ENCODING
-    return np.array([table[s] for s in symbols], dtype=np.int64)
+    return np.fromiter(map(jit._ENCODING.__getitem__, symbols), np.int64, len(symbols))
 
 
 @lru_cache(maxsize=1 << 15)

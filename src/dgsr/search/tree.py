@@ -184,8 +184,11 @@ class Trial:
         self.nodes.extend(children)
         return children
 
-    def _values(self, fresh: list[tuple[Expression, Mutation, float, float]]) -> np.ndarray:
-        solved = np.array([f[3] >= self.config.solved_r2 for f in fresh])
+    def _values(self, fresh: list[tuple[Expression, Mutation, float, float]]) -> np.ndarray | list[float]:
+        solved_r2 = self.config.solved_r2
+        if not self.has_critic:  # each value from the accuracy alone (already in [0, 1]): no arrays
+            return [1.0 if f[3] >= solved_r2 else accuracy_value(f[3], solved_r2) for f in fresh]
+        solved = np.array([f[3] >= solved_r2 for f in fresh])
         values = np.ones(len(fresh))
         todo = np.flatnonzero(~solved)
         if len(todo) and self.has_critic:

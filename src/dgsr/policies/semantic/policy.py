@@ -350,11 +350,12 @@ class SemanticPolicy:
         with np.errstate(all="ignore"):
             match = -np.log10(np.clip(fit.var_y[:, 0] / fit.denominator[:, 0], 1e-12, 1.0))
             value = fit.sy[:, 0] / fit.n[:, 0]
-        for t, (pos, kind, scale_ok, offset_ok) in enumerate(meta):
+        usable = (np.isfinite(match) & np.isfinite(value) & (value != 0)).tolist()  # one pass, not one per target
+        for (pos, kind, scale_ok, offset_ok), ok, m, v in zip(meta, usable, match.tolist(), value.tolist()):
             useless = offset_ok if kind in ("add", "rsub") else scale_ok
-            if useless or not (np.isfinite(match[t]) and np.isfinite(value[t])) or value[t] == 0:
+            if useless or not ok:
                 continue
-            out.append((float(match[t]), partial(Mutation, pos, kind, Expression.constant(_round4(float(value[t]))))))
+            out.append((m, partial(Mutation, pos, kind, Expression.constant(_round4(v)))))
         return out
 
     def _positions(self, expression: Expression, rng: np.random.Generator) -> list[int]:
