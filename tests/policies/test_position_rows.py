@@ -114,3 +114,17 @@ def test_a_position_with_too_few_finite_rows_is_not_usable():
     rows = position_rows_numpy(NumpyBackprop(expr, as_columns(X)), (y, y), (1.0, 1.0), [1, 2], [False, False],
                                [False, False], ["sin"])
     assert rows.usable.tolist() == [False, True]
+
+
+@needs_jit
+def test_a_slope_that_overflows_leaves_the_line_out_in_both():
+    # The root of sqrt(x2) on the extreme rows (sqrt(1e200) against a target of 1e300): the
+    # slope of the line in A overflows, and which rows then read +inf, -inf or NaN depended on
+    # the order of the sums (found by the property test above). Both paths now drop the line.
+    expr = parse("sqrt(x2)")
+    backprop = CompiledBackprop(expr, COLUMNS)
+    compiled = position_rows(backprop, ROOTS, SPREADS, [0], [False], [True], [])
+    reference = position_rows_numpy(backprop, ROOTS, SPREADS, [0], [False], [True], [])
+    assert compiled.usable[0] and reference.usable[0]
+    _agree(compiled.targets[0, 0], reference.targets[0, 0])
+    assert not np.isinf(reference.targets[0, 0]).any()

@@ -22,6 +22,7 @@ definition runs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,6 +155,9 @@ def _residual(target: np.ndarray, values: np.ndarray, rows: np.ndarray) -> np.nd
     vv = float(vc @ vc)
     # No line in constant values (their centred sum of squares would be rounding noise).
     slope = float(vc @ (t - t.mean())) / vv if vv > 0 and not (v == v[0]).all() else 0.0
+    # Nor in a slope that overflows: its sign pattern of infinities would depend on the order
+    # of the sums (the compiled rows add in row order), so both paths leave the line out.
+    slope = slope if math.isfinite(slope) else 0.0
     out[rows] = t - t.mean() - slope * vc
     return out
 
@@ -279,6 +283,8 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
                     flat = False
                     break
             slope = tv / vv if vv > 0 and not flat else 0.0
+            if not np.isfinite(slope):  # see _residual
+                slope = 0.0
             for r in range(n):
                 targets[i, 0, r] = desired[r] - tm - slope * (values[pos, r] - vm) if ok[r] else np.nan
                 targets[i, 1, r] = np.nan
