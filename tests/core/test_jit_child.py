@@ -6,29 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dgsr.core import jit, jit_child, jit_scoring, jit_structure
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import INNER_FIT_TOLERANCES
-from dgsr.core.operators import BINARY, UNARY
 from dgsr.core.parser import parse
+from tests.core.sum_strategies import N_VARS, SETTINGS, sums
 
 pytestmark = [pytest.mark.timeout(300, method="thread"),
               pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")]
-
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-N_VARS = 3
-constants = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, -2.5]), st.floats(-3, 3, allow_nan=False))
-leaves = st.one_of(st.integers(0, N_VARS - 1).map(Expression.variable), constants.map(Expression.constant))
-trees = st.recursive(leaves, lambda c: st.one_of(
-    st.tuples(st.sampled_from(UNARY), c).map(lambda t: Expression.combine(*t)),
-    st.tuples(st.sampled_from(BINARY), c, c).map(lambda t: Expression.combine(*t))), max_leaves=8)
-sums = st.lists(st.tuples(st.sampled_from(["add", "sub"]), trees), min_size=1, max_size=4).map(
-    lambda parts: _chain(parts + parts[:1]) if len(parts) == 3 else _chain(parts))  # sometimes a repeated term
 
 rng = np.random.default_rng(11)
 X = rng.uniform(0.2, 2.0, size=(200, N_VARS))
@@ -36,13 +25,6 @@ COLUMNS = as_columns(X)
 Y = np.sin(1.3 * X[:, 0] * X[:, 1]) + 0.5 * X[:, 2] + 0.01 * rng.normal(size=200)
 FIT_ROWS = np.sort(rng.choice(200, size=64, replace=False))
 FIT_COLUMNS, FIT_Y = np.ascontiguousarray(COLUMNS[:, FIT_ROWS]), Y[FIT_ROWS]
-
-
-def _chain(parts: list[tuple[str, Expression]]) -> Expression:
-    expr = parts[0][1]
-    for op, term in parts[1:]:
-        expr = Expression.combine(op, expr, term)
-    return expr
 
 
 def _separately(expr: Expression, steps: int, linear_terms: bool, max_size: int):

@@ -7,39 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dgsr.core import inner_fit, jit, jit_structure
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
 from dgsr.core.linear_terms import _term_spans, weighted_sum
-from dgsr.core.operators import BINARY, UNARY
 from dgsr.core.parser import parse
+from tests.core.sum_strategies import N_VARS, SETTINGS, sums
 
 pytestmark = [pytest.mark.timeout(300, method="thread"),
               pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")]
-
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-N_VARS = 3
-constants = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5, -2.5]), st.floats(-3, 3, allow_nan=False))
-leaves = st.one_of(st.integers(0, N_VARS - 1).map(Expression.variable), constants.map(Expression.constant))
-trees = st.recursive(leaves, lambda c: st.one_of(
-    st.tuples(st.sampled_from(UNARY), c).map(lambda t: Expression.combine(*t)),
-    st.tuples(st.sampled_from(BINARY), c, c).map(lambda t: Expression.combine(*t))), max_leaves=8)
-
-
-def _chain(parts: list[tuple[str, Expression]]) -> Expression:
-    expr = parts[0][1]
-    for op, term in parts[1:]:
-        expr = Expression.combine(op, expr, term)
-    return expr
-
-
-# Sums and differences at the top, as the search grows them, sometimes with a term repeated.
-sums = st.lists(st.tuples(st.sampled_from(["add", "sub"]), trees), min_size=1, max_size=4).flatmap(
-    lambda parts: st.booleans().map(lambda twice: _chain(parts + parts[:1] if twice else parts)))
 
 X = np.random.default_rng(3).uniform(0.2, 2.0, size=(64, N_VARS))
 COLUMNS = as_columns(X)
