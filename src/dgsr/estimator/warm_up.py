@@ -89,8 +89,7 @@ def _run_warm_up() -> None:
     if result.stop_reason == "interrupted":  # the search caught a Ctrl-C meant for the user's fit
         raise KeyboardInterrupt
     # A term that is 0 on every row (a column of zeros): the inner fit's collinear fallback, which
-    # only the data can reach.
-    # The search then scores such a child apart from its fit (jit_child declines collinear terms).
+    # only the data can reach, and the scoring of such a child apart from its fit.
     with_zero_term = parse("sin(1.5*x0) + sin(1.5*x1)", ["x0", "x1"])
     columns = np.stack([X[:, 0], np.zeros(_WARM_ROWS)])
     fit_inner_constants(with_zero_term, columns, y, steps=3)

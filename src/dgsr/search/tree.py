@@ -191,13 +191,11 @@ class Trial:
         solved = np.array([f[3] >= solved_r2 for f in fresh])
         values = np.ones(len(fresh))
         todo = np.flatnonzero(~solved)
-        if len(todo) and self.has_critic:
+        if len(todo):
             values[todo] = np.asarray(self.policy.value(self.context, [fresh[i][0] for i in todo]), dtype=float)
-        elif len(todo):
-            values[todo] = np.nan  # no critic: every unsolved node is scored by its accuracy below
-        missing = ~np.isfinite(values)
+        missing = ~np.isfinite(values)  # a critic that declines an expression: its accuracy instead
         if missing.any():
-            values[missing] = [accuracy_value(fresh[i][3], self.config.solved_r2) for i in np.flatnonzero(missing)]
+            values[missing] = [accuracy_value(fresh[i][3], solved_r2) for i in np.flatnonzero(missing)]
         return np.clip(values, 0.0, 1.0)
 
     def _backpropagate(self, leaf: Node, values: list[float]) -> None:
