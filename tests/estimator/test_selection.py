@@ -133,6 +133,14 @@ def test_weighted_linear_candidate_ignores_zero_weight_rows():
     ("tan(x0)", 0.0, 1.0, False),
     ("tan(x0)", 0.0, 2.0, True),        # cos(x0) crosses 0 at pi/2
     ("x0/(x0*x0 + 1)", -3.0, 3.0, False),
+    # denominators that touch zero without changing sign: the test looks inside them
+    ("1/(x0 - 2.1)**2", 0.0, 4.0, True),
+    ("x0/sqrt((x0 - 2.1)**2)", 0.0, 4.0, True),
+    ("1/(sq(x0 - 2.1)*sq(x0 + 7))", 0.0, 4.0, True),
+    ("inv((x0 - 2.1)**2/(x0 + 5))", 0.0, 4.0, True),
+    ("1/((x0 - 2.1)**2 + 0.5)", 0.0, 4.0, False),
+    ("1/(x0 + 5)**2", 0.0, 4.0, False),
+    ("1/(x0*(x0 - 4.5) + 9)", 0.0, 4.0, False),
 ])
 def test_pole_inside_the_data_range(formula, low, high, pole):
     X = np.linspace(low, high, 7).reshape(-1, 1)  # a few training rows; probes fill the box
@@ -151,9 +159,10 @@ def _entry(text: str, mse: float) -> FrontEntry:
     return FrontEntry(expr.size, expr, mse, 1.0 - mse)
 
 
-def test_an_equally_good_pole_free_entry_is_preferred():
+@pytest.mark.parametrize("pole_formula", ["1/(x0 - 2)", "1/(x0 - 2.1)**2"])
+def test_an_equally_good_pole_free_entry_is_preferred(pole_formula):
     X = np.linspace(0, 4, 20).reshape(-1, 1)
-    front = [_entry("x0", 1.0), _entry("1/(x0 - 2)", 0.1), _entry("x0*x0*0.5 + x0", 0.1005)]
+    front = [_entry("x0", 1.0), _entry(pole_formula, 0.1), _entry("x0*x0*0.5 + x0", 0.1005)]
     index, pole = prefer_pole_free(front, 1, probe_points(X))
     assert (index, pole) == (2, False)
     # not equally good (more than 1% worse): the pole stays, flagged

@@ -16,7 +16,10 @@ Three pieces the estimator combines after a search (docs/DESIGN.md, "Model selec
   (``div``'s second argument, ``inv``'s argument, ``cos(u)`` for ``tan(u)``) is strictly
   positive at one probe point and strictly negative at another. The box is convex, so the
   segment between those two points lies in it, and a continuous denominator vanishes somewhere
-  on it (a discontinuous one has a pole of its own, which the same test catches).
+  on it (a discontinuous one has a pole of its own, which the same test catches). A denominator
+  can also touch zero without changing sign (``1/(t - 72)**2``): the same test then runs on what
+  it is zero with, the argument of ``sq`` and ``sqrt``, each factor of a product and the
+  numerator of a quotient.
 """
 
 from __future__ import annotations
@@ -154,6 +157,22 @@ def _denominators(expr: Expression) -> list[Expression]:
     return out
 
 
+#: Operators whose value is zero wherever (one of) the listed children is: a denominator built of
+#: them touches zero without changing sign (``(t - 72)**2``), so the sign test looks at those children.
+_ZERO_PASSING = {"sq": (0,), "sqrt": (0,), "mul": (0, 1), "div": (0,)}
+
+
+def _zero_candidates(denominator: Expression) -> list[Expression]:
+    """``denominator`` and the subexpressions whose zeros are zeros of it through :data:`_ZERO_PASSING`."""
+    out, stack = [], [denominator]
+    while stack:
+        expr = stack.pop()
+        out.append(expr)
+        children = expr.children(0)
+        stack.extend(expr.subtree(children[k]) for k in _ZERO_PASSING.get(expr.symbols[0], ()))
+    return out
+
+
 def probe_points(X: np.ndarray, n: int = POLE_PROBES, seed: int = 0) -> np.ndarray:
     """``[n + n_rows, n_features]``: points drawn uniformly in the box spanned by ``X``, then ``X``."""
     lo, hi = X.min(axis=0), X.max(axis=0)
@@ -171,9 +190,10 @@ def has_pole(expr: Expression, probes: np.ndarray) -> bool:
         if not np.isfinite(evaluate_columns(expr, columns)).all():
             return True
         for denominator in _denominators(expr):
-            values = evaluate_columns(denominator, columns)
-            if (values > 0).any() and (values < 0).any():
-                return True
+            for candidate in _zero_candidates(denominator):
+                values = evaluate_columns(candidate, columns)
+                if (values > 0).any() and (values < 0).any():
+                    return True
     return False
 
 
