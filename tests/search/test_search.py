@@ -359,3 +359,21 @@ def test_a_search_that_only_finds_what_it_has_scored_stops_as_exhausted():
     off = SearchConfig(max_idle_trials=None, iterations_per_trial=20, max_trials=12)
     result = run_search(X, y, policy, config=off, rng=0, budget=Budget(max_evaluations=100_000))
     assert result.stop_reason == "trials" and len(result.trials) == 12
+
+
+def test_the_search_runs_its_matrix_products_on_one_blas_thread_and_restores_the_callers():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> list[int]:
+        return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    seen: list[list[int]] = []
+    with threadpool_limits(limits=2, user_api="blas"):
+        callers = blas_threads()
+        if not callers or max(callers) < 2:
+            pytest.skip("no BLAS library here runs two threads")
+        run_search(X, X[:, 0] * 2.0, RandomPolicy(), rng=0, budget=Budget(max_evaluations=300),
+                   on_progress=lambda p: seen.append(blas_threads()))
+        assert blas_threads() == callers
+    assert len(seen) >= 2 and all(max(threads) == 1 for threads in seen[:-1])  # the last: after the search

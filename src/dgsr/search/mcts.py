@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dgsr.core.budget import Budget
 from dgsr.core.interrupts import INTERRUPTS, is_interrupt, watching_ctrl_c
@@ -110,8 +111,11 @@ def run_search(
     try:
         # Fewer collections: the search's objects live as long as it does. A Ctrl-C raises
         # KeyboardInterrupt (caught below); the watch also stops the search when that exception
-        # was lost, raised in a garbage-collector callback or a finalizer.
-        with fewer_collections(), watching_ctrl_c() as ctrl_c:
+        # was lost, raised in a garbage-collector callback or a finalizer. One BLAS thread: the
+        # search's matrix products are small (tens of rows by hundreds of columns), where a
+        # second thread costs more than it brings, and on a busy machine a BLAS thread that
+        # waits for a core made each product 20 times slower (docs/DESIGN.md, "One BLAS thread").
+        with fewer_collections(), watching_ctrl_c() as ctrl_c, threadpool_limits(limits=1, user_api="blas"):
             while stop_reason is None:
                 trial = len(trials)
                 if config.max_trials is not None and trial >= config.max_trials:
