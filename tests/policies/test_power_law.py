@@ -9,6 +9,7 @@ import pytest
 
 from dgsr import SymbolicRegressor
 from dgsr.core.evaluate import evaluate_columns
+from dgsr.policies.semantic.operand_library import operand_library
 from dgsr.policies.semantic.policy import SemanticPolicy
 from dgsr.policies.semantic.power_law import (
     fitted_exponents,
@@ -130,6 +131,46 @@ def test_target_monomials_fit_each_target_and_skip_what_is_no_product_of_powers(
     assert found[1] is None
     assert _proportional(evaluate_columns(found[2], x), np.sqrt(x[1]) * x[2] ** 3)
     assert target_monomials([], None, targets, rows) == [None, None, None]
+
+
+def test_target_monomials_sharing_rows_match_one_fit_per_target_and_reuse_the_memo():
+    # Targets that use the same rows share one least-squares solve: each must still get the
+    # monomial its own fit gives (reference: np.linalg.lstsq on that target alone).
+    x = _positive(150, 3, seed=11)
+    usable, design = log_design(x)
+    rng = np.random.default_rng(3)
+    laws = [x[0] ** 2 / x[2], x[1] ** -1.5 * x[0], np.cos(x[2]) + 2.0, x[2] ** 3, x[0] * x[1] * x[2], x[1] ** 0.5]
+    targets = np.stack([c * law * np.exp(rng.normal(0, 0.01, 150)) for c, law in zip([2, -3, 1, 0.5, 7, 1], laws)])
+    rows = np.ones_like(targets, dtype=bool)
+    rows[1, 40:60] = False  # a target with rows of its own
+    rows[5, :146] = False  # too few rows for a fit
+    memo: dict = {}
+    found = target_monomials(usable, design, targets, rows, memo)
+    for t, expr in enumerate(found):
+        ok = rows[t]
+        expected = None
+        if ok.sum() >= len(usable) + 5:
+            coef = np.linalg.lstsq(design[ok], np.log(np.abs(targets[t, ok])), rcond=None)[0][:-1]
+            halves = np.round(2 * coef) / 2
+            if np.all(np.abs(coef - halves) <= 0.1):
+                expected = monomial({i: float(e) for i, e in zip(usable, halves) if e != 0})
+        assert (expr is None) == (expected is None), t
+        if expr is not None:
+            assert expr.key() == expected.key()
+    assert [e is not None for e in found] == [True, True, False, True, True, False]
+    again = target_monomials(usable, design, targets, rows, memo)
+    assert all(a is b for a, b in zip(found, again))  # built once, read from the memo after
+
+
+def test_operand_library_reads_the_values_memo():
+    x = _positive(50, 2, seed=2)
+    exprs = [monomial({0: 2.0}), monomial({0: 1.0, 1: -1.0})]
+    plain = operand_library(exprs, x)
+    memo: dict = {}
+    first = operand_library(exprs, x, memo)
+    assert len(memo) == 2 and np.array_equal(first.values, plain.values)
+    memo[exprs[0].key()] = memo[exprs[0].key()] * 2.0  # a memo entry is what the library uses
+    assert np.array_equal(operand_library(exprs, x, memo).values[0], 2.0 * plain.values[0])
 
 
 def test_laws_that_are_no_product_of_powers_get_no_half_power_lookalike():

@@ -46,6 +46,8 @@ from dgsr.core.operators import BINARY, UNARY
 
 #: Levenberg-Marquardt steps that fit a parametric operand's constants to y when the library is built.
 _PARAMETRIC_STEPS = 20
+#: Operands whose values an :func:`operand_library` memo keeps before it starts again.
+_MAX_MEMO = 2000
 
 _C = Expression.constant
 
@@ -417,9 +419,10 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
 
 
 def _assemble(ordered: Iterable[tuple[Expression, bool, bool]], columns: np.ndarray,
-              max_size: int) -> OperandLibrary:
+              max_size: int, memo: dict | None = None) -> OperandLibrary:
     """The library of ``(operand, parametric, exempt from max_size)`` entries: each evaluated on
-    ``columns``, kept when finite, not constant and distinct by values from those before it."""
+    ``columns`` (or read from ``memo``, operand key -> its values on these ``columns``), kept when
+    finite, not constant and distinct by values from those before it."""
     n_rows = columns.shape[1]
     exprs: list[Expression] = []
     rows: list[np.ndarray] = []
@@ -428,7 +431,14 @@ def _assemble(ordered: Iterable[tuple[Expression, bool, bool]], columns: np.ndar
     for expr, is_parametric, any_size in ordered:
         if expr.size > max_size and not any_size:
             continue
-        v = evaluate_columns(expr, columns)
+        if memo is None:
+            v = evaluate_columns(expr, columns)
+        else:
+            v = memo.get(expr.key())
+            if v is None:
+                if len(memo) >= _MAX_MEMO:
+                    memo.clear()
+                v = memo[expr.key()] = evaluate_columns(expr, columns)
         with np.errstate(all="ignore"):
             if not np.all(np.isfinite(v)):
                 continue
@@ -459,8 +469,11 @@ def _assemble(ordered: Iterable[tuple[Expression, bool, bool]], columns: np.ndar
     return OperandLibrary(tuple(exprs), values, squares, sizes, parametric_flags)
 
 
-def operand_library(expressions: Iterable[Expression], columns: np.ndarray) -> OperandLibrary | None:
+def operand_library(expressions: Iterable[Expression], columns: np.ndarray,
+                    memo: dict | None = None) -> OperandLibrary | None:
     """A library of just ``expressions`` (those finite and not constant on ``columns``; the first
-    of equal ones), or None when none is: the semantic policy's per-expansion operands."""
-    library = _assemble(((e, False, True) for e in expressions), columns, max_size=0)
+    of equal ones), or None when none is: the semantic policy's per-expansion operands. ``memo``
+    (operand key -> values, kept by the caller for one ``columns``) spares evaluating an operand
+    that an earlier expansion evaluated."""
+    library = _assemble(((e, False, True) for e in expressions), columns, max_size=0, memo=memo)
     return library if len(library) else None

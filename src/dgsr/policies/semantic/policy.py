@@ -73,6 +73,10 @@ class SemanticContext:
     #: Per expanded expression: its ranked candidates not yet proposed, and the children already
     #: proposed. A node expanded again (progressive widening) gets the next-best candidates.
     pending: dict = field(default_factory=dict)
+    #: The per-expansion power laws already built (exponents -> operand) and their values on
+    #: ``columns`` (operand key -> values): the same few recur at every expansion.
+    monomials: dict = field(default_factory=dict)
+    monomial_values: dict = field(default_factory=dict)
 
 
 class SemanticPolicy:
@@ -286,8 +290,9 @@ class SemanticPolicy:
             fit = match_operands(targets, weights, lib, np.array(denominators)[:, None])
             ranked.extend(self._operand_candidates(fit, lib, meta))
             # Products of powers fitted to each target in log space: operands no fixed library holds.
-            found = target_monomials(context.log_variables, context.log_design, targets, weights > 0)
-            dynamic = operand_library([e for e in found if e is not None], context.columns)
+            found = target_monomials(context.log_variables, context.log_design, targets, weights > 0,
+                                     context.monomials)
+            dynamic = operand_library([e for e in found if e is not None], context.columns, context.monomial_values)
             if dynamic is not None:
                 dynamic_fit = match_operands(targets, weights, dynamic, np.array(denominators)[:, None])
                 ranked.extend(self._operand_candidates(dynamic_fit, dynamic, meta))

@@ -138,22 +138,36 @@ def log_design(columns: np.ndarray) -> tuple[list[int], np.ndarray | None]:
 
 
 def target_monomials(usable: list[int], design: np.ndarray | None, targets: np.ndarray,
-                     rows: np.ndarray) -> list[Expression | None]:
+                     rows: np.ndarray, memo: dict | None = None) -> list[Expression | None]:
     """For each target row (values a node should take, from semantic backpropagation), the monomial
     whose exponents, fitted to ``log|target|`` by least squares on its ``rows``, all lie within
     :data:`CLEAN_TOLERANCE` of a half-integer; None where there is none (too few rows, a target
-    that is not a product of powers)."""
+    that is not a product of powers).
+
+    The targets that share their usable rows share one least-squares solve (most of an
+    expansion's targets use every row), and ``memo`` (exponents -> operand, kept by the caller
+    for one ``usable``) spares rebuilding the same monomial at every expansion."""
     if design is None:
         return [None] * len(targets)
-    out: list[Expression | None] = []
-    for t, ok in zip(targets, rows):
-        expr = None
+    with np.errstate(all="ignore"):
+        ok = rows & np.isfinite(targets) & (targets != 0)
+        logs = np.log(np.abs(targets))
+    coefs = np.full((len(targets), len(usable)), np.nan)
+    groups: dict[bytes, list[int]] = {}
+    for t in np.flatnonzero(ok.sum(axis=1) >= len(usable) + 5).tolist():
+        groups.setdefault(ok[t].tobytes(), []).append(t)
+    for members in groups.values():
+        mask = ok[members[0]]
         with np.errstate(all="ignore"):
-            ok = ok & np.isfinite(t) & (t != 0)
-            if int(ok.sum()) >= len(usable) + 5:
-                coef = np.linalg.lstsq(design[ok], np.log(np.abs(t[ok])), rcond=None)[0][:-1]
-                rounded = _halves(coef)
-                if np.all(np.isfinite(coef)) and np.all(np.abs(coef - rounded) <= CLEAN_TOLERANCE):
-                    expr = monomial({i: float(e) for i, e in zip(usable, rounded) if e != 0})
-        out.append(expr)
+            coefs[members] = np.linalg.lstsq(design[mask], logs[members][:, mask].T, rcond=None)[0][:-1].T
+    with np.errstate(invalid="ignore"):
+        rounded = _halves(coefs)
+        clean = np.isfinite(coefs).all(axis=1) & (np.abs(coefs - rounded) <= CLEAN_TOLERANCE).all(axis=1)
+    out: list[Expression | None] = [None] * len(targets)
+    memo = {} if memo is None else memo
+    for t in np.flatnonzero(clean).tolist():
+        key = tuple(rounded[t].tolist())
+        if key not in memo:
+            memo[key] = monomial({i: e for i, e in zip(usable, key) if e != 0})
+        out[t] = memo[key]
     return out
