@@ -73,10 +73,12 @@ class SemanticContext:
     #: Per expanded expression: its ranked candidates not yet proposed, and the children already
     #: proposed. A node expanded again (progressive widening) gets the next-best candidates.
     pending: dict = field(default_factory=dict)
-    #: The per-expansion power laws already built (exponents -> operand) and their values on
-    #: ``columns`` (operand key -> values): the same few recur at every expansion.
+    #: The per-expansion power laws already built (exponents -> operand), their values on
+    #: ``columns`` (operand key -> values) and their libraries (operand keys -> library): the
+    #: same few recur at every expansion.
     monomials: dict = field(default_factory=dict)
     monomial_values: dict = field(default_factory=dict)
+    monomial_libraries: dict = field(default_factory=dict)
 
 
 class SemanticPolicy:
@@ -292,13 +294,24 @@ class SemanticPolicy:
             # Products of powers fitted to each target in log space: operands no fixed library holds.
             found = target_monomials(context.log_variables, context.log_design, targets, weights > 0,
                                      context.monomials)
-            dynamic = operand_library([e for e in found if e is not None], context.columns, context.monomial_values)
+            dynamic = self._monomial_library(context, [e for e in found if e is not None])
             if dynamic is not None:
                 dynamic_fit = match_operands(targets, weights, dynamic, np.array(denominators)[:, None])
                 ranked.extend(self._operand_candidates(dynamic_fit, dynamic, meta))
             ranked.extend(self._constants(fit, meta))
         ranked.sort(key=lambda r: r[0])
         return ranked
+
+    @staticmethod
+    def _monomial_library(context: SemanticContext, found: list[Expression]) -> OperandLibrary | None:
+        """:func:`operand_library` of an expansion's power laws, kept per trial by their keys."""
+        key = tuple(e.key() for e in found)
+        memo = context.monomial_libraries
+        if key not in memo:
+            if len(memo) >= _MAX_PENDING:
+                memo.clear()
+            memo[key] = operand_library(found, context.columns, context.monomial_values)
+        return memo[key]
 
     def _operand_candidates(self, fit: OperandFit, lib: OperandLibrary, meta: list[tuple[int, str, bool, bool]]
                             ) -> list[tuple[float, Callable[[], Mutation | None]]]:
