@@ -1,8 +1,8 @@
-"""`python bench/experiments/stage_times.py [--dataset 612_fri_c1_1000_5] [--evals 30000]`: where a search's time goes, per stage.
+"""`python bench/experiments/stage_times.py [--suite blackbox] [--dataset 612_fri_c1_1000_5] [--evals 30000]`: where a search's time goes, per stage.
 
 Runs ``SymbolicRegressor.fit`` at a fixed number of evaluations (no time limit, so the work is
-the same in every run and in every version that gives the same fronts) on one black-box set
-(CONTRACTS §3 rows, the training share), after a short fit that loads the compiled kernels, and
+the same in every run and in every version that gives the same fronts) on one set of a suite
+(CONTRACTS §3 rows, the training share; black-box by default), after a short fit that loads the compiled kernels, and
 times the search's stages by wrapping their functions with ``perf_counter`` (unprofiled: the
 wrappers cost about a microsecond a call). Prints each stage's seconds, calls and microseconds
 per call; the search's children are the ``score_child`` calls. Compare two trees by running
@@ -39,6 +39,7 @@ STAGES = [
     ("dgsr.policies.semantic.policy", "SemanticPolicy._operand_candidates", "    candidate list"),
     ("dgsr.policies.semantic.policy", "position_rows", "    per-position rows"),
     ("dgsr.policies.semantic.policy", "clean_weights", "    target weights"),
+    ("dgsr.policies.semantic.policy", "target_monomials", "    power laws per expansion"),
     ("dgsr.policies.semantic.policy", "SemanticPolicy._add", "  building a proposal"),
     ("dgsr.policies.semantic.policy", "RandomPolicy.propose", "  random share"),
     ("dgsr.policies.semantic.policy", "SemanticPolicy.prepare", "policy prepare (per trial)"),
@@ -67,12 +68,13 @@ def _wrap(times: Counter, calls: Counter, module: str, path: str, label: str) ->
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--suite", default="blackbox", help="blackbox, feynman, strogatz or classic")
     p.add_argument("--dataset", default="612_fri_c1_1000_5")
     p.add_argument("--evals", type=int, default=30000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     data = resolve_data_dir(None)
-    ref = next(r for r in list_datasets("blackbox", data) if r.name == args.dataset)
+    ref = next(r for r in list_datasets(args.suite, data) if r.name == args.dataset)
     problem = load_problem(ref, data, seed=args.seed)
     X, y = np.asarray(problem.X, dtype=float), np.asarray(problem.y, dtype=float)
     n = int(0.75 * len(y))
