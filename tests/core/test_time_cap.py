@@ -71,6 +71,29 @@ def test_an_alarm_that_is_dropped_once_fires_again():
     assert _interval_left() == 0.0
 
 
+def test_an_alarm_landing_as_the_lift_starts_leaves_no_timer_behind(monkeypatch):
+    # Seen in a benchmark run: the cap ran out just as SymPy finished, the alarm landed between
+    # the inner `finally` and the first statement of the lift, the lift was skipped, and the
+    # next alarm (RETRY_S later) escaped into the caller's code. Simulated: the first lift is
+    # interrupted before it does anything.
+    from dgsr.core import time_cap
+
+    real_lift, calls = time_cap._lift, []
+
+    def interrupted_once(armed, previous):
+        calls.append(1)
+        if len(calls) == 1:
+            raise time_cap._Alarm
+        real_lift(armed, previous)
+
+    monkeypatch.setattr(time_cap, "_lift", interrupted_once)
+    handler = signal.getsignal(signal.SIGALRM)
+    assert run_capped(lambda: 42, 5.0) == (True, 42)  # fn() had returned: its value is kept
+    assert signal.getsignal(signal.SIGALRM) is handler
+    assert _interval_left() == 0.0  # (pytest-timeout's own timer, if any, is put back)
+    time.sleep(3 * time_cap.RETRY_S)  # no alarm left to land here
+
+
 def test_an_error_in_the_body_propagates_and_the_cap_is_lifted():
     handler = signal.getsignal(signal.SIGALRM)
 

@@ -67,8 +67,14 @@ def run_capped(fn: Callable[[], T], seconds: float) -> tuple[bool, T | None]:
         except (_Alarm, SystemError) as err:
             if not raised_as(err, _Alarm):
                 raise
-            finished, value = False, None
+            if not finished:  # an alarm during the lift after fn() returned keeps its value
+                value = None
     finally:
+        # An alarm that lands after the inner ``finally`` starts and before ``_lift`` is inside
+        # its own ``try`` skips that lift (it goes to the handler above, timer still running,
+        # handler still armed): lift again here. The next alarm is RETRY_S away, far more than
+        # this takes; lifting twice is harmless.
+        _lift(armed, previous)
         if outer > 0:  # someone else's timer was pending: put it back with the time it had left
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
     return finished, value
