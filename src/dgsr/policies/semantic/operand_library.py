@@ -431,14 +431,13 @@ def _assemble(ordered: Iterable[tuple[Expression, bool, bool]], columns: np.ndar
     for expr, is_parametric, any_size in ordered:
         if expr.size > max_size and not any_size:
             continue
-        if memo is None:
+        v = None if memo is None else memo.get(expr.key())
+        if v is None:
             v = evaluate_columns(expr, columns)
-        else:
-            v = memo.get(expr.key())
-            if v is None:
+            if memo is not None:
                 if len(memo) >= _MAX_MEMO:
                     memo.clear()
-                v = memo[expr.key()] = evaluate_columns(expr, columns)
+                memo[expr.key()] = v
         with np.errstate(all="ignore"):
             if not np.all(np.isfinite(v)):
                 continue
