@@ -82,3 +82,27 @@ def test_a_repeated_term_is_fitted_once_and_its_copies_share_the_fit(jit_off, mo
     # the same fit as the sum with each term once
     once = fit_inner_constants(parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2"), columns, y, steps=10)
     assert once.expression.constants == first and once.passes == fit.passes
+
+
+def test_terms_known_to_be_collinear_take_the_minimum_norm_start_with_the_same_result():
+    # x2/x2 is 1 on every row, collinear with the intercept: the compiled fit reports the terms
+    # collinear, and a caller that already knows it (the search's one-call valuation) skips that
+    # kernel: the same constants and passes as running it again.
+    from dgsr.core import jit, jit_structure
+    from dgsr.core.inner_fit import INNER_FIT_TOLERANCES
+
+    if not jit.AVAILABLE:
+        pytest.skip("the collinear status comes from the compiled kernels")
+    X, y = _law_data()
+    columns = np.ascontiguousarray(as_columns(X))
+    start = parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2 + x2/x2")
+    shape = jit_structure.structure(start.symbols)
+    _, _, status = jit_structure.fit_structure(shape, start.constants, columns, y, 10, **INNER_FIT_TOLERANCES)
+    assert status == jit_structure.COLLINEAR
+    terms = [parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5))"), parse("x2"), parse("x2/x2")]
+    rerun, rerun_passes = jit.fit_weighted_terms(terms, columns, y, 10, **INNER_FIT_TOLERANCES)
+    known, known_passes = jit.fit_weighted_terms(terms, columns, y, 10, collinear=True, **INNER_FIT_TOLERANCES)
+    assert known.tolist() == rerun.tolist() and known_passes == rerun_passes
+    fit = fit_inner_constants(start, columns, y, steps=10)
+    assert fit.passes == rerun_passes > 1
+    assert fit.expression.constants[:3] == pytest.approx((1.3, 0.4, 0.7), abs=1e-6)

@@ -85,8 +85,8 @@ def test_a_fit_that_finds_the_law_returns_its_constants_and_its_exact_score():
 
 def test_the_search_scores_every_child_as_the_separate_calls_do(monkeypatch):
     # The same search through the one call and through the separate calls (each child declined
-    # by the one call, as for collinear terms): the same front and the same evaluations, so the
-    # one call is a speed-up, never a change of what the search sees.
+    # by the one call, with no status the evaluator could reuse): the same front and the same
+    # evaluations, so the one call is a speed-up, never a change of what the search sees.
     from dgsr.core.budget import Budget
     from dgsr.policies.semantic.policy import SemanticPolicy
     from dgsr.search.mcts import SearchConfig, run_search
@@ -99,7 +99,7 @@ def test_the_search_scores_every_child_as_the_separate_calls_do(monkeypatch):
         return real(*args, **kwargs)
 
     def declined(symbols, *args, **kwargs):
-        return jit_child.ChildScore(jit_structure.COLLINEAR, 0, None, None, np.zeros(0, dtype=np.int64), 0,
+        return jit_child.ChildScore(jit_child.NOT_FITTED, 0, None, None, np.zeros(0, dtype=np.int64), 0,
                                     np.zeros(0, dtype=np.int64), False)
 
     def front(one_call):
@@ -110,3 +110,29 @@ def test_the_search_scores_every_child_as_the_separate_calls_do(monkeypatch):
 
     assert front(True) == front(False)
     assert len(calls) > 100
+
+
+def test_children_found_collinear_are_fitted_as_the_full_path_fits_them(monkeypatch):
+    # A child whose terms the one call found collinear goes to the minimum-norm start without
+    # that kernel run again (fit_inner_constants(collinear=True)): the same search as when the
+    # full path runs it, with such children met.
+    from dgsr.core.budget import Budget
+    from dgsr.policies.semantic.policy import SemanticPolicy
+    from dgsr.search import evaluator
+    from dgsr.search.mcts import SearchConfig, run_search
+
+    y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2] ** 2 + 0.5 * X[:, 2]
+    real, known = evaluator.fit_inner_constants, []
+
+    def full_path(*args, collinear=False, **kwargs):
+        known.append(collinear)
+        return real(*args, **kwargs)
+
+    def front(shortcut):
+        monkeypatch.setattr(evaluator, "fit_inner_constants", real if shortcut else full_path)
+        result = run_search(X, y, SemanticPolicy(), config=SearchConfig(inner_fit_steps=3),
+                            rng=np.random.default_rng(1), budget=Budget(max_evaluations=6000))
+        return result.n_evaluations, [(e.expression.key(), e.mse, e.r2) for e in result.archive.front()]
+
+    assert front(True) == front(False)
+    assert sum(known) >= 3  # children found collinear were met

@@ -57,13 +57,16 @@ def inner_constant_count(expr: Expression) -> int:
     return 0 if expr.is_empty else _inner_count_of(expr.symbols)
 
 
-def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *, steps: int) -> InnerFit:
+def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *, steps: int,
+                        collinear: bool = False) -> InnerFit:
     """Fit the inner constants of ``expr`` to ``y`` on ``columns`` (the fixed fitting rows).
 
     At most ``steps`` trial points of Levenberg-Marquardt on the model ``b + sum_i w_i * term_i``
     (each trial is one pass, its Jacobian computed in the same pass). Non-finite starts and fits
     that do not lower the sum of squares return the input unchanged. ``passes`` is 0 exactly
-    when nothing was tried: ``expr`` has no inner constants, or ``steps`` is 0.
+    when nothing was tried: ``expr`` has no inner constants, or ``steps`` is 0. ``collinear``:
+    the caller's compiled fit of this same expression on these rows already found its terms
+    collinear, so the minimum-norm start is taken at once (the same result, one kernel fewer).
     """
     if steps <= 0 or expr.is_empty:
         return InnerFit(expr, 0)
@@ -72,13 +75,15 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     shape = jit_structure.structure(expr.symbols)
     if shape.inner_count == 0:
         return InnerFit(expr, 0)
-    fit = _fit_compiled(expr, shape, columns, y, steps)
-    return _fit_terms(expr, columns, y, steps) if fit is None else fit
+    fit = None if collinear else _fit_compiled(expr, shape, columns, y, steps)
+    return _fit_terms(expr, columns, y, steps, collinear=True) if fit is None else fit
 
 
-def _fit_terms(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int) -> InnerFit:
+def _fit_terms(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int, *,
+               collinear: bool = False) -> InnerFit:
     """:func:`fit_inner_constants` through the expression's terms (the numpy path, and the
-    compiled one when its closed-form start needs the minimum-norm least squares)."""
+    compiled one when its closed-form start needs the minimum-norm least squares: ``collinear``,
+    the compiled fit of the same model found its terms collinear)."""
     terms = additive_terms(expr)
     # A term that occurs twice (same structure, same constants: sums the search grew term by term)
     # is fitted once: its copies' weights are collinear, and their constants would move together.
@@ -86,7 +91,7 @@ def _fit_terms(expr: Expression, columns: np.ndarray, y: np.ndarray, steps: int)
     varying = list(unique.values())
     if jit.AVAILABLE:
         best, passes = jit.fit_weighted_terms(varying, columns, y, steps, tau=_TAU, ftol=_FTOL, exact=_EXACT,
-                                              rel_tol=_REL_TOL)
+                                              rel_tol=_REL_TOL, collinear=collinear)
     else:
         best, passes = _fit_weighted_terms(varying, columns, y, steps)
     if best is None:

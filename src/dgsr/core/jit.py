@@ -387,20 +387,25 @@ def run_encoded(ops: np.ndarray, args: np.ndarray, theta: np.ndarray,
 
 
 def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray, steps: int, *, tau: float,
-                       ftol: float, exact: float, rel_tol: float) -> tuple[np.ndarray | None, int]:
+                       ftol: float, exact: float, rel_tol: float, collinear: bool = False
+                       ) -> tuple[np.ndarray | None, int]:
     """``b + sum_i w_i * terms[i]`` fitted to ``y`` (compiled; only when :data:`AVAILABLE`): the
     weights and intercept in closed form, then at most ``steps`` Levenberg-Marquardt trials on
     every constant. Returns the fitted constants in ``weighted_sum``'s layout (``w_0, <t_0's
     constants>, ..., b``) if they lower the loss by a relative ``rel_tol``, else None, and the
-    passes spent (1 when a term is non-finite on some row)."""
+    passes spent (1 when a term is non-finite on some row). ``collinear``: the caller already
+    knows this model's closed-form start to be collinear (the same kernel found it so), so the
+    minimum-norm start is taken without running that kernel again."""
     model = weighted_sum(terms, np.ones(len(terms)), 0.0)
     ops, args = encode(model)
-    params = np.asarray(model.constants, dtype=np.float64)
-    weights_at = np.cumsum([0] + [1 + t.n_constants for t in terms[:-1]]).astype(np.int64)
     columns = np.ascontiguousarray(columns)
     y = np.ascontiguousarray(y, dtype=np.float64)
-    best, improved, passes, status = _fit_jit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact,
-                                              rel_tol)
+    status = 2
+    if not collinear:
+        params = np.asarray(model.constants, dtype=np.float64)
+        weights_at = np.cumsum([0] + [1 + t.n_constants for t in terms[:-1]]).astype(np.int64)
+        best, improved, passes, status = _fit_jit(ops, args, params, weights_at, columns, y, steps, tau, ftol,
+                                                  exact, rel_tol)
     if status == 2:  # collinear terms: the minimum-norm least-squares start, as the numpy path takes it
         model = weighted_model(terms, columns, y)
         if model is None:

@@ -15,7 +15,8 @@ Like the other kernels this needs numba (:data:`dgsr.core.jit.AVAILABLE`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,8 +26,7 @@ from dgsr.core import jit, jit_scoring, jit_structure
 NOT_FITTED = -1
 
 
-@dataclass(frozen=True)
-class ChildScore:
+class ChildScore(NamedTuple):
     """What :func:`fit_and_score` found for one child.
 
     ``fit_status``: :data:`NOT_FITTED`, or the inner fit's status (0 done, 1 a term non-finite
@@ -35,6 +35,7 @@ class ChildScore:
     ``constants``: the fitted constants when the fit improved the child, else None. ``score``:
     the scoring of that form on all rows (None when the fit was collinear), and ``varying``,
     ``varying_size``, ``lengths`` its structure's fields (:class:`dgsr.core.jit_scoring.EncodedSum`).
+    A named tuple, as :class:`dgsr.core.jit_scoring.SumScore` (built for every child).
     """
 
     fit_status: int
@@ -82,6 +83,14 @@ def _fit_and_score(codes, theta, fit_columns, fit_y, steps, tau, ftol, exact, re
 _fit_and_score_jit = jit.compile_kernel(_fit_and_score)
 
 
+@lru_cache(maxsize=1 << 15)
+def _prefix_codes(symbols: tuple[str, ...]) -> np.ndarray:
+    """:func:`dgsr.core.jit_structure.prefix_codes`, kept per structure: a parent's children share
+    structures, and the kernel only reads the array (left writable: a read-only array is another
+    type to numba, another compiled signature)."""
+    return jit_structure.prefix_codes(symbols)
+
+
 def fit_and_score(symbols: tuple[str, ...], constants: tuple[float, ...], fit_columns: np.ndarray,
                   fit_y: np.ndarray, steps: int, columns: np.ndarray, y: np.ndarray, *, linear_terms: bool,
                   max_size: int, tau: float, ftol: float, exact: float, rel_tol: float) -> ChildScore:
@@ -93,7 +102,7 @@ def fit_and_score(symbols: tuple[str, ...], constants: tuple[float, ...], fit_co
     theta = np.array(constants, dtype=np.float64) if constants else np.zeros(1)
     (fit_status, passes, improved, mean, var, cov, status, intercept, mse, weights, kept, values, varying,
      varying_size, lengths, fit_terms) = _fit_and_score_jit(
-        jit_structure.prefix_codes(symbols), theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y,
+        _prefix_codes(symbols), theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y,
         linear_terms, max_size)
     fit_status = int(fit_status)
     score = None

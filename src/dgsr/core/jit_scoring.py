@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -188,8 +189,7 @@ _evaluate_terms_jit = jit.compile_kernel(_evaluate_terms)
 _score_sum_jit = jit.compile_kernel(_score_sum)
 
 
-@dataclass(frozen=True)
-class SumScore:
+class SumScore(NamedTuple):
     """What :func:`score_sum` computes: ``mean``, ``var``, ``cov`` of the signed sum of the terms
     (population moments, ``cov`` with ``y``; non-finite when some value is); the term fit's
     ``status`` (``FIT_*``) and, when ``FIT_DONE``, ``weights`` (of ``EncodedSum.varying``),

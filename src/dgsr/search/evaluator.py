@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dgsr.core import jit, jit_child, jit_scoring
+from dgsr.core import jit, jit_child, jit_scoring, jit_structure
 from dgsr.core.budget import Budget
 from dgsr.core.constants import DEFAULT_METHOD, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
@@ -85,7 +85,11 @@ class Evaluator:
                     max_size=self.config.max_size, **INNER_FIT_TOLERANCES)
                 if child.score is not None:  # else collinear terms: the least-squares path below
                     return self._child_scored(expr, key, child)
-            fit = fit_inner_constants(expr, self.fit_columns, self.fit_y, steps=self.config.inner_fit_steps)
+                collinear = child.fit_status == jit_structure.COLLINEAR  # known: that kernel is not run again
+            else:
+                collinear = False
+            fit = fit_inner_constants(expr, self.fit_columns, self.fit_y, steps=self.config.inner_fit_steps,
+                                      collinear=collinear)
             if fit.passes == 0:  # no inner constants: nothing was fitted (and nothing to remember)
                 return self.score(expr, False, key), expr
             form = self._fitted_form(key, fit.expression, fit.passes)
