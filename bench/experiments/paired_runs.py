@@ -7,7 +7,8 @@ two-sided sign test; the datasets where a method falls below R² 0, with LinearR
 R² beside them when ``--linear`` names a run of the ``linear`` method. For Feynman and Strogatz:
 problems solved (test R² >= 0.99) and recovered exactly by each, and McNemar's exact test on the
 discordant pairs. For every suite: the median of evaluations per second of fit time (CONTRACTS §2
-counting; black-box restricted to 300-1,000 training rows, the issue-25 throughput setting) and
+counting; black-box restricted to 300-1,000 training rows, the issue-25 throughput setting, and
+apart the sets of 300 rows or more, which the figures before 0.8.9 used) and
 the median model size. A run that failed counts as R² -inf.
 
     python bench/experiments/paired_runs.py results/srb10b:dgsr results/srb10b:dgsr-noparam-inner0 --linear results/linear_bb
@@ -83,9 +84,16 @@ def compare(a: dict, b: dict, linear: dict | None) -> list[str]:
                                                    if linear and ("blackbox", d) in linear else "")
                                  for d, v in below) or "none"
                 out.append(f"blackbox below R² 0, {label}: {text}")
-            sized = [k for k in keys if 300 <= min(a[k].get("n_train") or 0, 1000) <= 1000]
-            out.append(f"blackbox evaluations/s (300-1,000 training rows, {len(sized)} sets): "
-                       f"{evals_per_second([a[k] for k in sized]):,.0f} vs {evals_per_second([b[k] for k in sized]):,.0f}")
+            # Issue 25's setting: data of 300-1,000 training rows. Larger sets are searched on
+            # 1,000 of their rows (SearchConfig.max_rows), each pass counting 1,000/n evaluations,
+            # so their rate is not comparable; it is printed apart, as the earlier figures included it.
+            for label, sized in (
+                    ("300-1,000 training rows", [k for k in keys if 300 <= (a[k].get("n_train") or 0) <= 1000]),
+                    ("300 training rows or more, as before 0.8.9",
+                     [k for k in keys if 300 <= min(a[k].get("n_train") or 0, 1000) <= 1000])):
+                out.append(f"blackbox evaluations/s ({label}, {len(sized)} sets): "
+                           f"{evals_per_second([a[k] for k in sized]):,.0f} vs "
+                           f"{evals_per_second([b[k] for k in sized]):,.0f}")
         else:
             solved_a = [r2(a[k]) >= 0.99 for k in keys]
             solved_b = [r2(b[k]) >= 0.99 for k in keys]

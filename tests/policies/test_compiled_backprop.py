@@ -74,3 +74,31 @@ def test_the_semantic_policy_proposes_the_same_with_either(monkeypatch):
     assert [[m for m, _ in c] for c in compiled] == [[m for m, _ in r] for r in reference]
     for c, r in zip(compiled, reference):
         np.testing.assert_allclose([p for _, p in c], [p for _, p in r], rtol=1e-12, atol=1e-15)
+
+
+def _orthogonal_to(y, v):
+    yc = y - y.mean()
+    return v - (v @ yc) / (yc @ yc) * yc  # no correlation with y left (to rounding)
+
+
+@pytest.mark.parametrize("case", ["line", "negative", "constant", "non_finite", "uncorrelated", "zero"])
+def test_the_compiled_root_targets_equal_the_numpy_definitions_to_rounding(case):
+    from dgsr.policies.semantic.backprop import root_target, spread
+    from dgsr.policies.semantic.compiled_backprop import root_targets
+
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=100) * 3 + 2
+    f = {"line": 0.5 * y - 1 + 0.1 * rng.normal(size=100), "negative": -2 * y + 0.3 * rng.normal(size=100),
+         "constant": np.full(100, 1.5), "non_finite": np.where(np.arange(100) == 7, np.inf, y),
+         "uncorrelated": _orthogonal_to(y, rng.normal(size=100)), "zero": np.zeros(100)}[case]
+    (without, with_offset), (spread_without, spread_with) = root_targets(y, f)
+    for got, got_spread, intercept in ((without, spread_without, False), (with_offset, spread_with, True)):
+        want = root_target(y, f, intercept=intercept)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert got_spread == pytest.approx(spread(want), rel=1e-12)
+    if case in ("constant", "non_finite", "zero", "uncorrelated"):  # no scaling is defined: y itself
+        assert with_offset.tolist() == y.tolist()
+    if case == "line":  # (y - b) / a undoes the scaling: close to f
+        assert np.corrcoef(with_offset, f)[0, 1] > 0.99

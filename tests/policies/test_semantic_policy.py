@@ -425,7 +425,8 @@ def test_the_compiled_match_table_equals_numpys_bit_for_bit(monkeypatch):
     rng = np.random.default_rng(5)
     columns = rng.normal(size=(2, 100))
     values = np.vstack([columns, columns[0] * columns[1], np.sin(columns[0]), np.exp(columns[1]), np.full(100, 2.0)])
-    lib = SimpleNamespace(values=values, squares=values**2)  # what the matching reads of a library
+    lib = SimpleNamespace(values_by_row=np.ascontiguousarray(values.T),  # what the matching reads of a library
+                          squares_by_row=np.ascontiguousarray((values**2).T))
     targets = rng.normal(size=(7, 100)) + 3.0 * columns[0]
     targets[1] = 4.0
     targets[2, 10] = np.nan

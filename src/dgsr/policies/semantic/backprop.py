@@ -98,6 +98,15 @@ def root_target(y: np.ndarray, root_value: np.ndarray, *, intercept: bool = True
     return out if np.all(np.isfinite(out)) else y.copy()
 
 
+def spread(values: np.ndarray) -> float:
+    """Sum of squared deviations from the mean (the denominator of an unexplained share); inf
+    when it is not positive and finite."""
+    with np.errstate(all="ignore"):
+        c = values - values.mean()
+        out = float(c @ c)
+    return out if math.isfinite(out) and out > 0 else math.inf
+
+
 def invert(op: str, child: int, desired: np.ndarray, values: list[np.ndarray], expr: Expression,
            position: int) -> np.ndarray:
     """Desired values of child number ``child`` of the node at ``position`` (operator ``op``),

@@ -21,7 +21,14 @@ import numpy as np
 
 from dgsr.core import jit, jit_structure
 from dgsr.core.expression import Expression
-from dgsr.policies.semantic.backprop import chain_gradient, desired_values, node_values, parents
+from dgsr.policies.semantic.backprop import (
+    chain_gradient,
+    desired_values,
+    node_values,
+    parents,
+    root_target,
+    spread,
+)
 
 _ADD, _SUB, _MUL, _DIV = 0, 1, 2, 3
 _SIN, _COS, _TAN, _EXP, _LOG, _SQRT, _INV, _SQ = 4, 5, 6, 7, 8, 9, 10, 11
@@ -244,3 +251,74 @@ class NumpyBackprop:
 def backprop_for(expr: Expression, columns: np.ndarray) -> CompiledBackprop | NumpyBackprop:
     """The compiled backpropagation when numba is there, else the numpy one (the same values)."""
     return CompiledBackprop(expr, columns) if jit.AVAILABLE else NumpyBackprop(expr, columns)
+
+
+def _root_target_into(y, f, intercept, out):  # pragma: no cover - compiled below
+    """:func:`dgsr.policies.semantic.backprop.root_target` into ``out`` (sums in row order)."""
+    n = y.shape[0]
+    usable = True
+    for r in range(n):
+        if not np.isfinite(f[r]):
+            usable = False
+    a = b = 0.0
+    if usable and not intercept:
+        ff = fy = 0.0
+        for r in range(n):
+            ff += f[r] * f[r]
+            fy += f[r] * y[r]
+        a = fy / ff if ff > 0 else 0.0
+        usable = np.isfinite(a) and a != 0.0
+    elif usable:
+        f_mean = y_mean = 0.0
+        for r in range(n):
+            f_mean += f[r]
+            y_mean += y[r]
+        f_mean /= n
+        y_mean /= n
+        var_f = var_y = cov = 0.0
+        for r in range(n):
+            fc, yc = f[r] - f_mean, y[r] - y_mean
+            var_f += fc * fc
+            var_y += yc * yc
+            cov += fc * yc
+        usable = var_f > 1e-300 and var_y > 0 and np.isfinite(var_f)
+        if usable:
+            corr = cov / math.sqrt(var_f * var_y)
+            usable = np.isfinite(corr) and abs(corr) > 1e-6
+            a = cov / var_f
+            b = y_mean - a * f_mean
+    if usable:
+        for r in range(n):
+            out[r] = (y[r] - b) / a
+            if not np.isfinite(out[r]):
+                usable = False
+    if not usable:
+        for r in range(n):
+            out[r] = y[r]
+    # its spread, as backprop.spread: the sum of squared deviations, inf when not positive and finite
+    mean = 0.0
+    for r in range(n):
+        mean += out[r]
+    mean /= n
+    total = 0.0
+    for r in range(n):
+        c = out[r] - mean
+        total += c * c
+    return total if np.isfinite(total) and total > 0 else np.inf
+
+
+_root_target_into_jit = jit.compile_kernel(_root_target_into)
+
+
+def root_targets(y: np.ndarray, root_value: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float]]:
+    """The root's desired values without and with an offset (:func:`root_target` with
+    ``intercept`` False, then True) and their :func:`spread`, in two compiled calls when numba
+    is there. Its sums run in row order rather than numpy's pairwise and BLAS orders, so the
+    targets agree with the numpy definitions to rounding, not bit for bit."""
+    if _root_target_into_jit is None:
+        targets = (root_target(y, root_value, intercept=False), root_target(y, root_value, intercept=True))
+        return targets, (spread(targets[0]), spread(targets[1]))
+    without, with_offset = np.empty_like(y), np.empty_like(y)
+    spread_without = _root_target_into_jit(y, root_value, False, without)
+    spread_with = _root_target_into_jit(y, root_value, True, with_offset)
+    return (without, with_offset), (float(spread_without), float(spread_with))

@@ -64,9 +64,9 @@ def match_operands(targets: np.ndarray, weights: np.ndarray, lib: OperandLibrary
         n = weights.sum(axis=1, keepdims=True)
         sy = wt.sum(axis=1, keepdims=True)
         syy = (wt * t).sum(axis=1, keepdims=True)
-        sx = weights @ lib.values.T
-        sxx = weights @ lib.squares.T
-        sxy = wt @ lib.values.T
+        sx = weights @ lib.values_by_row
+        sxx = weights @ lib.squares_by_row
+        sxy = wt @ lib.values_by_row
         var_y = syy - sy * sy / n
         denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), (len(targets), 1))
         counts = (weights > 0).sum(axis=1)
@@ -107,3 +107,53 @@ def _match_table(var_y, n, sy, denominator, counts, sx, sxx, sxy, ratio, bad):  
 
 
 _match_table_jit = jit.compile_kernel(_match_table)
+
+
+def top_matches(match: np.ndarray, sizes: np.ndarray, extra: np.ndarray, penalty: float,
+                n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n_top`` best finite entries of ``match - penalty * (sizes[None, :] + extra[:, None])``
+    (``[n_targets, n_operands]``: an operand's match to a target less its parsimony penalty), best
+    first, equal values in the order of their flat index: ``(flat indices, values)``. One
+    compiled pass that keeps the best ``n_top`` as it goes, instead of the whole penalised table,
+    a partition and a sort."""
+    index = np.empty(max(n_top, 0), dtype=np.int64)
+    value = np.empty(max(n_top, 0))
+    if n_top <= 0:
+        return index, value
+    if _top_matches_jit is not None:
+        count = _top_matches_jit(match, sizes, extra, penalty, index, value)
+        return index[:count], value[:count]
+    with np.errstate(all="ignore"):
+        table = (match - penalty * (sizes[None, :] + extra[:, None])).ravel()
+    order = np.argsort(-table, kind="stable")
+    order = order[np.isfinite(table[order])][:n_top]
+    return order, table[order]
+
+
+def _top_matches(match, sizes, extra, penalty, index, value):  # pragma: no cover - compiled below
+    """:func:`top_matches` into ``index``/``value`` (sorted, best first); returns how many."""
+    n_top = index.shape[0]
+    count = 0
+    width = match.shape[1]
+    for t in range(match.shape[0]):
+        e = extra[t]
+        for j in range(width):
+            v = match[t, j] - penalty * (sizes[j] + e)
+            if not np.isfinite(v):
+                continue
+            if count == n_top and not v > value[count - 1]:
+                continue  # not better than the worst kept (an equal one came earlier: it stays)
+            # insertion from the end: past every kept value at least as high (earlier ties first)
+            i = count if count < n_top else n_top - 1
+            while i > 0 and value[i - 1] < v:
+                value[i] = value[i - 1]
+                index[i] = index[i - 1]
+                i -= 1
+            value[i] = v
+            index[i] = t * width + j
+            if count < n_top:
+                count += 1
+    return count
+
+
+_top_matches_jit = jit.compile_kernel(_top_matches)

@@ -74,8 +74,10 @@ class OperandLibrary:
         The operands, smallest first within each family.
     values:
         ``[n_operands, n_rows]`` float64, finite.
-    squares:
-        ``values ** 2`` (the matching needs it at every expansion).
+    values_by_row, squares_by_row:
+        ``values.T`` and ``(values ** 2).T``, contiguous ``[n_rows, n_operands]``: the matching's
+        matrix products at every expansion read them (a contiguous right-hand matrix is about a
+        quarter faster there than a transposed view).
     sizes:
         Node count of each operand.
     parametric:
@@ -85,7 +87,8 @@ class OperandLibrary:
 
     expressions: tuple[Expression, ...]
     values: np.ndarray
-    squares: np.ndarray
+    values_by_row: np.ndarray
+    squares_by_row: np.ndarray
     sizes: np.ndarray
     parametric: np.ndarray
 
@@ -465,7 +468,8 @@ def _assemble(ordered: Iterable[tuple[Expression, bool, bool]], columns: np.ndar
         exprs = [e for e, k in zip(exprs, keep) if k]
         values, squares, parametric_flags = values[keep], squares[keep], parametric_flags[keep]
     sizes = np.array([e.size for e in exprs], dtype=np.float64)
-    return OperandLibrary(tuple(exprs), values, squares, sizes, parametric_flags)
+    return OperandLibrary(tuple(exprs), values, np.ascontiguousarray(values.T), np.ascontiguousarray(squares.T),
+                          sizes, parametric_flags)
 
 
 def operand_library(expressions: Iterable[Expression], columns: np.ndarray,

@@ -32,9 +32,9 @@ from dgsr.core.expression import Expression
 from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.additive import best_sums
-from dgsr.policies.semantic.backprop import root_target
-from dgsr.policies.semantic.compiled_backprop import backprop_for
-from dgsr.policies.semantic.matching import OperandFit, match_operands
+from dgsr.policies.semantic.backprop import spread
+from dgsr.policies.semantic.compiled_backprop import backprop_for, root_targets
+from dgsr.policies.semantic.matching import OperandFit, match_operands, top_matches
 from dgsr.policies.semantic.operand_library import FitMemo, OperandLibrary, build_library, operand_library
 from dgsr.policies.semantic.position_rows import KINDS, position_rows
 from dgsr.policies.semantic.power_law import log_design, power_law_operands, target_monomials
@@ -256,15 +256,14 @@ class SemanticPolicy:
 
         backprop = backprop_for(expression, context.columns)
         values, parent = backprop.values, backprop.parent
-        roots = {flag: root_target(context.y, values[0], intercept=flag) for flag in (True, False)}
-        spreads = {flag: _spread(r) for flag, r in roots.items()}
+        roots, spreads = root_targets(context.y, values[0])  # indexed by intercept: [False], [True]
         positions = self._positions(expression, rng)
         paths = [_absorbs(expression, parent, pos) for pos in positions]
         unary_ops = [op for op in UNARY if op in self.operators]
         # roots/spreads indexed by flag = not scale_path: through a chain of products up to the
         # root, y's offset cannot be produced below, so aim at y ~ a*f there (an offset would
         # leak into every quotient of the chain).
-        rows = position_rows(backprop, (roots[False], roots[True]), (spreads[False], spreads[True]), positions,
+        rows = position_rows(backprop, roots, spreads, positions,
                              [p[0] for p in paths], [p[1] for p in paths], unary_ops)
         picks: list[tuple[int, int]] = []  # (position index, kind index) of each binary target
         denominators: list[float] = []
@@ -319,16 +318,12 @@ class SemanticPolicy:
         to the targets (``meta`` says each target's node and kind)."""
         # Parsimony: between operands that match about as well, the smaller first (a factor
         # c*B costs 2 nodes more where nothing absorbs it).
-        extra = np.array([0.0 if m[2] else 2.0 for m in meta])[:, None]
-        match = fit.match - self.size_penalty * (lib.sizes[None, :] + extra)
-        n_top = min(match.size, 6 * self.max_nodes)
-        flat = np.argpartition(-match.ravel(), n_top - 1)[:n_top] if match.size > n_top else np.arange(match.size)
-        order = flat[np.argsort(-match.ravel()[flat], kind="stable")]
-        values = match.ravel()[order]
-        finite = np.isfinite(values)
+        extra = np.array([0.0 if m[2] else 2.0 for m in meta])
+        order, values = top_matches(fit.match, lib.sizes, extra, self.size_penalty,
+                                    min(fit.match.size, 6 * self.max_nodes))
         seen: set[tuple[int, float]] = set()
         picked, picked_values = [], []
-        for f, value in zip(order[finite].tolist(), values[finite].tolist()):
+        for f, value in zip(order.tolist(), values.tolist()):
             t, j = divmod(f, len(lib))
             # The same operand matching equally well at several nodes (x0*x1*B at either
             # factor) gives equivalent children: propose it once.
@@ -348,7 +343,7 @@ class SemanticPolicy:
         """The first mutation of a trial: the library operands that best explain y, best last."""
         lib = context.library
         targets = context.y[None, :]
-        match = match_operands(targets, np.ones_like(targets), lib, _spread(context.y)).match
+        match = match_operands(targets, np.ones_like(targets), lib, spread(context.y)).match
         match = match - self.size_penalty * lib.sizes[None, :]
         order = np.argsort(-match[0], kind="stable")
         ranked = [(float(match[0, j]), partial(Mutation, 0, "root", lib.expressions[j]))
@@ -405,14 +400,6 @@ def _absorbs(expr: Expression, parent: list[int], position: int) -> tuple[bool, 
             offset = False
         p = parent[p]
     return scale, offset
-
-
-def _spread(values: np.ndarray) -> float:
-    """Sum of squared deviations from the mean (the denominator of an unexplained share)."""
-    with np.errstate(all="ignore"):
-        c = values - values.mean()
-        out = float(c @ c)
-    return out if math.isfinite(out) and out > 0 else math.inf
 
 
 def _operand(expr: Expression, kind: str, fit: tuple[float, float, float, float, float, float],
