@@ -13,6 +13,7 @@ from dgsr.core import jit, jit_child, jit_scoring, jit_structure
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import INNER_FIT_TOLERANCES
+from dgsr.core.linear_terms import additive_terms, weighted_sum
 from dgsr.core.parser import parse
 from tests.core.sum_strategies import N_VARS, SETTINGS, sums
 
@@ -44,6 +45,10 @@ def _separately(expr: Expression, steps: int, linear_terms: bool, max_size: int)
     return status, passes, None if constants is expr.constants else constants, score
 
 
+def encoded_varying(expr: Expression) -> np.ndarray:
+    return jit_scoring.encode_sum(expr.symbols).varying
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (np.isnan(a) and np.isnan(b))
 
@@ -65,6 +70,12 @@ def test_one_call_gives_what_the_separate_calls_give(expr, steps, linear_terms, 
         assert _same(s.intercept, score.intercept) and _same(s.mse, score.mse)
         np.testing.assert_array_equal(s.weights, score.weights)
         np.testing.assert_array_equal(s.kept, score.kept)
+        # the weighted sum the evaluator offers: the size and finiteness the call read off
+        terms = additive_terms(expr)
+        used = encoded_varying(expr)[s.distinct]
+        built = weighted_sum([terms[i][1] for i in used], np.nan_to_num(s.weights[s.distinct]), 0.5)
+        assert got.terms_size == built.size
+        assert got.weights_finite == bool(np.isfinite(s.weights).all())
     np.testing.assert_array_equal(s.values, score.values)
     encoded = jit_scoring.encode_sum(expr.symbols)
     np.testing.assert_array_equal(got.varying, encoded.varying)

@@ -34,7 +34,9 @@ class ChildScore(NamedTuple):
     caller takes the least-squares path); ``passes``: the fit's passes over the fitting rows;
     ``constants``: the fitted constants when the fit improved the child, else None. ``score``:
     the scoring of that form on all rows (None when the fit was collinear), and ``varying``,
-    ``varying_size``, ``lengths`` its structure's fields (:class:`dgsr.core.jit_scoring.EncodedSum`).
+    ``varying_size``, ``lengths`` its structure's fields (:class:`dgsr.core.jit_scoring.EncodedSum`);
+    ``terms_size`` the node count of the weighted sum of the terms the scoring's term fit used
+    (``b + sum_i w_i * t_i``) and ``weights_finite`` whether its weights are all finite.
     A named tuple, as :class:`dgsr.core.jit_scoring.SumScore` (built for every child).
     """
 
@@ -46,6 +48,8 @@ class ChildScore(NamedTuple):
     varying_size: int
     lengths: np.ndarray
     fit_terms: bool
+    terms_size: int = 0
+    weights_finite: bool = True
 
 
 def _fit_and_score(codes, theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y, linear_terms,
@@ -76,8 +80,16 @@ def _fit_and_score(codes, theta, fit_columns, fit_y, steps, tau, ftol, exact, re
     if fit_status != jit_structure.COLLINEAR:
         mean, var, cov, status, intercept, mse = jit_scoring._score_sum_jit(
             sum_ops, sum_args, starts, signs, varying, depth, theta, columns, y, fit_terms, values, weights, kept)
+    # The weighted sum the term fit stands for: its node count and whether its weights are finite.
+    terms_size = 1
+    weights_finite = True
+    for i in range(varying.shape[0]):
+        if kept[i]:
+            terms_size += lengths[varying[i]] + 3
+        if not np.isfinite(weights[i]):
+            weights_finite = False
     return (fit_status, passes, improved, mean, var, cov, status, intercept, mse, weights, kept, values, varying,
-            varying_size, lengths, fit_terms)
+            varying_size, lengths, fit_terms, terms_size, weights_finite)
 
 
 _fit_and_score_jit = jit.compile_kernel(_fit_and_score)
@@ -101,7 +113,7 @@ def fit_and_score(symbols: tuple[str, ...], constants: tuple[float, ...], fit_co
     arrays contiguous float64; compiled only (:data:`dgsr.core.jit.AVAILABLE`)."""
     theta = np.array(constants, dtype=np.float64) if constants else np.zeros(1)
     (fit_status, passes, improved, mean, var, cov, status, intercept, mse, weights, kept, values, varying,
-     varying_size, lengths, fit_terms) = _fit_and_score_jit(
+     varying_size, lengths, fit_terms, terms_size, weights_finite) = _fit_and_score_jit(
         _prefix_codes(symbols), theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y,
         linear_terms, max_size)
     fit_status = int(fit_status)
@@ -109,4 +121,4 @@ def fit_and_score(symbols: tuple[str, ...], constants: tuple[float, ...], fit_co
     if fit_status != jit_structure.COLLINEAR:
         score = jit_scoring.SumScore(mean, var, cov, int(status), weights, intercept, mse, kept, values)
     return ChildScore(fit_status, int(passes), tuple(theta.tolist()) if improved else None, score, varying,
-                      int(varying_size), lengths, bool(fit_terms))
+                      int(varying_size), lengths, bool(fit_terms), int(terms_size), bool(weights_finite))

@@ -178,23 +178,32 @@ class Evaluator:
         r2 = self._score_moments(expr, result.mean, result.var, result.cov)
         if not fit_terms or result.status == jit_scoring.FIT_NON_FINITE:
             return r2
-        used = varying[result.distinct]
+        weights = None  # the fitted weights of the used terms, when not the scoring's own
         if result.status == jit_scoring.FIT_COLLINEAR:  # numpy's minimum-norm least squares
+            used = varying[result.distinct]
             fit = fit_term_weights(result.values[used], self.y)
             if fit is None:
                 return r2
             weights, intercept, mse = fit
+            size = int(lengths[used].sum()) + 3 * len(used) + 1
         else:
-            weights, intercept, mse = result.weights[result.distinct], result.intercept, result.mse
-            if not (math.isfinite(intercept) and math.isfinite(mse) and np.isfinite(weights).all()):
+            intercept, mse = result.intercept, result.mse
+            if child is None:
+                used = varying[result.distinct]
+                finite, size = bool(np.isfinite(result.weights).all()), int(lengths[used].sum()) + 3 * len(used) + 1
+            else:  # read off by the compiled call
+                finite, size = child.weights_finite, child.terms_size
+            if not (math.isfinite(intercept) and math.isfinite(mse) and finite):
                 return r2
         terms_r2 = 1.0 - mse / self.y_var
 
         def build() -> Expression:
             terms = additive_terms(expr)
-            return weighted_sum([terms[i][1] for i in used], weights, intercept)
+            used = varying[result.distinct]
+            return weighted_sum([terms[i][1] for i in used], result.weights[result.distinct] if weights is None
+                                else weights, intercept)
 
-        self._offer_built(int(lengths[used].sum()) + 3 * len(used) + 1, terms_r2, mse, build)
+        self._offer_built(size, terms_r2, mse, build)
         return max(r2, terms_r2)
 
     def _score_prediction(self, expr: Expression, pred: np.ndarray) -> float:
