@@ -94,13 +94,21 @@ def test_a_fit_that_finds_the_law_returns_its_constants_and_its_exact_score():
     assert got.score.status == jit_scoring.FIT_DONE and got.score.mse < 1e-18
 
 
+def _searched_front(y: np.ndarray, *, seed: int, evaluations: int) -> tuple:
+    """A semantic search's evaluations and front (keys, losses, R²) on ``X``, ``y``."""
+    from dgsr.core.budget import Budget
+    from dgsr.policies.semantic.policy import SemanticPolicy
+    from dgsr.search.mcts import SearchConfig, run_search
+
+    result = run_search(X, y, SemanticPolicy(), config=SearchConfig(inner_fit_steps=3),
+                        rng=np.random.default_rng(seed), budget=Budget(max_evaluations=evaluations))
+    return result.n_evaluations, [(e.expression.key(), e.mse, e.r2) for e in result.archive.front()]
+
+
 def test_the_search_scores_every_child_as_the_separate_calls_do(monkeypatch):
     # The same search through the one call and through the separate calls (each child declined
     # by the one call, with no status the evaluator could reuse): the same front and the same
     # evaluations, so the one call is a speed-up, never a change of what the search sees.
-    from dgsr.core.budget import Budget
-    from dgsr.policies.semantic.policy import SemanticPolicy
-    from dgsr.search.mcts import SearchConfig, run_search
 
     y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2] ** 2
     real, calls = jit_child.fit_and_score, []
@@ -115,9 +123,7 @@ def test_the_search_scores_every_child_as_the_separate_calls_do(monkeypatch):
 
     def front(one_call):
         monkeypatch.setattr(jit_child, "fit_and_score", counted if one_call else declined)
-        result = run_search(X, y, SemanticPolicy(), config=SearchConfig(inner_fit_steps=3),
-                            rng=np.random.default_rng(0), budget=Budget(max_evaluations=3000))
-        return result.n_evaluations, [(e.expression.key(), e.mse, e.r2) for e in result.archive.front()]
+        return _searched_front(y, seed=0, evaluations=3000)
 
     assert front(True) == front(False)
     assert len(calls) > 100
@@ -127,10 +133,7 @@ def test_children_found_collinear_are_fitted_as_the_full_path_fits_them(monkeypa
     # A child whose terms the one call found collinear goes to the minimum-norm start without
     # that kernel run again (fit_inner_constants(collinear=True)): the same search as when the
     # full path runs it, with such children met.
-    from dgsr.core.budget import Budget
-    from dgsr.policies.semantic.policy import SemanticPolicy
     from dgsr.search import evaluator
-    from dgsr.search.mcts import SearchConfig, run_search
 
     y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2] ** 2 + 0.5 * X[:, 2]
     real, known = evaluator.fit_inner_constants, []
@@ -141,9 +144,7 @@ def test_children_found_collinear_are_fitted_as_the_full_path_fits_them(monkeypa
 
     def front(shortcut):
         monkeypatch.setattr(evaluator, "fit_inner_constants", real if shortcut else full_path)
-        result = run_search(X, y, SemanticPolicy(), config=SearchConfig(inner_fit_steps=3),
-                            rng=np.random.default_rng(1), budget=Budget(max_evaluations=6000))
-        return result.n_evaluations, [(e.expression.key(), e.mse, e.r2) for e in result.archive.front()]
+        return _searched_front(y, seed=1, evaluations=6000)
 
     assert front(True) == front(False)
     assert sum(known) >= 3  # children found collinear were met
