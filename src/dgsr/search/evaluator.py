@@ -178,21 +178,19 @@ class Evaluator:
         r2 = self._score_moments(expr, result.mean, result.var, result.cov)
         if not fit_terms or result.status == jit_scoring.FIT_NON_FINITE:
             return r2
+        if child is None:  # the weighted sum's size and its weights' finiteness (the compiled call reads them off)
+            used = varying[result.distinct]
+            size, finite = int(lengths[used].sum()) + 3 * len(used) + 1, bool(np.isfinite(result.weights).all())
+        else:
+            size, finite = child.terms_size, child.weights_finite
         weights = None  # the fitted weights of the used terms, when not the scoring's own
         if result.status == jit_scoring.FIT_COLLINEAR:  # numpy's minimum-norm least squares
-            used = varying[result.distinct]
-            fit = fit_term_weights(result.values[used], self.y)
+            fit = fit_term_weights(result.values[varying[result.distinct]], self.y)
             if fit is None:
                 return r2
             weights, intercept, mse = fit
-            size = int(lengths[used].sum()) + 3 * len(used) + 1
         else:
             intercept, mse = result.intercept, result.mse
-            if child is None:
-                used = varying[result.distinct]
-                finite, size = bool(np.isfinite(result.weights).all()), int(lengths[used].sum()) + 3 * len(used) + 1
-            else:  # read off by the compiled call
-                finite, size = child.weights_finite, child.terms_size
             if not (math.isfinite(intercept) and math.isfinite(mse) and finite):
                 return r2
         terms_r2 = 1.0 - mse / self.y_var
