@@ -7,43 +7,43 @@ program's values and the Jacobian with respect to its constants in one pass (for
 dual vector per stack slot), and :func:`levenberg_marquardt_encoded` is the loop of
 :func:`dgsr.core.inner_fit._levenberg_marquardt`, step for step.
 
-numba is optional. :data:`AVAILABLE` is False when it cannot be imported, or when the
-environment variable ``DGSR_NO_JIT`` is set (to anything but ``0`` or empty); callers then use
-the numpy path, which gives the same numbers up to rounding. Kernels compile on first use and
-are cached on disk by numba (``cache=True``), so a later process loads them in a fraction of a
-second.
+numba is optional (:mod:`dgsr.core.jit_compile`, whose names this module re-exports, as it
+does the op codes and row loops of :mod:`dgsr.core.jit_rows`); without it callers take the
+numpy path, which gives the same numbers up to rounding.
 """
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from dgsr.core.expression import Expression
+from dgsr.core.jit_compile import (  # noqa: F401 - re-exported: callers read them here
+    AVAILABLE,
+    KERNELS,
+    cache_path,
+    compile_kernel,
+    compile_misses,
+    compiled_signatures,
+    numba,
+)
 from dgsr.core.jit_linalg import (
     _centered_normal_equations,
     _cholesky_solve,
     _normal_equations,
     _sum_of_squares,
 )
+from dgsr.core.jit_rows import (  # noqa: F401 - the op codes and the row loops, re-exported
+    _CODES,
+    _CODES_BINARY_LAST,
+    _CONST_CODE,
+    _VAR_CODE,
+    _binary_in_place_jit,
+    _binary_value_jit,
+    _unary_value_jit,
+    _unary_with_slope_jit,
+)
 from dgsr.core.linear_terms import weighted_model, weighted_sum
-from dgsr.core.operators import CONSTANT, OPERATORS, SymbolTable
-
-try:  # the fallback is the numpy path, so a missing or broken numba is not an error
-    import numba
-except Exception:  # noqa: BLE001 - any import failure (missing, wrong llvmlite) means "no JIT"
-    numba = None
-
-#: Whether the compiled kernels are used (numba importable and ``DGSR_NO_JIT`` unset).
-AVAILABLE: bool = numba is not None and os.environ.get("DGSR_NO_JIT", "") in ("", "0")
-
-# Op codes of the encoded program (postfix order: the prefix sequence reversed).
-_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "sin": 4, "cos": 5, "tan": 6, "exp": 7, "log": 8,
-          "sqrt": 9, "inv": 10, "sq": 11}
-_CONST_CODE, _VAR_CODE = 20, 21
-_CODES_BINARY_LAST = 3  # codes 0..3 are the binary operators
-assert set(_CODES) == set(OPERATORS), "every operator needs an op code"
+from dgsr.core.operators import CONSTANT, SymbolTable
 
 
 def encode(expr: Expression) -> tuple[np.ndarray, np.ndarray]:
@@ -70,44 +70,14 @@ def encode_symbols(symbols: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     return ops, args
 
 
-def _binary_value(op, a, b):  # pragma: no cover - compiled below
-    """The binary operator with op code ``op`` (0-3) at one row: the one table both kernels use."""
-    if op == 0:
-        return a + b
-    if op == 1:
-        return a - b
-    if op == 2:
-        return a * b
-    return a / b
-
-
-def _unary_value(op, x):  # pragma: no cover - compiled below
-    """The unary operator with op code ``op`` (4-11) at one row."""
-    if op == 4:
-        return np.sin(x)
-    if op == 5:
-        return np.cos(x)
-    if op == 6:
-        return np.tan(x)
-    if op == 7:
-        return np.exp(x)
-    if op == 8:
-        return np.log(x)
-    if op == 9:
-        return np.sqrt(x)
-    if op == 10:
-        return 1.0 / x
-    return x * x
-
-
 def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled below
     """Values ``[n]`` into ``value`` and the Jacobian ``[p, n]`` into ``jac`` (p = len(theta)).
 
     A subtree's constants are a contiguous range of ``theta`` (prefix order), so each stack slot
     carries the derivatives of its own range only, ``[lo, hi)``, as ``gradients.run_program``
     does: a non-finite partial then reaches only the constants below it. Node by node, each node
-    over all rows (the row loops vectorise; a row-by-row interpreter branches on every node of
-    every row): per row, the same operations in the same order.
+    over all rows with the operator chosen outside the row loop (so the loops vectorise): per
+    row, the same operations in the same order as a row at a time.
     """
     n = columns.shape[1]
     p = theta.shape[0]
@@ -115,8 +85,6 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
     sv = np.empty((depth, n))
     sj = np.empty((depth, p, n))
     d = np.empty(n)
-    da = np.empty(n)
-    db = np.empty(n)
     lo = np.zeros(depth, dtype=np.int64)
     hi = np.zeros(depth, dtype=np.int64)  # lo == hi: the slot depends on no constant
     sp = 0
@@ -124,72 +92,72 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
         op = ops[k]
         if op == _CONST_CODE:
             c, q = theta[args[k]], args[k]
+            s, js = sv[sp], sj[sp, q]
             for r in range(n):
-                sv[sp, r] = c
-                sj[sp, q, r] = 1.0
+                s[r] = c
+                js[r] = 1.0
             lo[sp], hi[sp] = q, q + 1
             sp += 1
         elif op == _VAR_CODE:
-            j = args[k]
+            s, column = sv[sp], columns[args[k]]
             for r in range(n):
-                sv[sp, r] = columns[j, r]
+                s[r] = column[r]
             lo[sp], hi[sp] = 0, 0
             sp += 1
         elif op <= _CODES_BINARY_LAST:
             a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
             ja, jb = sj[sp - 1], sj[sp - 2]
-            for r in range(n):  # the value into d, the partials into da and db (one loop body: less to compile)
-                d[r] = _binary_value_jit(op, a[r], b[r])
-                if op == 0:
-                    da[r], db[r] = 1.0, 1.0
-                elif op == 1:
-                    da[r], db[r] = 1.0, -1.0
-                elif op == 2:
-                    da[r], db[r] = b[r], a[r]
-                else:
-                    da[r], db[r] = 1.0 / b[r], -d[r] / b[r]
-            for q in range(lo[sp - 2], hi[sp - 2]):
+            la, ha, lb, hb = lo[sp - 1], hi[sp - 1], lo[sp - 2], hi[sp - 2]
+            # The partials: d(a op b)/da * ja and d(a op b)/db * jb, each over its own range.
+            if op == 0:
+                for q in range(la, ha):
+                    jq, aq = jb[q], ja[q]
+                    for r in range(n):
+                        jq[r] = aq[r]
+            elif op == 1:
+                for q in range(lb, hb):
+                    jq = jb[q]
+                    for r in range(n):
+                        jq[r] *= -1.0
+                for q in range(la, ha):
+                    jq, aq = jb[q], ja[q]
+                    for r in range(n):
+                        jq[r] = aq[r]
+            elif op == 2:
+                for q in range(lb, hb):
+                    jq = jb[q]
+                    for r in range(n):
+                        jq[r] *= a[r]
+                for q in range(la, ha):
+                    jq, aq = jb[q], ja[q]
+                    for r in range(n):
+                        jq[r] = b[r] * aq[r]
+            else:
                 for r in range(n):
-                    jb[q, r] *= db[r]
-            for q in range(lo[sp - 1], hi[sp - 1]):
-                for r in range(n):
-                    jb[q, r] = da[r] * ja[q, r]
-            for r in range(n):
-                b[r] = d[r]
-            if hi[sp - 1] > lo[sp - 1]:
-                if hi[sp - 2] > lo[sp - 2]:
-                    lo[sp - 2] = min(lo[sp - 2], lo[sp - 1])
-                    hi[sp - 2] = max(hi[sp - 2], hi[sp - 1])
+                    d[r] = a[r] / b[r]
+                for q in range(lb, hb):
+                    jq = jb[q]
+                    for r in range(n):
+                        jq[r] *= -d[r] / b[r]
+                for q in range(la, ha):
+                    jq, aq = jb[q], ja[q]
+                    for r in range(n):
+                        jq[r] = 1.0 / b[r] * aq[r]
+            _binary_in_place_jit(op, a, b)
+            if ha > la:
+                if hb > lb:
+                    lo[sp - 2], hi[sp - 2] = min(lb, la), max(hb, ha)
                 else:
-                    lo[sp - 2], hi[sp - 2] = lo[sp - 1], hi[sp - 1]
+                    lo[sp - 2], hi[sp - 2] = la, ha
             sp -= 1
         else:
             a = sv[sp - 1]
-            for r in range(n):
-                x = a[r]
-                out = _unary_value_jit(op, x)
-                if op == 4:
-                    dr = np.cos(x)
-                elif op == 5:
-                    dr = -np.sin(x)
-                elif op == 6:
-                    dr = 1.0 + out * out
-                elif op == 7:
-                    dr = out
-                elif op == 8:
-                    dr = 1.0 / x
-                elif op == 9:
-                    dr = 0.5 / out
-                elif op == 10:
-                    dr = -(out * out)
-                else:
-                    dr = 2.0 * x
-                a[r] = out
-                d[r] = dr
+            _unary_with_slope_jit(op, a, d)
             ja = sj[sp - 1]
             for q in range(lo[sp - 1], hi[sp - 1]):
+                jq = ja[q]
                 for r in range(n):
-                    ja[q, r] *= d[r]
+                    jq[r] *= d[r]
     for r in range(n):
         value[r] = sv[0, r]
     for q in range(p):
@@ -321,49 +289,8 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
     return best, improved, 1 + passes, 0
 
 
-#: Every kernel :func:`compile_kernel` made, in the order their modules defined them (module-level
-#: functions, like the kernels themselves): what :func:`compiled_signatures` counts.
-KERNELS: list = []
-
-
-def compile_kernel(function):
-    """``function`` compiled as every kernel of the package is (numba, cached on disk, numpy's
-    error model, no GIL), or None when the kernels are off (:data:`AVAILABLE`)."""
-    if not AVAILABLE:
-        return None
-    kernel = numba.njit(cache=True, error_model="numpy", nogil=True)(function)
-    KERNELS.append(kernel)
-    return kernel
-
-
-def _kernel_stats() -> list:
-    """numba's compile record of each kernel (``Dispatcher.stats``; a numba without it: none)."""
-    return [s for s in (getattr(k, "stats", None) for k in KERNELS) if s is not None]
-
-
-def compile_misses() -> int:
-    """How many kernel signatures this process has compiled rather than loaded from numba's disk
-    cache (0 once the cache is warm)."""
-    return sum(sum(s.cache_misses.values()) for s in _kernel_stats())
-
-
-def cache_path() -> str | None:
-    """Where numba keeps the compiled kernels of the first kernel module (None: unknown)."""
-    return next((s.cache_path for s in _kernel_stats() if s.cache_path), None)
-
-
-def compiled_signatures() -> dict[str, int]:
-    """How many type signatures each kernel has compiled (or loaded from the disk cache) in this
-    process, by kernel name: a fit that adds none ran entirely on code compiled before it."""
-    return {f"{k.py_func.__module__}.{k.py_func.__name__}": len(k.signatures) for k in KERNELS}
-
-
 if AVAILABLE:
     _compile = compile_kernel
-    # Plain compiled calls: LLVM inlines them into the row loops (numba's IR-level inline='always'
-    # measured slower, 45 against 34 microseconds for the scoring kernel, and compiled longer).
-    _binary_value_jit = _compile(_binary_value)
-    _unary_value_jit = _compile(_unary_value)
     _centered_normal_equations_jit = _compile(_centered_normal_equations)
     _run_jit = _compile(_run)
     _cholesky_solve_jit = _compile(_cholesky_solve)
@@ -372,7 +299,7 @@ if AVAILABLE:
     _lm_jit = _compile(_lm)
     _fit_jit = _compile(_fit)
 else:
-    _binary_value_jit = _unary_value_jit = _centered_normal_equations_jit = None
+    _centered_normal_equations_jit = None
     _run_jit = _cholesky_solve_jit = _normal_equations_jit = _sum_of_squares_jit = _lm_jit = _fit_jit = None
 
 

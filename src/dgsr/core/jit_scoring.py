@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dgsr.core import jit, jit_structure
+from dgsr.core import jit, jit_rows, jit_structure
 
 # A term weight whose Cholesky pivot (squared) falls below this share of the largest diagonal
 # entry is treated as collinear: numpy's lstsq (rcond 1e-12) handles those, not Cholesky.
@@ -63,7 +63,8 @@ def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
 
 
 def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma: no cover - compiled below
-    """Each term's values into ``values[i]``: node by node, each node over all rows."""
+    """Each term's values into ``values[i]``: node by node, each node over all rows (one loop per
+    operator, so the loops vectorise; sin and cos by :func:`dgsr.core.jit_rows._trig_in_place`)."""
     n = columns.shape[1]
     for t in range(starts.shape[0] - 1):
         sp = 0
@@ -80,14 +81,10 @@ def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma
                     stack[sp, r] = columns[j, r]
                 sp += 1
             elif op <= 3:  # binary: the left operand is on top
-                a, b = stack[sp - 1], stack[sp - 2]
-                for r in range(n):
-                    b[r] = jit._binary_value_jit(op, a[r], b[r])
+                jit_rows._binary_in_place_jit(op, stack[sp - 1], stack[sp - 2])
                 sp -= 1
             else:
-                a = stack[sp - 1]
-                for r in range(n):
-                    a[r] = jit._unary_value_jit(op, a[r])
+                jit_rows._unary_in_place_jit(op, stack[sp - 1])
         for r in range(n):
             values[t, r] = stack[0, r]
 

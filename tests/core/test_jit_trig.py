@@ -1,0 +1,98 @@
+"""core.jit_rows's sin and cos over row arrays (the kernels' own, in loops that vectorise): within two
+units in the last place of libm's where the value is not tiny, within 2**-52 everywhere, libm's
+own bits where the fast reduction would lose digits, and IEEE's answers on the special rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dgsr.core import jit_rows as jit
+
+pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+
+PHASES = [(0, np.sin), (1, np.cos)]
+DERIVATIVES = {0: np.cos, 1: lambda x: -np.sin(x)}
+
+
+def _in_place(x: np.ndarray, phase: int) -> np.ndarray:
+    a = np.array(x, dtype=np.float64)
+    jit._trig_in_place_jit(a, phase)
+    return a
+
+
+def _with_slope(x: np.ndarray, phase: int) -> tuple[np.ndarray, np.ndarray]:
+    a = np.array(x, dtype=np.float64)
+    slope = np.full_like(a, 7.0)
+    jit._trig_with_slope_jit(a, slope, phase)
+    return a, slope
+
+
+def _assert_close_to_libm(got: np.ndarray, ref: np.ndarray) -> None:
+    err = np.abs(got - ref)
+    assert err.max() <= 2.0 ** -52
+    away = np.abs(ref) > 1e-3  # near a zero of the function the bound is the absolute one above
+    assert (err[away] <= 2 * np.spacing(np.abs(ref[away]))).all()
+
+
+@pytest.mark.parametrize("phase, libm", PHASES)
+@pytest.mark.parametrize("scale", [1.0, 10.0, 1e3, 1e5])
+def test_values_are_within_two_ulp_of_libm(phase, libm, scale):
+    x = np.random.default_rng(int(scale)).uniform(-scale, scale, 200_000)
+    _assert_close_to_libm(_in_place(x, phase), libm(x))
+
+
+@pytest.mark.parametrize("phase, libm", PHASES)
+def test_multiples_of_half_pi_reduce_to_tiny_values(phase, libm):
+    x = np.arange(-60_000, 60_000) * (np.pi / 2)  # the reduction's worst rows: near-total cancellation
+    got = _in_place(x, phase)
+    assert np.abs(got - libm(x)).max() < 1e-20
+
+
+@pytest.mark.parametrize("phase, libm", PHASES)
+def test_slope_is_the_derivative_and_the_value_the_same(phase, libm):
+    x = np.random.default_rng(3).uniform(-40, 40, 5_000)
+    value, slope = _with_slope(x, phase)
+    np.testing.assert_array_equal(value, _in_place(x, phase))
+    _assert_close_to_libm(slope, DERIVATIVES[phase](x))
+
+
+@pytest.mark.parametrize("phase, libm", PHASES)
+def test_far_or_non_finite_rows_hand_the_array_to_libm(phase, libm):
+    x = np.random.default_rng(4).uniform(-3, 3, 64)
+    for odd in (2e5, -1e300, np.inf, -np.inf, np.nan):
+        rows = x.copy()
+        rows[17] = odd
+        with np.errstate(invalid="ignore"):
+            ref = libm(rows)
+        np.testing.assert_array_equal(_in_place(rows, phase), ref)  # the same bits, NaN where libm's
+        value, slope = _with_slope(rows, phase)
+        np.testing.assert_array_equal(value, ref)
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(slope, DERIVATIVES[phase](rows))
+
+
+def test_signed_zeros_and_small_arguments():
+    x = np.array([0.0, -0.0, 1e-300, -1e-300, 5e-324, 1e-8, -1e-8])
+    sines = _in_place(x, 0)
+    np.testing.assert_array_equal(sines, np.sin(x))
+    assert np.signbit(sines[1]) and not np.signbit(sines[0])
+    np.testing.assert_array_equal(_in_place(x, 1), np.cos(x))
+    value, slope = _with_slope(x, 0)
+    np.testing.assert_array_equal(value, np.sin(x))
+    np.testing.assert_array_equal(slope, np.cos(x))
+
+
+def test_unary_kernel_matches_numpy_for_every_operator():
+    x = np.random.default_rng(5).uniform(0.1, 3.0, 300)
+    for name, code in jit._CODES.items():
+        if code <= jit._CODES_BINARY_LAST:
+            continue
+        ref = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+               "inv": lambda v: 1.0 / v, "sq": lambda v: v * v}[name](x)
+        a = x.copy()
+        jit._unary_in_place_jit(code, a)
+        np.testing.assert_allclose(a, ref, rtol=4.5e-16, atol=2.0 ** -52, err_msg=name)
+        b, d = x.copy(), np.empty_like(x)
+        jit._unary_with_slope_jit(code, b, d)
+        np.testing.assert_array_equal(b, a, err_msg=name)
