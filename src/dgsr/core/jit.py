@@ -291,11 +291,12 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
 
 if AVAILABLE:
     _compile = compile_kernel
-    _centered_normal_equations_jit = _compile(_centered_normal_equations)
+    # Sums over rows, in vector lanes (compile_kernel's ``reassociate``).
+    _centered_normal_equations_jit = _compile(_centered_normal_equations, reassociate=True)
+    _normal_equations_jit = _compile(_normal_equations, reassociate=True)
+    _sum_of_squares_jit = _compile(_sum_of_squares, reassociate=True)
     _run_jit = _compile(_run)
     _cholesky_solve_jit = _compile(_cholesky_solve)
-    _normal_equations_jit = _compile(_normal_equations)
-    _sum_of_squares_jit = _compile(_sum_of_squares)
     _lm_jit = _compile(_lm)
     _fit_jit = _compile(_fit)
 else:

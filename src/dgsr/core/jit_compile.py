@@ -24,12 +24,20 @@ AVAILABLE: bool = numba is not None and os.environ.get("DGSR_NO_JIT", "") in (""
 KERNELS: list = []
 
 
-def compile_kernel(function):
+def compile_kernel(function, *, reassociate: bool = False):
     """``function`` compiled as every kernel of the package is (numba, cached on disk, numpy's
-    error model, no GIL), or None when the kernels are off (:data:`AVAILABLE`)."""
+    error model, no GIL), or None when the kernels are off (:data:`AVAILABLE`).
+
+    ``reassociate``: let LLVM regroup the function's additions and multiplications (its only
+    fast-math flag: NaN and infinity keep their meaning, no fused multiply-add), so a sum over
+    rows runs in vector lanes rather than one addition after the other. For the kernels whose
+    work is such sums (the normal equations, the moments of a prediction): their results then
+    differ from a row-order sum in the last bits, and may differ between processors of other
+    vector widths, never within one machine."""
     if not AVAILABLE:
         return None
-    kernel = numba.njit(cache=True, error_model="numpy", nogil=True)(function)
+    fastmath = {"reassoc"} if reassociate else False
+    kernel = numba.njit(cache=True, error_model="numpy", nogil=True, fastmath=fastmath)(function)
     KERNELS.append(kernel)
     return kernel
 

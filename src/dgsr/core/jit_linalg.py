@@ -3,8 +3,10 @@ normal equations of a least-squares fit (with and without an intercept) and a su
 
 :mod:`dgsr.core.jit` compiles them (with numba, when it is there) and its inner fit and
 :mod:`dgsr.core.jit_scoring`'s term fit call them. Plain loops on purpose: a LAPACK call from
-numba costs more to compile than a whole fit costs to run, and the sums keep a fixed order so
-the kernels' values are reproducible to the bit.
+numba costs more to compile than a whole fit costs to run. The sums over rows are compiled with
+``reassociate`` (:func:`dgsr.core.jit_compile.compile_kernel`): LLVM spreads each over vector
+lanes, an order fixed by the code and the processor, so the values are reproducible on one
+machine and agree with a row-order sum to rounding.
 """
 
 from __future__ import annotations
@@ -48,11 +50,8 @@ def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no 
     filled; returns ``y``'s mean. The inner fit's closed-form start and the scoring kernel's term
     weights both solve these.
 
-    Every sum is over the rows, one addition waiting on the last: taken one at a time, a few
-    terms' sums cost their additions' latency, not their arithmetic. So four sums share each pass
-    over the rows (the means with ``y``'s, then the cross sums ``(i, j)`` and ``(i, y)`` in one
-    list), each still adding its products in row order: the values of one sum at a time, bit
-    for bit."""
+    Four sums share each pass over the rows (the means with ``y``'s, then the cross sums
+    ``(i, j)`` and ``(i, y)`` in one list), each in vector lanes (module docstring)."""
     n = y.shape[0]
     m = index.shape[0]
     sums = np.empty(m + 1)  # the rows' sums, then y's
@@ -138,9 +137,8 @@ def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no 
 def _normal_equations(jac, residual, gram, gradient):  # pragma: no cover - compiled in dgsr.core.jit
     """``gram = J J^T`` and ``gradient = J r`` with non-finite Jacobian entries read as 0.
 
-    Four entries of a row of ``gram`` share one pass over the rows: four independent sums where
-    one sum's additions wait on each other. Each sum still adds its products in row order, so
-    the values are those of one sum at a time, bit for bit."""
+    Four entries of a row of ``gram`` share one pass over the rows, each sum in vector lanes
+    (module docstring)."""
     p, n = jac.shape
     for i in range(p):
         for r in range(n):

@@ -183,7 +183,7 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
 
 
 _evaluate_terms_jit = jit.compile_kernel(_evaluate_terms)
-_score_sum_jit = jit.compile_kernel(_score_sum)
+_score_sum_jit = jit.compile_kernel(_score_sum, reassociate=True)  # its moments: sums over rows
 
 
 class SumScore(NamedTuple):
