@@ -5,9 +5,10 @@ operators 4-11, a constant 20, a variable 21. :func:`_binary_value` and :func:`_
 the one-row table (the policy's kernels call it inside their own loops);
 :func:`_binary_in_place`, :func:`_unary_in_place` and :func:`_unary_with_slope` take a whole
 node over all rows with the operator chosen outside the row loop, so the loops vectorise.
-``sin`` and ``cos`` there are the package's own (:func:`_trig_in_place`), within two units in
-the last place of libm's (tests/core/test_jit_trig.py), because libm's are scalar calls. All
-compiled with :func:`dgsr.core.jit_compile.compile_kernel` (None without numba).
+``sin``, ``cos`` and ``exp`` there are the package's own (:func:`_trig_in_place`,
+:func:`_exp_in_place`), within two units in the last place of libm's (tests/core/test_jit_rows.py),
+because libm's are scalar calls. All compiled with :func:`dgsr.core.jit_compile.compile_kernel`
+(None without numba).
 """
 
 from __future__ import annotations
@@ -129,6 +130,45 @@ def _trig_with_slope(a, slope, phase):  # pragma: no cover - compiled below
         a[r] = x if (x == 0.0 and phase == 0) else v
 
 
+# exp of a whole row array the same way: x = k*ln2 + r with ln2 in two parts (the first of 32
+# bits: k*part exact for |k| < 2**21), exp(r) for |r| <= ln2/2 by fdlibm's e_exp.c rational form
+# (published coefficients, under an ulp), times 2**k built from its bits. Rows beyond
+# _EXP_LIMIT (where 2**k or the result leaves the normal range) or non-finite: libm for the array.
+_EXP_LIMIT = 708.0
+_INV_LN2 = 1.44269504088896338700e+00
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_P1, _P2, _P3 = 1.66666666666666019037e-01, -2.77777777770155933842e-03, 6.61375632143793436117e-05
+_P4, _P5 = -1.65339022054652515390e-06, 4.13813679705723846039e-08
+
+
+def _exp_in_place(a):  # pragma: no cover - compiled below
+    """``a[r] = exp(a[r])``."""
+    n = a.shape[0]
+    far = 0
+    for r in range(n):
+        if not abs(a[r]) <= _EXP_LIMIT:
+            far += 1
+    if far:
+        for r in range(n):
+            a[r] = np.exp(a[r])
+        return
+    bits = np.empty(n, dtype=np.int64)
+    for r in range(n):
+        x = a[r]
+        k = np.floor(x * _INV_LN2 + 0.5)
+        hi = x - k * _LN2_HI
+        lo = k * _LN2_LO
+        t = hi - lo
+        z = t * t
+        c = t - z * (_P1 + z * (_P2 + z * (_P3 + z * (_P4 + z * _P5))))
+        a[r] = 1.0 - ((lo - (t * c) / (2.0 - c)) - hi)
+        bits[r] = (np.int64(k) + 1023) << 52  # the bits of 2**k: a normal number for |k| <= 1022
+    scale = bits.view(np.float64)
+    for r in range(n):
+        a[r] *= scale[r]
+
+
 def _unary_in_place(op, a):  # pragma: no cover - compiled below
     """``a[r] = op(a[r])`` for the unary op code ``op`` (4-11), one loop per operator."""
     n = a.shape[0]
@@ -138,8 +178,7 @@ def _unary_in_place(op, a):  # pragma: no cover - compiled below
         for r in range(n):
             a[r] = np.tan(a[r])
     elif op == 7:
-        for r in range(n):
-            a[r] = np.exp(a[r])
+        _exp_in_place_jit(a)
     elif op == 8:
         for r in range(n):
             a[r] = np.log(a[r])
@@ -165,10 +204,9 @@ def _unary_with_slope(op, a, d):  # pragma: no cover - compiled below
             a[r] = out
             d[r] = 1.0 + out * out
     elif op == 7:
+        _exp_in_place_jit(a)
         for r in range(n):
-            out = np.exp(a[r])
-            a[r] = out
-            d[r] = out
+            d[r] = a[r]
     elif op == 8:
         for r in range(n):
             x = a[r]
@@ -219,10 +257,11 @@ if AVAILABLE:
     _trig_reducible_jit = _compile(_trig_reducible)
     _trig_in_place_jit = _compile(_trig_in_place)
     _trig_with_slope_jit = _compile(_trig_with_slope)
+    _exp_in_place_jit = _compile(_exp_in_place)
     _unary_in_place_jit = _compile(_unary_in_place)
     _unary_with_slope_jit = _compile(_unary_with_slope)
     _binary_in_place_jit = _compile(_binary_in_place)
 else:
     _binary_value_jit = _unary_value_jit = _reduced_sin_cos_jit = _quadrant_value_jit = None
-    _trig_reducible_jit = _trig_in_place_jit = _trig_with_slope_jit = None
+    _trig_reducible_jit = _trig_in_place_jit = _trig_with_slope_jit = _exp_in_place_jit = None
     _unary_in_place_jit = _unary_with_slope_jit = _binary_in_place_jit = None
