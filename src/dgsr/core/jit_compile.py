@@ -62,5 +62,3 @@ def compiled_signatures() -> dict[str, int]:
     """How many type signatures each kernel has compiled (or loaded from the disk cache) in this
     process, by kernel name: a fit that adds none ran entirely on code compiled before it."""
     return {f"{k.py_func.__module__}.{k.py_func.__name__}": len(k.signatures) for k in KERNELS}
-
-
