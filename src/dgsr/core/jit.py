@@ -109,16 +109,12 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
             ja, jb = sj[sp - 1], sj[sp - 2]
             la, ha, lb, hb = lo[sp - 1], hi[sp - 1], lo[sp - 2], hi[sp - 2]
             # The partials: d(a op b)/da * ja and d(a op b)/db * jb, each over its own range.
-            if op == 0:
-                for q in range(la, ha):
-                    jq, aq = jb[q], ja[q]
-                    for r in range(n):
-                        jq[r] = aq[r]
-            elif op == 1:
-                for q in range(lb, hb):
-                    jq = jb[q]
-                    for r in range(n):
-                        jq[r] *= -1.0
+            if op <= 1:  # add, sub: the left partials pass through, the right ones too or negated
+                if op == 1:
+                    for q in range(lb, hb):
+                        jq = jb[q]
+                        for r in range(n):
+                            jq[r] *= -1.0
                 for q in range(la, ha):
                     jq, aq = jb[q], ja[q]
                     for r in range(n):
