@@ -25,6 +25,7 @@ _CONST_CODE, _VAR_CODE = 20, 21
 _CODES_BINARY_LAST = 3  # codes 0..3 are the binary operators
 assert set(_CODES) == set(OPERATORS), "every operator needs an op code"
 
+
 def _binary_value(op, a, b):  # pragma: no cover - compiled below
     """The binary operator with op code ``op`` (0-3) at one row: the one table both kernels use."""
     if op == 0:
@@ -58,10 +59,10 @@ def _unary_value(op, x):  # pragma: no cover - compiled below
 # sin and cos of a whole row array in loops LLVM vectorises. libm's are scalar calls (about 9 ns
 # a row on the benchmark machine, where a product takes 0.4), and a Friedman child has about two
 # of them, scored on all rows and again in each inner-fit pass. The argument is reduced by
-# r = x - k*pi/2 with pi/2 in three parts (each of 33 bits or fewer: k*part is exact for
-# |k| < 2**20), then sin and cos of r come from the minimax polynomials of fdlibm's
-# k_sin.c / k_cos.c (published coefficients, |r| <= pi/4, under an ulp there) and k's quadrant
-# picks one. Beyond _TRIG_LIMIT, or for a non-finite row, the whole array takes libm instead.
+# r = x - k*pi/2 with pi/2 in three parts (the first two of 33 bits, so k*part is exact for
+# |k| < 2**20; the third's product rounds below 1e-30 there), then sin and cos of r come from
+# the minimax polynomials of fdlibm's k_sin.c / k_cos.c (published coefficients, |r| <= pi/4,
+# under an ulp there) and k's quadrant picks one. Beyond _TRIG_LIMIT, or for a non-finite row, the whole array takes libm instead.
 _TRIG_LIMIT = 1e5
 _TWO_OVER_PI = 6.36619772367581382433e-01
 _PIO2_1 = 1.57079632673412561417e+00  # the first 33 bits of pi/2
