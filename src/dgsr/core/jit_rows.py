@@ -91,18 +91,18 @@ def _quadrant_value(s, c, q):  # pragma: no cover - compiled below
     return -v if q >= 2.0 else v
 
 
-def _trig_reducible(a):  # pragma: no cover - compiled below
-    """Whether every row of ``a`` is finite and at most :data:`_TRIG_LIMIT` in size."""
+def _all_within(a, limit):  # pragma: no cover - compiled below
+    """Whether every row of ``a`` is finite and at most ``limit`` in size (the fast paths' domain)."""
     far = 0
     for r in range(a.shape[0]):
-        if not abs(a[r]) <= _TRIG_LIMIT:
+        if not abs(a[r]) <= limit:
             far += 1
     return far == 0
 
 
 def _trig_in_place(a, phase):  # pragma: no cover - compiled below
     """``a[r] = sin(a[r] + phase*pi/2)``: sin for ``phase`` 0, cos for 1 (sin(-0) stays -0)."""
-    if not _trig_reducible_jit(a):
+    if not _all_within_jit(a, _TRIG_LIMIT):
         for r in range(a.shape[0]):
             a[r] = np.sin(a[r]) if phase == 0 else np.cos(a[r])
         return
@@ -115,7 +115,7 @@ def _trig_in_place(a, phase):  # pragma: no cover - compiled below
 
 def _trig_with_slope(a, slope, phase):  # pragma: no cover - compiled below
     """:func:`_trig_in_place`, and its derivative at each row into ``slope`` (sin(x + (phase + 1)*pi/2))."""
-    if not _trig_reducible_jit(a):
+    if not _all_within_jit(a, _TRIG_LIMIT):
         for r in range(a.shape[0]):
             x = a[r]
             if phase == 0:
@@ -146,11 +146,7 @@ _P4, _P5 = -1.65339022054652515390e-06, 4.13813679705723846039e-08
 def _exp_in_place(a):  # pragma: no cover - compiled below
     """``a[r] = exp(a[r])``."""
     n = a.shape[0]
-    far = 0
-    for r in range(n):
-        if not abs(a[r]) <= _EXP_LIMIT:
-            far += 1
-    if far:
+    if not _all_within_jit(a, _EXP_LIMIT):
         for r in range(n):
             a[r] = np.exp(a[r])
         return
@@ -255,7 +251,7 @@ if AVAILABLE:
     _unary_value_jit = _compile(_unary_value)
     _reduced_sin_cos_jit = _compile(_reduced_sin_cos)
     _quadrant_value_jit = _compile(_quadrant_value)
-    _trig_reducible_jit = _compile(_trig_reducible)
+    _all_within_jit = _compile(_all_within)
     _trig_in_place_jit = _compile(_trig_in_place)
     _trig_with_slope_jit = _compile(_trig_with_slope)
     _exp_in_place_jit = _compile(_exp_in_place)
@@ -264,5 +260,5 @@ if AVAILABLE:
     _binary_in_place_jit = _compile(_binary_in_place)
 else:
     _binary_value_jit = _unary_value_jit = _reduced_sin_cos_jit = _quadrant_value_jit = None
-    _trig_reducible_jit = _trig_in_place_jit = _trig_with_slope_jit = _exp_in_place_jit = None
+    _all_within_jit = _trig_in_place_jit = _trig_with_slope_jit = _exp_in_place_jit = None
     _unary_in_place_jit = _unary_with_slope_jit = _binary_in_place_jit = None
