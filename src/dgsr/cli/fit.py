@@ -104,9 +104,10 @@ def run(args: argparse.Namespace) -> int:
     check_writable_folder(out, "--out")  # before the search, not after it
     with for_the_cli():
         est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
+        front = front_frame(est)  # builds equations_: a first Ctrl-C in its simplification leaves it unsimplified
     interrupted = est.stop_reason_ == "interrupted"
     front_csv = out / "front.csv"
-    atomic_write(front_csv, lambda fh: front_frame(est).to_csv(fh, index=False), text=True)
+    atomic_write(front_csv, lambda fh: front.to_csv(fh, index=False), text=True)
     atomic_write(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
     print_front(est, target)
     written = [str(front_csv), str(out / "model.pkl")]

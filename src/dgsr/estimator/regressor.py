@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import sympy
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
@@ -24,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from dgsr.core.display import equation_latex
 from dgsr.core.evaluate import weighted_mean
 from dgsr.core.exponent_scaling import Scaling, is_constant_target
-from dgsr.estimator.display import DIGITS, equation_sympy, equations_table
+from dgsr.estimator.display import DIGITS, equation_sympy, equations_table, simplify_seconds
 from dgsr.estimator.export import export_row
 from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_search import constant_model, random_streams, search_model, search_rows
@@ -257,10 +258,30 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if self.validation_loss_ is not None:
             self.validation_loss_ = np.array([self._scaling.unscale_loss(v) for v in self.validation_loss_])
         self.expressions_ = [self._scaling.to_user(e.expression) for e in outcome.entries]
-        self.equations_ = equations_table(self, outcome.entries, start)
         self.expression_ = self.expressions_[self.best_index_]
-        self.equations_.selected_row = self.best_index_
+        # The table is built when first read (its SymPy simplification is display work: a
+        # fit inside a cross-validation loop never reads it), with the time fit would have left it.
+        self._equations, self._sympy_rows = None, {}
+        self.__dict__.pop("equations_", None)  # an unpickled 0.9.0 estimator's table, refitted
+        self._simplify_seconds = 0.0 if self._interrupted else simplify_seconds(self.max_time, start)
         return self
+
+    @property
+    def equations_(self) -> pd.DataFrame:
+        """The fitted front as a table (see the class docstring), built on first access."""
+        table = self.__dict__.get("_equations")
+        if table is None:
+            table = self.__dict__.get("equations_")  # pickles of 0.9.0 and earlier hold the table itself
+        if table is None:
+            check_is_fitted(self, "expression_")
+            table = equations_table(self)
+            table.selected_row = self.best_index_
+            self._equations = table
+        return table
+
+    @equations_.setter
+    def equations_(self, table: pd.DataFrame) -> None:
+        self._equations = table
 
     # ------------------------------------------------------------------ use
     def predict(self, X: Any, index: int | None = None, strict: bool = False) -> np.ndarray:

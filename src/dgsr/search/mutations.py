@@ -23,6 +23,10 @@ MAX_SIZE = 60
 REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)
 #: Every mutation operator, in a fixed order (the token order of the policy's vocabulary).
 MUTATION_OPERATORS: tuple[str, ...] = ("root",) + UNARY + BINARY + REVERSED_BINARY
+# Sets of the same names for the hot path's membership tests.
+_MUTATION_OPERATOR_SET = frozenset(MUTATION_OPERATORS)
+_UNARY_SET, _BINARY_SET = frozenset(UNARY), frozenset(BINARY)
+_IS_TRANSCENDENTAL = TRANSCENDENTAL.__contains__
 
 
 @dataclass(frozen=True)
@@ -50,24 +54,32 @@ class Mutation:
 class InvalidMutation(ValueError):
     """A mutation that cannot be applied, or whose result breaks a validity rule.
 
-    ``reason`` is a short stable code, used to count rejections by kind.
+    ``reason`` is a short stable code, used to count rejections by kind. ``detail`` (often the
+    mutation itself) is formatted only when the message is read: the search rejects thousands of
+    proposals and never prints them.
     """
 
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
+    def __init__(self, reason: str, detail: object = ""):
+        super().__init__(reason, detail)
         self.reason = reason
+        self.detail = detail
+
+    def __str__(self) -> str:
+        detail = str(self.detail)
+        return f"{self.reason}: {detail}" if detail else self.reason
 
 
 def apply_mutation(expr: Expression, mutation: Mutation, *, max_size: int = MAX_SIZE) -> Expression:
     """Apply ``mutation`` to ``expr`` and check the result; raises :class:`InvalidMutation`."""
     op, node, operand = mutation.op, mutation.node, mutation.operand
-    if op not in MUTATION_OPERATORS:
+    if op not in _MUTATION_OPERATOR_SET:
         raise InvalidMutation("unknown_operator", op)
-    if mutation.needs_operand:
+    unary = op in _UNARY_SET
+    if not unary:  # root, binary and reversed binary mutations take an operand
         if operand is None or operand.is_empty:
-            raise InvalidMutation("missing_operand", str(mutation))
+            raise InvalidMutation("missing_operand", mutation)
     elif operand is not None:
-        raise InvalidMutation("unexpected_operand", str(mutation))
+        raise InvalidMutation("unexpected_operand", mutation)
 
     if op == "root":
         if not expr.is_empty:
@@ -76,29 +88,40 @@ def apply_mutation(expr: Expression, mutation: Mutation, *, max_size: int = MAX_
             raise InvalidMutation("node_out_of_range", f"node {node} on the empty expression")
         result = operand
     else:
-        if expr.is_empty:
+        symbols = expr.symbols
+        if not symbols:
             raise InvalidMutation("node_out_of_range", f"{op} on the empty expression")
-        if not 0 <= node < expr.size:
-            raise InvalidMutation("node_out_of_range", f"node {node} of {expr.size}")
-        a = expr.subtree(node)
-        if op in UNARY:
-            new = Expression.combine(op, a)
-        elif op in BINARY:
-            new = Expression.combine(op, a, operand)
+        if not 0 <= node < len(symbols):
+            raise InvalidMutation("node_out_of_range", f"node {node} of {len(symbols)}")
+        if len(symbols) + 1 + (0 if unary else operand.size) > max_size:
+            raise InvalidMutation("too_large", mutation)  # the first rule checked: skip building it
+        # The subtree A at ``node`` becomes op(A), A op B or B op A, spliced in as tuples
+        # (no intermediate expressions: this runs for every proposal of every expansion).
+        end = expr.subtree_ends[node]
+        constants = expr.constants
+        c0, c1 = expr.constant_offset(node), expr.constant_offset(end)
+        a_symbols, a_constants = symbols[node:end], constants[c0:c1]
+        if unary:
+            new_symbols, new_constants = (op, *a_symbols), a_constants
+        elif op in _BINARY_SET:
+            new_symbols, new_constants = (op, *a_symbols, *operand.symbols), a_constants + operand.constants
         else:
-            new = Expression.combine(op[1:], operand, a)
-        result = expr.replace_subtree(node, new)
+            new_symbols, new_constants = (op[1:], *operand.symbols, *a_symbols), operand.constants + a_constants
+        result = Expression._trusted(symbols[:node] + new_symbols + symbols[end:],
+                                     constants[:c0] + new_constants + constants[c1:])
     reason = validity_violation(result, max_size=max_size)
     if reason is not None:
-        raise InvalidMutation(reason, str(mutation))
+        raise InvalidMutation(reason, mutation)
     return result
 
 
 def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | None:
     """``None`` if ``expr`` obeys the rules, else the reason code (``too_large``, ``nested_transcendental``)."""
-    if expr.size > max_size:
-        return "too_large"
     symbols = expr.symbols
+    if len(symbols) > max_size:
+        return "too_large"
+    if sum(map(_IS_TRANSCENDENTAL, symbols)) < 2:  # nesting takes two (a count in C, no Python loop)
+        return None
     # One forward scan: ``open`` counts the subtrees still to be read below the outermost
     # transcendental node met (0: outside any), so a transcendental met while it is positive is
     # nested. A candidate check, on every child the search builds: no per-node slices.

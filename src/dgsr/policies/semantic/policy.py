@@ -45,6 +45,7 @@ from dgsr.search.policy import Proposal
 # Operators through which a constant factor on a subtree becomes a constant factor on the whole.
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
 _ADDITIVE = frozenset({"add", "sub"})
+_ALL_OPERATORS = frozenset(OPERATORS)  # a policy allowed all of them checks no mutation's symbols
 # Binary mutation kinds and how each turns desired values D and current values A into a target for B.
 _MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
 _POWER_LAW_ROWS = 1000  # rows the power-law exponents are fitted on
@@ -233,6 +234,8 @@ class SemanticPolicy:
 
     def _allowed(self, mutation: Mutation) -> bool:
         """Whether the mutation uses only allowed operators (its own and its operand's)."""
+        if self.operators >= _ALL_OPERATORS:  # the default: no need to look at the symbols
+            return True
         if mutation.op != "root" and mutation.op.removeprefix("r") not in self.operators:
             return False
         operand = mutation.operand
@@ -414,12 +417,13 @@ def _operand(expr: Expression, kind: str, fit: tuple[float, float, float, float,
     the origin. For ``add`` a negative ``c`` turns the mutation into ``sub``.
     """
     c, d, c0, sse_with, sse_without, tt = fit
-    if not all(np.isfinite(x) for x in (c, d, c0, sse_with, sse_without)) or c == 0:
+    isfinite = math.isfinite
+    if not (isfinite(c) and isfinite(d) and isfinite(c0) and isfinite(sse_with) and isfinite(sse_without)) or c == 0:
         return None
     # The offset goes in only where nothing absorbs it and it explains clearly more.
     use_offset = not offset_ok and sse_with < 0.9 * sse_without and sse_without > 1e-12 * tt
     coef = c if (offset_ok or use_offset) else c0
-    if coef == 0 or not np.isfinite(coef):
+    if coef == 0 or not isfinite(coef):
         return None
     op = kind
     if kind == "add" and coef < 0:
@@ -430,7 +434,7 @@ def _operand(expr: Expression, kind: str, fit: tuple[float, float, float, float,
     else:
         operand = Expression.combine("mul", Expression.constant(_round4(coef)), expr)
         shift = d if use_offset else 0.0
-    if shift != 0.0 and np.isfinite(shift):
+    if shift != 0.0 and isfinite(shift):
         operand = Expression.combine("add", operand, Expression.constant(_round4(shift)))
     return op, operand
 
