@@ -204,12 +204,13 @@ class SemanticPolicy:
             return []
         matches = np.array([m for _, m, _ in found.values()])
         finite = np.isfinite(matches)
-        # On data too small to rank anything (2 rows: every spread is 0) the matches are not
-        # finite: such candidates share the prior of the weakest finite one, or all are equal.
-        matches = np.where(finite, matches, matches[finite].min() if finite.any() else 0.0)
+        if not finite.all():
+            # On data too small to rank anything (2 rows: every spread is 0) the matches are not
+            # finite: such candidates share the prior of the weakest finite one, or all are equal.
+            matches = np.where(finite, matches, matches[finite].min() if finite.any() else 0.0)
         weights = np.exp((matches - matches.max()) / max(self.temperature, 1e-6))
-        priors = weights / weights.sum()
-        return [Proposal(mut, float(p), child) for (mut, _, child), p in zip(found.values(), priors)]
+        priors = (weights / weights.sum()).tolist()
+        return [Proposal(mut, p, child) for (mut, _, child), p in zip(found.values(), priors)]
 
     def value(self, context: SemanticContext, expressions: Sequence[Expression]) -> np.ndarray:
         """No critic: NaN for every expression (the search values nodes by their accuracy)."""
