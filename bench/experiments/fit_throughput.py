@@ -11,9 +11,10 @@ set's evaluations, seconds and evaluations per second, then the median and mean.
 
 Run it alone on the machine (one core busy), and print the load average beside it: the figure
 is the code's speed only when nothing else shares the core. Compare two trees by running it
-from each in turn:
+from each in turn, best one set at a time, alternating, since the speed of a shared machine
+drifts by 10-20% within minutes:
 
-    PYTHONPATH=<tree>/src python bench/experiments/fit_throughput.py --time 10
+    PYTHONPATH=<tree>/src python bench/experiments/fit_throughput.py --time 10 [--datasets NAME]
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def main() -> None:
     p.add_argument("--max-rows", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default=None, help="data folder (default: as dgsr bench finds it)")
+    p.add_argument("--datasets", default=None, help="comma-separated names to keep (default: every set in range)")
     args = p.parse_args()
     data = resolve_data_dir(args.data)
     warnings.filterwarnings("ignore")  # a pole warning per set would bury the table
@@ -51,7 +53,10 @@ def main() -> None:
     print("| dataset | rows | features | evaluations | fit seconds | evaluations/s |")
     print("|---|---|---|---|---|---|")
     rates = []
+    keep = None if args.datasets is None else set(args.datasets.split(","))
     for ref in list_datasets("blackbox", data):
+        if keep is not None and ref.name not in keep:
+            continue
         problem = load_problem(ref, data, seed=args.seed)
         split = make_split(problem.X, problem.y, args.seed)
         n = len(split.y_train)

@@ -135,6 +135,7 @@ def run_search(
                     if search.iterations % _PROGRESS_EVERY == 0:
                         progress(trial + 1)
                 search.finish()
+                search.release()
                 record_history(trial)
                 idle = idle + 1 if search.record.evaluations == 0 else 0
                 if stop_reason is None and config.max_idle_trials is not None and idle >= config.max_idle_trials:

@@ -225,6 +225,15 @@ class Trial:
         if self.config.record_training_data:
             self._record_training_data(solved)
 
+    def release(self) -> None:
+        """Unlink the finished tree (each node's parent and children), so that reference counting
+        frees it when the trial is dropped: a tree is a web of cycles, which otherwise waits for
+        the cyclic collector and is scanned by it, with everything the search still holds."""
+        for node in self.nodes:
+            node.parent = None
+            node.children = []
+        self.nodes = []
+
     def _record_training_data(self, solved: list[Node]) -> None:
         on_path: set[int] = set()
         for node in solved:
