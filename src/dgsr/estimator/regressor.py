@@ -131,7 +131,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         The Pareto front sorted by complexity; columns ``complexity`` (node count), ``loss``
         (MSE on the training rows), ``r2``, ``score``, ``equation`` (readable, the user's column
         names, constants to 4 significant digits), ``sympy`` (simplified SymPy expression) and
-        ``simplified_size`` (its node count, as SRBench counts size).
+        ``simplified_size`` (its node count, as SRBench counts size). Built when first read
+        (the SymPy simplification is not part of ``fit``'s time), then kept.
     expression_ : Expression
         The selected expression in the user's units (variables ``x0..`` index
         ``selected_features_``).
