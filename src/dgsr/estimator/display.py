@@ -43,7 +43,16 @@ def equations_table(est: Any) -> pd.DataFrame:
         rows.append({"complexity": e.size, "loss": est._scaling.unscale_loss(e.mse), "r2": e.r2, "score": float(score),
                      "equation": equation_text(expr, DIGITS), "sympy": expr,
                      "simplified_size": complexity(expr)})
-    return FrontTable(rows, columns=["complexity", "loss", "r2", "score", "equation", "sympy", "simplified_size"])
+    table = FrontTable(rows, columns=["complexity", "loss", "r2", "score", "equation", "sympy", "simplified_size"])
+    table.selected_row = est.best_index_
+    return table
+
+
+def built_table(est: Any) -> pd.DataFrame | None:
+    """``est``'s ``equations_`` table if it exists already (built, set, or stored by a pickle of
+    0.9.0 and earlier, which kept the table itself under ``equations_``), else None."""
+    table = est.__dict__.get("_equations")
+    return est.__dict__.get("equations_") if table is None else table
 
 
 def simplified_rows(est: Any, rows: Iterable[int]) -> dict[int, sympy.Expr]:
@@ -86,9 +95,7 @@ def equation_sympy(est: Any, index: int | None = None, precision: int | None = N
     ``equations_`` table is not built yet."""
     check_is_fitted(est, "expression_")
     row = front_row(est, index)
-    table = est.__dict__.get("_equations")
-    if table is None:
-        table = est.__dict__.get("equations_")  # pickles of 0.9.0 and earlier
+    table = built_table(est)
     expr = table["sympy"].iloc[row] if table is not None else simplified_rows(est, [row])[row]
     return expr if precision is None else round_floats(expr, precision)
 

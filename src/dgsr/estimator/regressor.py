@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from dgsr.core.display import equation_latex
 from dgsr.core.evaluate import weighted_mean
 from dgsr.core.exponent_scaling import Scaling, is_constant_target
-from dgsr.estimator.display import DIGITS, equation_sympy, equations_table, simplify_seconds
+from dgsr.estimator.display import DIGITS, built_table, equation_sympy, equations_table, simplify_seconds
 from dgsr.estimator.export import export_row
 from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_search import constant_model, random_streams, search_model, search_rows
@@ -270,14 +270,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     @property
     def equations_(self) -> pd.DataFrame:
         """The fitted front as a table (see the class docstring), built on first access."""
-        table = self.__dict__.get("_equations")
-        if table is None:
-            table = self.__dict__.get("equations_")  # pickles of 0.9.0 and earlier hold the table itself
+        table = built_table(self)
         if table is None:
             check_is_fitted(self, "expression_")
-            table = equations_table(self)
-            table.selected_row = self.best_index_
-            self._equations = table
+            table = self._equations = equations_table(self)
         return table
 
     @equations_.setter

@@ -95,20 +95,16 @@ def apply_mutation(expr: Expression, mutation: Mutation, *, max_size: int = MAX_
             raise InvalidMutation("node_out_of_range", f"node {node} of {len(symbols)}")
         if len(symbols) + 1 + (0 if unary else operand.size) > max_size:
             raise InvalidMutation("too_large", mutation)  # the first rule checked: skip building it
-        # The subtree A at ``node`` becomes op(A), A op B or B op A, spliced in as tuples
-        # (no intermediate expressions: this runs for every proposal of every expansion).
-        end = expr.subtree_ends[node]
-        constants = expr.constants
-        c0, c1 = expr.constant_offset(node), expr.constant_offset(end)
-        a_symbols, a_constants = symbols[node:end], constants[c0:c1]
+        # A becomes op(A), A op B or B op A, its tuples joined directly (``combine`` would
+        # check each part again: this runs for every proposal of every expansion).
+        a = expr.subtree(node)
         if unary:
-            new_symbols, new_constants = (op, *a_symbols), a_constants
+            new = Expression._trusted((op, *a.symbols), a.constants)
         elif op in _BINARY_SET:
-            new_symbols, new_constants = (op, *a_symbols, *operand.symbols), a_constants + operand.constants
+            new = Expression._trusted((op, *a.symbols, *operand.symbols), a.constants + operand.constants)
         else:
-            new_symbols, new_constants = (op[1:], *operand.symbols, *a_symbols), operand.constants + a_constants
-        result = Expression._trusted(symbols[:node] + new_symbols + symbols[end:],
-                                     constants[:c0] + new_constants + constants[c1:])
+            new = Expression._trusted((op[1:], *operand.symbols, *a.symbols), operand.constants + a.constants)
+        result = expr.replace_subtree(node, new)
     reason = validity_violation(result, max_size=max_size)
     if reason is not None:
         raise InvalidMutation(reason, mutation)
