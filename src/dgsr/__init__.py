@@ -7,7 +7,7 @@ from dgsr.core.expression import Expression
 
 _legacy.install()  # pickles and imports that name 0.1.0's module paths keep working
 
-__version__ = "0.9.1"
+__version__ = "0.9.2"
 
 __all__ = ["Expression", "SymbolicRegressor", "__version__", "load_policy"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from dgsr.estimator.model_selection import (
     validation_split,
 )
 from dgsr.estimator.polish import polish
+from dgsr.estimator.search_cv import SEARCH_CV_FOLDS, SEARCH_CV_SHARE, runs_search_cv, size_limit
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
@@ -52,6 +54,9 @@ _POLISH_EVAL_SHARE = 0.02
 #: this many (measured: about 190 for a 14-expression front on 750 rows, docs/DESIGN.md) and at
 #: most a fifth of ``max_evaluations``. A check that runs out of them leaves the pick as it is.
 _CV_EVALS, _CV_EVAL_SHARE_MAX = 400.0, 0.2
+#: The fold searches of the whole-search check end this share of ``max_time`` before it (what
+#: follows them: the choice, a few milliseconds on such small data).
+_SEARCH_CV_TIME_MARGIN = 0.01
 
 
 def _cv_reserve(est: Any, n_rows: int) -> float:
@@ -59,6 +64,14 @@ def _cv_reserve(est: Any, n_rows: int) -> float:
     if est.max_evaluations is None or not _cross_validates(est, n_rows):
         return 0.0
     return min(_CV_EVALS, _CV_EVAL_SHARE_MAX * est.max_evaluations)
+
+
+def _search_cv_reserve(est: Any, n_rows: int) -> float:
+    """Evaluations of ``est.max_evaluations`` kept for the fold searches of the whole-search check
+    (:mod:`dgsr.estimator.search_cv`; 0 where it does not run)."""
+    if est.max_evaluations is None or not runs_search_cv(est.model_selection, n_rows):
+        return 0.0
+    return SEARCH_CV_SHARE * (est.max_evaluations * (1.0 - _POLISH_EVAL_SHARE) - _cv_reserve(est, n_rows))
 
 Split = tuple[np.ndarray, np.ndarray]
 
@@ -120,6 +133,7 @@ def constant_model(est: Any, rows: SearchRows) -> SearchOutcome:
     est.n_trials_ = 0
     est._archive = None
     est.validation_loss_ = None
+    est.size_limit_ = None
     return SearchOutcome(entries, 0)
 
 
@@ -150,6 +164,7 @@ def search_model(est: Any, data: TrainingData, rows: SearchRows, previous: Any, 
 def _validation_rows(est: Any, n_rows: int, rng: np.random.Generator) -> Split | None:
     """(search rows, validation rows) for ``model_selection="validation"``, else None."""
     est.validation_loss_ = None
+    est.size_limit_ = None
     if est.model_selection != "validation":
         return None
     split = validation_split(n_rows, rng)
@@ -192,12 +207,12 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
         note_interrupt(est, "the search", "constants are not refitted on all rows", stacklevel=5)
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
     floor = _exact_fit_floor(y, w)
-    keep = _cv_reserve(est, len(y)) if split is None else 0.0
+    keep = _cv_reserve(est, len(y)) + _search_cv_reserve(est, len(y)) if split is None else 0.0
     entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w,
                                                      keep=keep)),
                             floor)
     if split is None:
-        return _cross_validated(est, entries, X, y, w, polish_rng)
+        return _cross_validated(est, entries, X, y, w, polish_rng, start)
     w_val = w_all[split[1]] if w_all is not None else None
     errors = squared_errors([e.expression for e in entries], X_all[split[1]], y_all[split[1]], w_val)
     chosen = validation_choice(errors, floor=_exact_fit_floor(y_all[split[1]], w_val))
@@ -222,10 +237,12 @@ def _cross_validates(est: Any, n_rows: int) -> bool:
 
 
 def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,
-                     w: np.ndarray | None, rng: np.random.Generator) -> SearchOutcome:
+                     w: np.ndarray | None, rng: np.random.Generator, start: float) -> SearchOutcome:
     """The front, with ``"cv"``'s choice among it when the data are small enough to check
-    (:mod:`dgsr.estimator.cross_validation`); otherwise the caller's rule picks."""
+    (:mod:`dgsr.estimator.cross_validation`), bounded by the size limit of the whole-search check
+    on the smallest data (:mod:`dgsr.estimator.search_cv`); otherwise the caller's rule picks."""
     n_rows = len(y)
+    est.size_limit_ = None
     if not entries or not _cross_validates(est, n_rows) or est._interrupted:
         return SearchOutcome(entries)
     pick = int(select(entries, "balanced"))
@@ -243,8 +260,39 @@ def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.n
     if errors is None:  # the evaluation budget ran out first: the training-loss rule picks
         return SearchOutcome(entries)
     est.validation_loss_ = errors.mean(axis=1)
-    # Two exact laws: rounding noise must not choose between them.
-    return SearchOutcome(entries, cross_validated_choice(errors, pick, _exact_fit_floor(y, w)), errors)
+    floor = _exact_fit_floor(y, w)  # two exact laws: rounding noise must not choose between them
+    if runs_search_cv(est.model_selection, n_rows):
+        limit = _size_limit(est, entries, X, y, w, rng, start)
+        if limit is not None:
+            est.size_limit_ = limit
+            within = np.array([e.size <= limit for e in entries])
+            # Entries above the limit leave the running: every later choice (the undersampled
+            # waves, the poles) reads these errors.
+            errors = np.where(within[:, None], errors, np.inf)
+            kept = np.flatnonzero(within)
+            pick = pick if within[pick] else int(kept[select([entries[i] for i in kept], "balanced")])
+    return SearchOutcome(entries, cross_validated_choice(errors, pick, floor), errors)
+
+
+def _size_limit(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
+                rng: np.random.Generator, start: float) -> int | None:
+    """:func:`dgsr.estimator.search_cv.size_limit` within what is left of ``est``'s budget (None
+    when nothing is left, or after a Ctrl-C in it)."""
+    deadline = None if est.max_time is None else start + est.max_time * (1.0 - _SEARCH_CV_TIME_MARGIN)
+    evals_left = None if est.max_evaluations is None else est.max_evaluations - est.n_evaluations_
+    if est.verbose:
+        print(f"dgsr: {len(y)} rows: repeating the search on {SEARCH_CV_FOLDS} folds to see how large a "
+              "formula they support", file=sys.stderr, flush=True)
+    try:
+        limit, spent, interrupted = size_limit(est, entries, X, y, w, rng, deadline, evals_left)
+    except INTERRUPTS as err:
+        if not is_interrupt(err):
+            raise
+        limit, spent, interrupted = None, 0.0, True
+    if interrupted:
+        note_interrupt(est, "the search's cross-validation", "no size limit is applied", stacklevel=6)
+    est.n_evaluations_ += spent
+    return limit
 
 
 def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, rng: np.random.Generator,
@@ -260,13 +308,16 @@ def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, r
     if est.constant_fitting is not None:
         config_kwargs["constant_fitting"] = est.constant_fitting
     config = SearchConfig(**config_kwargs)
+    # On the smallest data the fold searches of the whole-search check take a share of the time.
+    share = 1.0 - SEARCH_CV_SHARE if runs_search_cv(est.model_selection, len(y)) else 1.0
     search_time = None
     if est.max_time is not None:
         reserve = min(_POLISH_TIME_SHARE * est.max_time, _POLISH_TIME_MAX)
-        search_time = max(est.max_time - reserve - (time.perf_counter() - start), 0.0)
+        search_time = share * max(est.max_time - reserve - (time.perf_counter() - start), 0.0)
     search_evals = None
     if est.max_evaluations is not None:
-        search_evals = max(1, int(est.max_evaluations * (1.0 - _POLISH_EVAL_SHARE) - _cv_reserve(est, len(y))))
+        search_evals = max(1, int(est.max_evaluations * (1.0 - _POLISH_EVAL_SHARE) - _cv_reserve(est, len(y))
+                                  - _search_cv_reserve(est, len(y))))
     budget = Budget(max_evaluations=search_evals, max_time=search_time, target_r2=est.target_r2)
     if not est.verbose:
         return run_units(est, X, y, policy, config, rng, budget, previous, None, w)

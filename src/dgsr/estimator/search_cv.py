@@ -1,0 +1,141 @@
+"""Cross-validation of the whole search on small data: how large a formula the rows support.
+
+The ``"cv"`` check (:mod:`dgsr.estimator.cross_validation`) refits the front's constants fold by
+fold, but the front's *structures* were chosen because they fit these very rows; on a few dozen
+noisy rows a structure that fits their noise by chance keeps a low out-of-fold error. The
+selection has to happen inside the folds for the estimate to be honest (Hastie, Tibshirani and
+Friedman, *The Elements of Statistical Learning*, 2nd ed., section 7.10.2). So on small data the
+whole search is repeated on each ``K-1`` folds (a short fit of the same estimator), and for each
+size limit ``s`` the most accurate entry of that fold's front with at most ``s`` nodes is scored
+on the fold left out: every row gets an out-of-fold error for every limit. The smallest limit
+within one standard error of the lowest pooled error (Breiman's rule, paired per-row
+differences) bounds the final choice among the front of the search on all rows.
+
+The fold searches share the budget with the main search (:data:`SEARCH_CV_SHARE`); their
+evaluations count (CONTRACTS §2). They are deterministic for a seed under ``max_evaluations``
+like any fit, each fold's seed drawn from the caller's generator.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dgsr.estimator.cross_validation import fold_labels
+from dgsr.estimator.model_selection import one_se_eligible
+
+#: Above this many training rows the whole-search check is skipped: the structures' selection
+#: bias shrinks as the rows grow, while halving the search costs more (each evaluation is slower,
+#: and a law takes longer to reach). Measured on sets of 35-110 rows (docs/BENCHMARKS.md).
+SEARCH_CV_MAX_ROWS = 150
+#: Folds of the whole-search check.
+SEARCH_CV_FOLDS = 5
+#: Fewer rows than this per fold and there is nothing to hold out.
+SEARCH_CV_MIN_ROWS = 4 * SEARCH_CV_FOLDS
+#: Share of the search's budget (time and evaluations) given to the fold searches together.
+SEARCH_CV_SHARE = 0.5
+#: A front whose most accurate entry explains this share of var(y) on the training rows fits
+#: them exactly: no noise was fitted, and the check is skipped (an exact law is never cut down).
+EXACT_R2 = 1.0 - 1e-9
+#: A fold search with less time than this is not started (the check is then left out).
+_MIN_FOLD_SECONDS = 0.01
+
+
+def runs_search_cv(model_selection: str, n_rows: int) -> bool:
+    """Whether a fit with ``model_selection`` on ``n_rows`` rows cross-validates its search."""
+    return model_selection == "cv" and SEARCH_CV_MIN_ROWS <= n_rows <= SEARCH_CV_MAX_ROWS
+
+
+def limit_errors(fold_fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: np.ndarray, y: np.ndarray,
+                 limits: Sequence[int], w: np.ndarray | None = None) -> np.ndarray:
+    """``[n_limits, n_rows]`` squared out-of-fold errors of each size limit.
+
+    ``fold_fronts[k]`` is fold ``k``'s front as ``(sizes, predictions)``: the entries' sizes
+    (ascending) and their ``[n_entries, n_rows_of_fold_k]`` predictions on the rows with
+    ``labels == k``. Under limit ``s`` a fold answers with its largest entry of at most ``s``
+    nodes (on a front sorted by size, the most accurate one), or its smallest when none is that
+    small. Rows whose prediction is not finite get inf (such a formula cannot be trusted on new
+    rows). Weighted like :func:`dgsr.estimator.model_selection.squared_errors`.
+    """
+    n_rows = len(y)
+    scale = np.ones(n_rows) if w is None else w / np.mean(w)
+    out = np.empty((len(limits), n_rows))
+    for k, (sizes, predictions) in enumerate(fold_fronts):
+        rows = np.flatnonzero(labels == k)
+        sizes = np.asarray(sizes)
+        for g, limit in enumerate(limits):
+            within = np.flatnonzero(sizes <= limit)
+            entry = int(within[-1]) if len(within) else 0
+            with np.errstate(all="ignore"):
+                err = scale[rows] * (predictions[entry] - y[rows]) ** 2
+            out[g, rows] = np.where(np.isfinite(err), err, np.inf)
+    return out
+
+
+def chosen_limit(errors: np.ndarray, limits: Sequence[int]) -> int:
+    """The smallest of ``limits`` (ascending) whose out-of-fold ``errors`` are within one standard
+    error of the lowest mean (:func:`one_se_eligible`); the largest limit when none is finite."""
+    means = errors.mean(axis=1)
+    if not np.isfinite(means).any():
+        return int(limits[-1])
+    best = int(np.argmin(np.where(np.isfinite(means), means, np.inf)))
+    return int(limits[int(np.flatnonzero(one_se_eligible(errors, best))[0])])
+
+
+def fold_fronts(est: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, labels: np.ndarray,
+                seeds: Sequence[int], deadline: float | None, max_evaluations: float | None
+                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, bool]:
+    """``(fronts, evaluations, interrupted)``: each fold's front, as :func:`limit_errors` takes it,
+    from a fit of a copy of ``est`` on the other folds' rows (``model_selection="balanced"``,
+    silent, seed ``seeds[k]``, an equal share of the time left before ``deadline`` (a
+    ``time.perf_counter()``), at most ``max_evaluations`` evaluations each; its predictions NaN
+    where a formula is undefined), the evaluations all of them spent, and whether a Ctrl-C ended
+    one of them. Fewer fronts than folds: the time ran out or a Ctrl-C came."""
+    from sklearn.base import clone
+
+    fronts, spent = [], 0.0
+    for k, seed in enumerate(seeds):
+        test = labels == k
+        train = ~test
+        max_time = None if deadline is None else (deadline - time.perf_counter()) / (len(seeds) - k)
+        if max_time is not None and max_time < _MIN_FOLD_SECONDS:
+            break  # out of time: the fronts are incomplete
+        model = clone(est).set_params(
+            model_selection="balanced", verbose=False, warm_start=False, random_state=int(seed), max_time=max_time,
+            max_evaluations=None if max_evaluations is None else max(int(max_evaluations), 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the copy's notes on its smaller data are not the user's
+            model.fit(X[train], y[train], sample_weight=None if w is None else w[train])
+            spent += float(model.n_evaluations_)
+            if model._interrupted:
+                return fronts, spent, True
+            predictions = np.array([model.predict(X[test], index=i, strict=True) for i in range(len(model._front))])
+        fronts.append((np.array([e.size for e in model._front]), predictions))
+    return fronts, spent, False
+
+
+def size_limit(est: Any, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
+               rng: np.random.Generator, deadline: float | None, max_evaluations: float | None
+               ) -> tuple[int | None, float, bool]:
+    """``(limit, evaluations, interrupted)``: the size limit the whole-search check supports for
+    the front ``entries`` of a fit on ``X, y`` (None where it does not apply: an exact front, no
+    budget left, a Ctrl-C), the evaluations spent, and whether a Ctrl-C ended it.
+    ``deadline``: ``time.perf_counter()`` by which the fold searches end; ``max_evaluations``:
+    what they may spend together."""
+    if not entries or max(e.r2 for e in entries) >= EXACT_R2:
+        return None, 0.0, False
+    labels = fold_labels(len(y), rng, SEARCH_CV_FOLDS)
+    seeds = rng.integers(2**31 - 1, size=SEARCH_CV_FOLDS)
+    fold_evals = None if max_evaluations is None else max_evaluations / SEARCH_CV_FOLDS
+    if (deadline is not None and deadline <= time.perf_counter()) or (fold_evals is not None and fold_evals < 1.0):
+        return None, 0.0, False
+    fronts, spent, interrupted = fold_fronts(est, X, y, w, labels, seeds, deadline, fold_evals)
+    if interrupted or len(fronts) < SEARCH_CV_FOLDS:
+        return None, spent, interrupted
+    limits = sorted({int(e.size) for e in entries} | {int(s) for sizes, _ in fronts for s in sizes})
+    return chosen_limit(limit_errors(fronts, labels, y, limits, w), limits), spent, False
+
