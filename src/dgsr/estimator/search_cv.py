@@ -7,9 +7,11 @@ selection has to happen inside the folds for the estimate to be honest (Hastie, 
 Friedman, *The Elements of Statistical Learning*, 2nd ed., section 7.10.2). So on small data the
 whole search is repeated on each ``K-1`` folds (a short fit of the same estimator), and for each
 size limit ``s`` the most accurate entry of that fold's front with at most ``s`` nodes is scored
-on the fold left out: every row gets an out-of-fold error for every limit. The smallest limit
-within one standard error of the lowest pooled error (Breiman's rule, paired per-row
-differences) bounds the final choice among the front of the search on all rows.
+on the fold left out: every row gets an out-of-fold error for every limit. Where the folds'
+larger formulas predicted worse than smaller ones, the smallest limit within one standard error
+of the lowest pooled error (Breiman's rule, paired per-row differences) bounds the final choice
+among the front of the search on all rows; where larger was better as far as the folds
+reached, there is no limit.
 
 The fold searches share the budget with the main search (:data:`SEARCH_CV_SHARE`); their
 evaluations count (CONTRACTS §2). They are deterministic for a seed under ``max_evaluations``
@@ -76,13 +78,22 @@ def limit_errors(fold_fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: n
     return out
 
 
-def chosen_limit(errors: np.ndarray, limits: Sequence[int]) -> int:
-    """The smallest of ``limits`` (ascending) whose out-of-fold ``errors`` are within one standard
-    error of the lowest mean (:func:`one_se_eligible`); the largest limit when none is finite."""
+def chosen_limit(errors: np.ndarray, limits: Sequence[int], reached: int) -> int | None:
+    """The size limit the out-of-fold ``errors`` of ``limits`` (ascending) support, or None.
+
+    None (no limit) when the lowest mean error belongs to the first limit at or above
+    ``reached``, the largest size the fold searches' fronts reached: as far as the folds could
+    test, larger formulas predicted better, so nothing says the full search's larger ones fit
+    noise (a short fold search simply reaches fewer sizes). Otherwise the smallest limit within
+    one standard error of the lowest mean (:func:`one_se_eligible`). None as well when no limit
+    has finite errors everywhere.
+    """
     means = errors.mean(axis=1)
     if not np.isfinite(means).any():
-        return int(limits[-1])
+        return None
     best = int(np.argmin(np.where(np.isfinite(means), means, np.inf)))
+    if limits[best] >= reached:
+        return None
     return int(limits[int(np.flatnonzero(one_se_eligible(errors, best))[0])])
 
 
@@ -137,5 +148,6 @@ def size_limit(est: Any, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w
     if interrupted or len(fronts) < SEARCH_CV_FOLDS:
         return None, spent, interrupted
     limits = sorted({int(e.size) for e in entries} | {int(s) for sizes, _ in fronts for s in sizes})
-    return chosen_limit(limit_errors(fronts, labels, y, limits, w), limits), spent, False
+    reached = max(int(sizes.max()) for sizes, _ in fronts)
+    return chosen_limit(limit_errors(fronts, labels, y, limits, w), limits, reached), spent, False
 
