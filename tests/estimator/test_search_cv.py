@@ -12,7 +12,6 @@ import pytest
 from dgsr.estimator import fit_search
 from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.estimator.search_cv import (
-    SEARCH_CV_MAX_ROWS,
     chosen_limit,
     limit_errors,
     runs_search_cv,
@@ -72,11 +71,13 @@ def test_no_limit_where_larger_was_better_as_far_as_the_folds_reached():
 
 
 def test_the_check_runs_only_under_cv_on_small_data():
-    assert runs_search_cv("cv", 40)
-    assert runs_search_cv("cv", SEARCH_CV_MAX_ROWS)
-    assert not runs_search_cv("cv", SEARCH_CV_MAX_ROWS + 1)
-    assert not runs_search_cv("cv", 10)  # too few rows to hold out
-    assert not runs_search_cv("balanced", 40)
+    # tiny data as fit defines it: fewer rows than max_size nodes
+    assert runs_search_cv("cv", 40, max_size=60)
+    assert runs_search_cv("cv", 59, max_size=60)
+    assert not runs_search_cv("cv", 60, max_size=60)
+    assert not runs_search_cv("cv", 40, max_size=30)
+    assert not runs_search_cv("cv", 10, max_size=60)  # too few rows to hold out
+    assert not runs_search_cv("balanced", 40, max_size=60)
 
 
 # ---------------------------------------------------------------------- in fit
@@ -141,8 +142,8 @@ def test_an_exact_law_on_few_rows_is_not_cut_down():
     assert model.score(X, y) > 1 - 1e-9
 
 
-def test_no_check_above_its_rows_or_under_other_rules():
-    X, y, _, _ = _noisy_line(0, n=SEARCH_CV_MAX_ROWS + 20)
+def test_no_check_on_more_rows_than_max_size_or_under_other_rules():
+    X, y, _, _ = _noisy_line(0, n=80)  # more rows than max_size=60 nodes
     assert _fit(X, y, 0, max_evaluations=3_000).size_limit_ is None
     X, y, _, _ = _noisy_line(0)
     assert _fit(X, y, 0, model_selection="balanced").size_limit_ is None

@@ -95,9 +95,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         variance), ``"balanced"``'s pick checked by 5-fold cross-validation of the front's
         structures on up to 1,000 rows (``"cv"``, the default, chosen by measurement; it keeps
         the pick unless another formula predicts held-out folds better by more than one standard
-        error, and sets ``validation_loss_`` to the out-of-fold losses; on at most 150 rows
-        half of the search's budget goes to repeating the search on 5 folds, which bounds the
-        choice by the largest size that predicts held-out rows, ``size_limit_``), or the smallest
+        error, and sets ``validation_loss_`` to the out-of-fold losses; on fewer rows than
+        ``max_size``, half of the search's budget goes to repeating the search on 5 folds, and
+        where the folds' larger formulas predict held-out rows worse the choice is kept within
+        ``size_limit_``), or the smallest
         expression within one standard error of the lowest loss on 25% of the rows held out from
         the search (``"validation"``). The front always holds the least-squares linear model
         when it fits in ``max_size``; a formula with a pole inside the data's range gives way to
@@ -147,8 +148,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         Names of the input columns the search used.
     size_limit_ : int or None
         The largest ``complexity`` the whole-search cross-validation of ``"cv"`` supports on
-        small data (the choice is the best entry within it); None where that check did not run
-        (more than 150 rows, another ``model_selection``, a front that fits the rows exactly).
+        tiny data (the choice is made among the entries within it); None where that check did
+        not run (at least ``max_size`` rows, another ``model_selection``, a front that fits the
+        rows exactly) or found larger formulas predicting better as far as its folds reached.
     n_features_in_, feature_names_in_ : as in scikit-learn.
     target_name_ : str
         The target's name (a pandas Series' name, else ``"y"``), used by ``plot_front``.

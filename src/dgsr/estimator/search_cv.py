@@ -13,7 +13,7 @@ of the lowest pooled error (Breiman's rule, paired per-row differences) bounds t
 among the front of the search on all rows; where larger was better as far as the folds
 reached, there is no limit.
 
-The fold searches share the budget with the main search (:data:`SEARCH_CV_SHARE`); their
+It runs on tiny data (:func:`runs_search_cv`). The fold searches share the budget with the main search (:data:`SEARCH_CV_SHARE`); their
 evaluations count (CONTRACTS §2). They are deterministic for a seed under ``max_evaluations``
 like any fit, each fold's seed drawn from the caller's generator.
 """
@@ -30,10 +30,6 @@ import numpy as np
 from dgsr.estimator.cross_validation import fold_labels
 from dgsr.estimator.model_selection import one_se_eligible
 
-#: Above this many training rows the whole-search check is skipped: the structures' selection
-#: bias shrinks as the rows grow, while halving the search costs more (each evaluation is slower,
-#: and a law takes longer to reach). Measured on sets of 35-110 rows (docs/BENCHMARKS.md).
-SEARCH_CV_MAX_ROWS = 150
 #: Folds of the whole-search check.
 SEARCH_CV_FOLDS = 5
 #: Fewer rows than this per fold and there is nothing to hold out.
@@ -47,9 +43,13 @@ EXACT_R2 = 1.0 - 1e-9
 _MIN_FOLD_SECONDS = 0.01
 
 
-def runs_search_cv(model_selection: str, n_rows: int) -> bool:
-    """Whether a fit with ``model_selection`` on ``n_rows`` rows cross-validates its search."""
-    return model_selection == "cv" and SEARCH_CV_MIN_ROWS <= n_rows <= SEARCH_CV_MAX_ROWS
+def runs_search_cv(model_selection: str, n_rows: int, max_size: int) -> bool:
+    """Whether a fit with ``model_selection`` on ``n_rows`` rows cross-validates its search: under
+    ``"cv"`` on tiny data as ``fit`` defines it (fewer rows than ``max_size`` nodes, where a
+    formula can carry as many constants as half the rows, and ``fit`` warns), from
+    :data:`SEARCH_CV_MIN_ROWS` rows. On more rows the structures' selection bias is smaller and
+    the halved search costs as much as the check gains (docs/BENCHMARKS.md, "0.9.2 against 0.9.1")."""
+    return model_selection == "cv" and SEARCH_CV_MIN_ROWS <= n_rows < max_size
 
 
 def limit_errors(fold_fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: np.ndarray, y: np.ndarray,
