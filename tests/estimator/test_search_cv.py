@@ -162,3 +162,9 @@ def test_a_ctrl_c_in_the_fold_searches_ends_the_fit_with_the_constants_check(mon
         model = SymbolicRegressor(max_time=None, max_evaluations=20_000, random_state=3).fit(X, y)
     assert model.stop_reason_ == "interrupted" and model.size_limit_ is None
     assert np.isfinite(model.predict(X)).all()
+
+
+def test_verbose_says_when_the_fold_searches_run(capsys):
+    X, y, _, _ = _noisy_line(3)
+    _fit(X, y, 3, verbose=True)
+    assert "repeating the search on 5 folds" in capsys.readouterr().err

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from dgsr.estimator.model_selection import (
     validation_split,
 )
 from dgsr.estimator.polish import polish
-from dgsr.estimator.search_cv import SEARCH_CV_FOLDS, SEARCH_CV_SHARE, runs_search_cv, size_limit
+from dgsr.estimator.search_cv import SEARCH_CV_SHARE, runs_search_cv, size_limit
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
@@ -240,7 +239,7 @@ def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.n
                      w: np.ndarray | None, rng: np.random.Generator, start: float) -> SearchOutcome:
     """The front, with ``"cv"``'s choice among it when the data are small enough to check
     (:mod:`dgsr.estimator.cross_validation`), bounded by the size limit of the whole-search check
-    on the smallest data (:mod:`dgsr.estimator.search_cv`); otherwise the caller's rule picks."""
+    on tiny data (:mod:`dgsr.estimator.search_cv`); otherwise the caller's rule picks."""
     n_rows = len(y)
     est.size_limit_ = None
     if not entries or not _cross_validates(est, n_rows) or est._interrupted:
@@ -280,9 +279,6 @@ def _size_limit(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarra
     when nothing is left, or after a Ctrl-C in it)."""
     deadline = None if est.max_time is None else start + est.max_time * (1.0 - _SEARCH_CV_TIME_MARGIN)
     evals_left = None if est.max_evaluations is None else est.max_evaluations - est.n_evaluations_
-    if est.verbose:
-        print(f"dgsr: {len(y)} rows: repeating the search on {SEARCH_CV_FOLDS} folds to see how large a "
-              "formula they support", file=sys.stderr, flush=True)
     try:
         limit, spent, interrupted = size_limit(est, entries, X, y, w, rng, deadline, evals_left)
     except INTERRUPTS as err:
@@ -308,7 +304,7 @@ def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, r
     if est.constant_fitting is not None:
         config_kwargs["constant_fitting"] = est.constant_fitting
     config = SearchConfig(**config_kwargs)
-    # On the smallest data the fold searches of the whole-search check take a share of the time.
+    # On tiny data the fold searches of the whole-search check take a share of the time.
     share = 1.0 - SEARCH_CV_SHARE if runs_search_cv(est.model_selection, len(y), est.max_size) else 1.0
     search_time = None
     if est.max_time is not None:

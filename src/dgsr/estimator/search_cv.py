@@ -1,10 +1,10 @@
-"""Cross-validation of the whole search on small data: how large a formula the rows support.
+"""Cross-validation of the whole search on tiny data: how large a formula the rows support.
 
 The ``"cv"`` check (:mod:`dgsr.estimator.cross_validation`) refits the front's constants fold by
 fold, but the front's *structures* were chosen because they fit these very rows; on a few dozen
 noisy rows a structure that fits their noise by chance keeps a low out-of-fold error. The
 selection has to happen inside the folds for the estimate to be honest (Hastie, Tibshirani and
-Friedman, *The Elements of Statistical Learning*, 2nd ed., section 7.10.2). So on small data the
+Friedman, *The Elements of Statistical Learning*, 2nd ed., section 7.10.2). So on tiny data the
 whole search is repeated on each ``K-1`` folds (a short fit of the same estimator), and for each
 size limit ``s`` the most accurate entry of that fold's front with at most ``s`` nodes is scored
 on the fold left out: every row gets an out-of-fold error for every limit. Where the folds'
@@ -13,13 +13,15 @@ of the lowest pooled error (Breiman's rule, paired per-row differences) bounds t
 among the front of the search on all rows; where larger was better as far as the folds
 reached, there is no limit.
 
-It runs on tiny data (:func:`runs_search_cv`). The fold searches share the budget with the main search (:data:`SEARCH_CV_SHARE`); their
-evaluations count (CONTRACTS §2). They are deterministic for a seed under ``max_evaluations``
-like any fit, each fold's seed drawn from the caller's generator.
+It runs on tiny data (:func:`runs_search_cv`). The fold searches share the budget with the main
+search (:data:`SEARCH_CV_SHARE`); their evaluations count (CONTRACTS §2). They are deterministic
+for a seed under ``max_evaluations`` like any fit, each fold's seed drawn from the caller's
+generator.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -52,11 +54,11 @@ def runs_search_cv(model_selection: str, n_rows: int, max_size: int) -> bool:
     return model_selection == "cv" and SEARCH_CV_MIN_ROWS <= n_rows < max_size
 
 
-def limit_errors(fold_fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: np.ndarray, y: np.ndarray,
+def limit_errors(fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: np.ndarray, y: np.ndarray,
                  limits: Sequence[int], w: np.ndarray | None = None) -> np.ndarray:
     """``[n_limits, n_rows]`` squared out-of-fold errors of each size limit.
 
-    ``fold_fronts[k]`` is fold ``k``'s front as ``(sizes, predictions)``: the entries' sizes
+    ``fronts[k]`` is fold ``k``'s front as ``(sizes, predictions)``: the entries' sizes
     (ascending) and their ``[n_entries, n_rows_of_fold_k]`` predictions on the rows with
     ``labels == k``. Under limit ``s`` a fold answers with its largest entry of at most ``s``
     nodes (on a front sorted by size, the most accurate one), or its smallest when none is that
@@ -66,7 +68,7 @@ def limit_errors(fold_fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: n
     n_rows = len(y)
     scale = np.ones(n_rows) if w is None else w / np.mean(w)
     out = np.empty((len(limits), n_rows))
-    for k, (sizes, predictions) in enumerate(fold_fronts):
+    for k, (sizes, predictions) in enumerate(fronts):
         rows = np.flatnonzero(labels == k)
         sizes = np.asarray(sizes)
         for g, limit in enumerate(limits):
@@ -144,6 +146,9 @@ def size_limit(est: Any, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w
     fold_evals = None if max_evaluations is None else max_evaluations / SEARCH_CV_FOLDS
     if (deadline is not None and deadline <= time.perf_counter()) or (fold_evals is not None and fold_evals < 1.0):
         return None, 0.0, False
+    if est.verbose:
+        print(f"dgsr: {len(y)} rows: repeating the search on {SEARCH_CV_FOLDS} folds to see how large a "
+              "formula they support", file=sys.stderr, flush=True)
     fronts, spent, interrupted = fold_fronts(est, X, y, w, labels, seeds, deadline, fold_evals)
     if interrupted or len(fronts) < SEARCH_CV_FOLDS:
         return None, spent, interrupted
