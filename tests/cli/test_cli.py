@@ -201,3 +201,24 @@ def test_inner_fit_steps_reach_the_estimator(tmp_path, table, steps):
     out = tmp_path / f"run{steps}"
     assert cli.main(["fit", str(path), "--out", str(out), "--inner-fit-steps", str(steps), *FAST]) == 0
     assert pickle.loads((out / "model.pkl").read_bytes()).inner_fit_steps == steps
+
+
+def test_fit_on_tiny_noisy_data_says_which_sizes_it_chose_among(tmp_path, capsys):
+    # 40 noisy rows of y = 3*x0 (the data of tests/estimator/test_search_cv.py, seed 3), where
+    # the folds' larger formulas predict worse: the CLI names the limit the choice respected.
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.normal(size=40), rng.integers(80, 149, size=40).astype(float), rng.uniform(1, 5, size=40)])
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    df["y"] = 3.0 * X[:, 0] + rng.normal(scale=2.0, size=40)
+    path = tmp_path / "tiny.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "run"
+    assert cli.main(["fit", str(path), "--out", str(out), "--evals", "20000", "--time", "60", "--seed", "3",
+                     "--quiet"]) == 0
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert "Only 40 rows" in captured.err  # the tiny-data warning the check goes with
+    est = pickle.loads((out / "model.pkl").read_bytes())
+    assert est.size_limit_ is not None
+    assert f"chosen among complexity <= {est.size_limit_}" in printed
+    assert est.equations_["complexity"].iloc[est.best_index_] <= est.size_limit_
