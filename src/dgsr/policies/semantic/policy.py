@@ -378,8 +378,9 @@ class SemanticPolicy:
     def _positions(self, expression: Expression, rng: np.random.Generator) -> list[int]:
         if expression.size <= self.max_nodes:
             return list(range(expression.size))
-        rest = rng.choice(np.arange(1, expression.size), size=self.max_nodes - 1, replace=False)
-        return [0, *sorted(int(p) for p in rest)]
+        # Drawn from range(size - 1) and shifted: the same draws as from arange(1, size), without the array.
+        rest = rng.choice(expression.size - 1, size=self.max_nodes - 1, replace=False)
+        return [0, *sorted(int(p) + 1 for p in rest)]
 
 
 def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
