@@ -68,7 +68,7 @@ def _cv_reserve(est: Any, n_rows: int) -> float:
 def _search_cv_reserve(est: Any, n_rows: int) -> float:
     """Evaluations of ``est.max_evaluations`` kept for the fold searches of the whole-search check
     (:mod:`dgsr.estimator.search_cv`; 0 where it does not run)."""
-    if est.max_evaluations is None or not runs_search_cv(est.model_selection, n_rows, est.max_size):
+    if est.max_evaluations is None or not _cross_validates_search(est, n_rows):
         return 0.0
     return SEARCH_CV_SHARE * (est.max_evaluations * (1.0 - _POLISH_EVAL_SHARE) - _cv_reserve(est, n_rows))
 
@@ -235,6 +235,11 @@ def _cross_validates(est: Any, n_rows: int) -> bool:
     return est.model_selection == "cv" and CV_MIN_ROWS <= n_rows <= CV_MAX_ROWS
 
 
+def _cross_validates_search(est: Any, n_rows: int) -> bool:
+    """Whether ``est`` also cross-validates its whole search on data of ``n_rows`` rows."""
+    return runs_search_cv(est.model_selection, n_rows, est.max_size)
+
+
 def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,
                      w: np.ndarray | None, rng: np.random.Generator, start: float) -> SearchOutcome:
     """The front, with ``"cv"``'s choice among it when the data are small enough to check
@@ -260,7 +265,7 @@ def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.n
         return SearchOutcome(entries)
     est.validation_loss_ = errors.mean(axis=1)
     floor = _exact_fit_floor(y, w)  # two exact laws: rounding noise must not choose between them
-    if runs_search_cv(est.model_selection, n_rows, est.max_size):
+    if _cross_validates_search(est, n_rows):
         limit = _size_limit(est, entries, X, y, w, rng, start)
         if limit is not None:
             est.size_limit_ = limit
@@ -305,7 +310,7 @@ def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, r
         config_kwargs["constant_fitting"] = est.constant_fitting
     config = SearchConfig(**config_kwargs)
     # On tiny data the fold searches of the whole-search check take a share of the time.
-    share = 1.0 - SEARCH_CV_SHARE if runs_search_cv(est.model_selection, len(y), est.max_size) else 1.0
+    share = 1.0 - SEARCH_CV_SHARE if _cross_validates_search(est, len(y)) else 1.0
     search_time = None
     if est.max_time is not None:
         reserve = min(_POLISH_TIME_SHARE * est.max_time, _POLISH_TIME_MAX)

@@ -32,6 +32,7 @@ from dgsr.estimator.fit_search import constant_model, random_streams, search_mod
 from dgsr.estimator.input_checks import validate_params, validate_predict_data, validate_training_data
 from dgsr.estimator.model_selection import choose_entry
 from dgsr.estimator.plotting import plot_front
+from dgsr.estimator.search_cv import is_tiny
 from dgsr.estimator.warm_up import warm_up_kernels
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
@@ -248,7 +249,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if constant:
             warnings.warn(f"y is constant ({data.y[0]:g}); the model is that constant (no search was run).",
                           UserWarning, stacklevel=2)
-        elif len(rows.y) < self.max_size:
+        elif is_tiny(len(rows.y), self.max_size):
             warnings.warn(
                 f"Only {len(rows.y)} rows for expressions of up to max_size={self.max_size} nodes (as many as "
                 f"{self.max_size // 2} fitted constants): large formulas can fit these rows exactly and still be "

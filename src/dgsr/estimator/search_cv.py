@@ -45,13 +45,19 @@ EXACT_R2 = 1.0 - 1e-9
 _MIN_FOLD_SECONDS = 0.01
 
 
+def is_tiny(n_rows: int, max_size: int) -> bool:
+    """Tiny data, as ``fit`` warns about it: fewer rows than ``max_size`` nodes, so a formula can
+    carry as many fitted constants as half the rows and interpolate them."""
+    return n_rows < max_size
+
+
 def runs_search_cv(model_selection: str, n_rows: int, max_size: int) -> bool:
     """Whether a fit with ``model_selection`` on ``n_rows`` rows cross-validates its search: under
     ``"cv"`` on tiny data as ``fit`` defines it (fewer rows than ``max_size`` nodes, where a
     formula can carry as many constants as half the rows, and ``fit`` warns), from
     :data:`SEARCH_CV_MIN_ROWS` rows. On more rows the structures' selection bias is smaller and
     the halved search costs as much as the check gains (docs/BENCHMARKS.md, "0.9.2 against 0.9.1")."""
-    return model_selection == "cv" and SEARCH_CV_MIN_ROWS <= n_rows < max_size
+    return model_selection == "cv" and n_rows >= SEARCH_CV_MIN_ROWS and is_tiny(n_rows, max_size)
 
 
 def limit_errors(fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: np.ndarray, y: np.ndarray,
