@@ -9,7 +9,10 @@ subtree ``A`` rooted there:
 * ``root``:              ``0 -> B`` on the empty expression only.
 
 Mutations only ever grow an expression. Validity (CONTRACTS §1): at most ``max_size`` nodes,
-and no transcendental operator (sin, cos, tan, exp, log) anywhere below another one.
+and no transcendental operator (sin, cos, tan, exp, log) anywhere below another one, with one
+exception: a *power* ``exp(c*log(u))`` (``u**c`` for a constant ``c``, prefix ``exp mul c log``)
+counts as one non-transcendental node, like ``sqrt`` or ``sq``. Table 1 has no general power, and
+a law's non-integer exponent (``x**0.65``) has no other exact form; SymPy shows it as ``u**c``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import ARITY, BINARY, TRANSCENDENTAL, UNARY
+from dgsr.core.operators import ARITY, BINARY, CONSTANT, TRANSCENDENTAL, UNARY
 
 MAX_SIZE = 60
 REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)
@@ -122,9 +125,10 @@ def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | N
     # transcendental node met (0: outside any), so a transcendental met while it is positive is
     # nested. A candidate check, on every child the search builds: no per-node slices.
     arity, transcendental = ARITY.get, TRANSCENDENTAL
+    powers = _power_logs(symbols)
     open_ = 0
-    for s in symbols:
-        if s in transcendental:
+    for i, s in enumerate(symbols):
+        if s in transcendental and i not in powers:
             if open_:
                 return "nested_transcendental"
             open_ = 1  # its operand's subtree
@@ -132,6 +136,26 @@ def validity_violation(expr: Expression, *, max_size: int = MAX_SIZE) -> str | N
         if open_:
             open_ += arity(s, 0) - 1
     return None
+
+
+_POWER = ("exp", "mul", CONSTANT, "log")
+
+
+def _power_logs(symbols: tuple[str, ...]) -> frozenset[int]:
+    """Positions of the ``exp`` and ``log`` of every power ``exp(c*log(u))`` in ``symbols``: the
+    nesting rule reads each such pair as one non-transcendental power node."""
+    if "log" not in symbols or "exp" not in symbols:
+        return frozenset()
+    out: set[int] = set()
+    for i in range(len(symbols) - 3):
+        if symbols[i:i + 4] == _POWER:
+            out.update((i, i + 3))
+    return frozenset(out)
+
+
+def is_power_at(symbols: tuple[str, ...], i: int) -> bool:
+    """Whether ``symbols[i]`` starts a power ``exp(c*log(u))`` (see :func:`validity_violation`)."""
+    return symbols[i:i + 4] == _POWER
 
 
 def is_valid(expr: Expression, *, max_size: int = MAX_SIZE) -> bool:

@@ -43,6 +43,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
+from dgsr.policies.semantic.parametric_forms import best_chains
 
 #: Levenberg-Marquardt steps that fit a parametric operand's constants to y when the library is built.
 _PARAMETRIC_STEPS = 20
@@ -360,6 +361,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
                   max_size: int = 6, fit_parametric: bool = False,
                   max_parametric_variables: int = 5,
+                  max_chain_variables: int = 3, max_chains: int = 6,
                   extra_operands: Iterable[Expression] = (),
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
                   fit_memo: FitMemo | None = None) -> OperandLibrary:
@@ -370,6 +372,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     adds for the ``max_parametric_variables`` variables most related to ``y``: their constants are
     fitted to ``y`` here, a guess that the search's inner-constant fits refine in place, and
     ``extra_operands`` (the policy's power laws, :mod:`dgsr.policies.semantic.power_law`).
+    ``max_chains`` chains ``op(a*x + b)`` over the ``max_chain_variables`` most related variables
+    (:mod:`dgsr.policies.semantic.parametric_forms`) join them, the ones that explain ``y`` best.
     ``fit_rows`` = ``(columns, y)`` of other rows to fit the parametric constants on (more rows
     than the scoring ones: a sine of a shifted product fitted on 100 rows lands in a wrong local
     optimum far more often than on 300). ``fit_memo``: fits kept from earlier calls on the same
@@ -412,6 +416,10 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         for k in range(3, min(len(pairs), max_parametric_variables) + 1):
             start = _parametric_bump(sorted(pairs[:k]), fit_columns, allowed_ops)
             fits.append(_fitted([start], fit_columns, fit_y, linear, memo=memo) if start is not None else None)
+        # Constants inside nonlinear parts, by one mechanism: chains op(a*x + b) of the unary
+        # operators over the most related variables (dgsr.policies.semantic.parametric_forms).
+        fits.extend(best_chains(sorted(pairs[:max_chain_variables]), fit_columns, fit_y, allowed_ops, linear, max_chains,
+                                memo=None if memo is None else memo.fits))
         parametric = [form for form in fits if form is not None]
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]

@@ -37,7 +37,12 @@ from dgsr.policies.semantic.compiled_backprop import backprop_for, root_targets
 from dgsr.policies.semantic.matching import OperandFit, match_operands, top_matches
 from dgsr.policies.semantic.operand_library import FitMemo, OperandLibrary, build_library, operand_library
 from dgsr.policies.semantic.position_rows import KINDS, position_rows
-from dgsr.policies.semantic.power_law import log_design, power_law_operands, target_monomials
+from dgsr.policies.semantic.power_law import (
+    log_design,
+    positive_variables,
+    power_law_operands,
+    target_monomials,
+)
 from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
 from dgsr.search.policy import Proposal
@@ -71,6 +76,8 @@ class SemanticContext:
     #: Variables whose log the per-expansion power laws use, and that log design (None: off or none).
     log_variables: list = field(default_factory=list)
     log_design: np.ndarray | None = None
+    #: The log variables positive on every row: where a power law may keep a non-half exponent.
+    positive_variables: frozenset = frozenset()
     #: Per expanded expression: its ranked candidates not yet proposed, and the children already
     #: proposed. A node expanded again (progressive widening) gets the next-best candidates.
     pending: dict = field(default_factory=dict)
@@ -162,7 +169,8 @@ class SemanticPolicy:
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo())
         log_variables, design = log_design(columns) if power_laws else ([], None)
-        return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design)
+        return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design,
+                               positive_variables=positive_variables(columns, log_variables))
 
     def _fit_memo(self) -> FitMemo:
         """The parametric fits kept across this policy's trials (:class:`FitMemo`: the same
@@ -296,7 +304,7 @@ class SemanticPolicy:
             ranked.extend(self._operand_candidates(fit, lib, meta))
             # Products of powers fitted to each target in log space: operands no fixed library holds.
             found = target_monomials(context.log_variables, context.log_design, targets, weights > 0,
-                                     context.monomials)
+                                     context.monomials, context.positive_variables)
             dynamic = self._monomial_library(context, [e for e in found if e is not None])
             if dynamic is not None:
                 dynamic_fit = match_operands(targets, weights, dynamic, np.array(denominators)[:, None])

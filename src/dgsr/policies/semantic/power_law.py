@@ -15,6 +15,12 @@ halves), when ``|y|`` is close to that monomial; and the variables whose exponen
 to an integer (``sqrt(x**2 + y**2)`` reads as ``x**0.5*y**0.5``, which the library's distance
 does better). Rounding the other exponents too gave operands that fit laws of other shapes
 well (``1/(1/a + b/c)``) and drew the search away from them.
+
+Where ``|y|`` (or a node's target) *is* a product of powers (the tight misfit) but an exponent
+is no half-integer (``x**0.65``, ``x**-1.3``), the operand keeps that exponent as fitted, as a
+power ``exp(c*log(x))`` (:func:`dgsr.search.mutations.validity_violation`), which the search's
+constant fits then refine. An exponent is snapped to its half-integer only where that costs no
+accuracy on the rows it was fitted on (:func:`snapped_exponents`), never by a list.
 """
 
 from __future__ import annotations
@@ -33,8 +39,17 @@ CLEAN_TOLERANCE = 0.1
 #: residual, ~5%): sqrt-products otherwise mimic laws of other shapes (1/(1/a + b/c) reads as
 #: a**0.3*c**0.75/b**0.7 and draws the search away from the law).
 TIGHT_MISFIT = 0.05
+#: Exponents are kept as fitted (not halves) only when ``|y|`` is this close to the monomial
+#: (median absolute log residual, ~1%): a law that is a product of powers fits within its noise,
+#: while laws of other shapes read as monomials leave a few per cent (``1/(1/a + b/c)``: 2.4%).
+FREE_MISFIT = 0.01
 #: Reweighting steps of the least-absolute-deviations fit.
 _IRLS_STEPS = 12
+#: A snapped exponent costs no accuracy when the median absolute log residual grows by at most
+#: this share (and :data:`_SNAP_FLOOR`): on exact data a wrong snap multiplies it by orders of
+#: magnitude, on noisy data a right one moves it within the noise.
+_SNAP_SLACK = 0.01
+_SNAP_FLOOR = 1e-9
 
 
 def _power(v: Expression, k: int) -> Expression:
@@ -53,6 +68,13 @@ def _factor(i: int, exponent: float) -> Expression:
         return Expression.combine("sqrt", v)
     power = _power(v, whole)
     return Expression.combine("mul", power, Expression.combine("sqrt", v)) if half else power
+
+
+def _free_factor(i: int, exponent: float) -> Expression:
+    """``x_i**exponent`` as the power ``exp(c*log(x_i))`` (for a variable that is positive on the data)."""
+    v = Expression.variable(i)
+    return Expression.combine("exp", Expression.combine("mul", Expression.constant(exponent),
+                                                        Expression.combine("log", v)))
 
 
 def _halves(exponents: np.ndarray) -> np.ndarray:
@@ -77,6 +99,54 @@ def monomial(exponents: dict[int, float]) -> Expression | None:
     if top is None:
         return Expression.combine("inv", bottom)
     return Expression.combine("div", top, bottom)
+
+
+def free_monomial(exponents: dict[int, float], positive: frozenset[int]) -> Expression | None:
+    """``prod x_i**e_i`` with any real exponents: half-integers as :func:`monomial` builds them, the
+    others as powers ``exp(e*log(x_i))`` (4 significant digits; the search refines them). None when
+    a non-half exponent falls on a variable that is not ``positive`` (``x**0.65`` is not real
+    there) or there is no exponent."""
+    halves = {i: e for i, e in exponents.items()
+              if e != 0 and 2 * e == round(2 * e) and abs(e) <= MAX_EXPONENT}
+    free = {i: float(f"{e:.4g}") for i, e in exponents.items() if e != 0 and i not in halves}
+    if any(i not in positive for i in free):
+        return None
+    factors = [_free_factor(i, e) for i, e in sorted(free.items())]
+    base = monomial(halves) if halves else None
+    out = base
+    for f in factors:
+        out = f if out is None else Expression.combine("mul", out, f)
+    return out
+
+
+def _log_misfit(design: np.ndarray, target: np.ndarray, exponents: np.ndarray) -> float:
+    """Median absolute log residual of ``target`` against ``design`` (its last column the intercept)
+    with these ``exponents`` and the intercept refitted (the median residual)."""
+    with np.errstate(all="ignore"):
+        r = target - design[:, :-1] @ exponents
+        return float(np.median(np.abs(r - np.median(r))))
+
+
+def snapped_exponents(design: np.ndarray, target: np.ndarray, exponents: np.ndarray) -> np.ndarray:
+    """``exponents`` with each one, closest first, moved to its half-integer where that costs no
+    accuracy on these rows: the log misfit grows by at most :data:`_SNAP_SLACK` of itself
+    (a decision per fit, read off the data; a law's 0.65 stays, a fitted 0.5003 becomes 0.5)."""
+    out = np.array(exponents, dtype=np.float64)
+    limit = _log_misfit(design, target, out) * (1.0 + _SNAP_SLACK) + _SNAP_FLOOR
+    halves = _halves(out)
+    for k in np.argsort(np.abs(out - halves), kind="stable").tolist():
+        if out[k] == halves[k]:
+            continue
+        trial = out.copy()
+        trial[k] = halves[k]
+        if _log_misfit(design, target, trial) <= limit:
+            out = trial
+    return out
+
+
+def positive_variables(columns: np.ndarray, usable: list[int]) -> frozenset[int]:
+    """The ``usable`` variables that are positive on every row (where ``x**c`` is real for any ``c``)."""
+    return frozenset(i for i in usable if bool(np.all(columns[i] > 0)))
 
 
 def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> tuple[dict[int, float], float]:
@@ -115,12 +185,28 @@ def power_law_operands(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
     rounded = dict(zip(exponents, _halves(np.array(list(exponents.values()))).tolist()))
     clean = {i: e for i, e in rounded.items() if e != 0 and abs(exponents[i] - e) <= CLEAN_TOLERANCE}
     whole = {i: e for i, e in clean.items() if e == round(e)}
-    out: list[Expression] = []
+    candidates: list[Expression | None] = []
     for chosen in ((clean, whole) if misfit <= TIGHT_MISFIT else (whole,)):
-        expr = monomial(chosen) if chosen else None
+        candidates.append(monomial(chosen) if chosen else None)
+    if misfit <= FREE_MISFIT:  # y is a product of powers: its exponents, snapped only where exact
+        candidates.append(_free_operand(columns, y, exponents))
+    out: list[Expression] = []
+    for expr in candidates:
         if expr is not None and all(expr.key() != o.key() for o in out):
             out.append(expr)
     return out
+
+
+def _free_operand(columns: np.ndarray, y: np.ndarray, exponents: dict[int, float]) -> Expression | None:
+    """The monomial of ``y``'s fitted ``exponents``, each snapped only where that costs no accuracy."""
+    usable, design = log_design(columns)
+    if design is None or list(exponents) != usable:
+        return None
+    with np.errstate(all="ignore"):
+        rows = np.isfinite(y) & (np.abs(y) > 0)
+        target = np.log(np.abs(y[rows]))
+    snapped = snapped_exponents(design[rows], target, np.array([exponents[i] for i in usable]))
+    return free_monomial(dict(zip(usable, snapped.tolist())), positive_variables(columns, usable))
 
 
 def log_design(columns: np.ndarray) -> tuple[list[int], np.ndarray | None]:
@@ -138,11 +224,15 @@ def log_design(columns: np.ndarray) -> tuple[list[int], np.ndarray | None]:
 
 
 def target_monomials(usable: list[int], design: np.ndarray | None, targets: np.ndarray,
-                     rows: np.ndarray, memo: dict | None = None) -> list[Expression | None]:
+                     rows: np.ndarray, memo: dict | None = None,
+                     positive: frozenset[int] = frozenset()) -> list[Expression | None]:
     """For each target row (values a node should take, from semantic backpropagation), the monomial
     whose exponents, fitted to ``log|target|`` by least squares on its ``rows``, all lie within
-    :data:`CLEAN_TOLERANCE` of a half-integer; None where there is none (too few rows, a target
-    that is not a product of powers).
+    :data:`CLEAN_TOLERANCE` of a half-integer; or, where the target is a product of powers within
+    :data:`FREE_MISFIT` but some exponent is not, the monomial of the fitted exponents
+    (:func:`snapped_exponents`, :func:`free_monomial`, within :data:`FREE_MISFIT`; its non-half exponents only on the
+    ``positive`` variables); None where there is none (too few rows, a target that is not a
+    product of powers).
 
     The targets that share their usable rows share one least-squares solve (most of an
     expansion's targets use every row), and ``memo`` (exponents -> operand, kept by the caller
@@ -153,21 +243,37 @@ def target_monomials(usable: list[int], design: np.ndarray | None, targets: np.n
         ok = rows & np.isfinite(targets) & (targets != 0)
         logs = np.log(np.abs(targets))
     coefs = np.full((len(targets), len(usable)), np.nan)
+    misfits = np.full(len(targets), np.inf)
     groups: dict[bytes, list[int]] = {}
     for t in np.flatnonzero(ok.sum(axis=1) >= len(usable) + 5).tolist():
         groups.setdefault(ok[t].tobytes(), []).append(t)
     for members in groups.values():
         mask = ok[members[0]]
         with np.errstate(all="ignore"):
-            coefs[members] = np.linalg.lstsq(design[mask], logs[members][:, mask].T, rcond=None)[0][:-1].T
+            full = np.linalg.lstsq(design[mask], logs[members][:, mask].T, rcond=None)[0]
+            coefs[members] = full[:-1].T
+            if positive:
+                residual = logs[members][:, mask] - (design[mask] @ full).T
+                misfits[members] = np.median(np.abs(residual), axis=1)
     with np.errstate(invalid="ignore"):
         rounded = _halves(coefs)
-        clean = np.isfinite(coefs).all(axis=1) & (np.abs(coefs - rounded) <= CLEAN_TOLERANCE).all(axis=1)
+        finite = np.isfinite(coefs).all(axis=1)
+        clean = finite & (np.abs(coefs - rounded) <= CLEAN_TOLERANCE).all(axis=1)
+        # A target that is a product of powers gets its exponents as fitted, each snapped only
+        # where that costs no accuracy; one that is not (a factor of one, at best) the halves.
+        tight = finite & (misfits <= FREE_MISFIT)
     out: list[Expression | None] = [None] * len(targets)
     memo = {} if memo is None else memo
-    for t in np.flatnonzero(clean).tolist():
+    for t in np.flatnonzero(clean & ~tight).tolist():
         key = tuple(rounded[t].tolist())
         if key not in memo:
             memo[key] = monomial({i: e for i, e in zip(usable, key) if e != 0})
+        out[t] = memo[key]
+    for t in np.flatnonzero(tight).tolist():
+        key = ("free", *np.round(coefs[t], 3).tolist())
+        if key not in memo:
+            mask = ok[t]
+            snapped = snapped_exponents(design[mask], logs[t][mask], coefs[t])
+            memo[key] = free_monomial(dict(zip(usable, snapped.tolist())), positive)
         out[t] = memo[key]
     return out

@@ -1,0 +1,176 @@
+"""Constants inside nonlinear parts, by one mechanism: chains ``op(a*u + b)`` fitted to the data.
+
+The shapes science meets most often put fitted constants inside a function: a sigmoid
+``a/(1 + exp(-b*(t - c)))``, a peak ``a*exp(-(x - m)**2/w)``, a Morse well
+``a*(1 - exp(-b*(r - c)))**2``, an activation ``a*exp(-b/T)``, a shifted denominator
+``a/(x + c)``. Each is one or two unary operators, each applied to an affine map of what is
+below it. Growing them one mutation at a time passes through expressions that fit worse than
+what the search already has, and a fixed grid of inner constants (``exp(2*x)``) misses the
+law's own. So for the variables most related to ``y`` the library holds every chain
+``op(a*x + b)`` and ``outer(c*inner(a*x + b) + d)`` of the unary operators that the nesting rule
+allows, its constants fitted to ``y`` by Levenberg-Marquardt from starts that put each
+operator's argument on a few ranges where its shape shows; the chains that explain ``y`` best
+join the library, and the search refines their constants in place.
+
+Nothing here names a law: the chains are all compositions of the operator table's unary
+operators, and which of them enter a library is read off the data.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from dgsr.core.evaluate import evaluate_columns
+from dgsr.core.expression import Expression
+from dgsr.core.inner_fit import fit_inner_constants
+from dgsr.core.linear_terms import fit_term_weights
+from dgsr.core.operators import OPERATORS
+
+#: The unary operators of the chains: ``cos`` is ``sin`` with a phase, ``tan`` has poles
+#: everywhere its argument spans more than a period.
+CHAIN_OPERATORS = ("exp", "sin", "log", "sqrt", "inv", "sq")
+#: Argument ranges on which each operator's shape shows, as (value at the operand's smallest
+#: value, value at its largest): a start maps the data's range of the operand onto one of them,
+#: so the order gives the direction (``exp`` rising and falling). The first ones are the starts
+#: an outer operator takes.
+_RANGES: dict[str, tuple[tuple[float, float], ...]] = {
+    "exp": ((0.0, -2.0), (0.0, 2.0), (0.0, -6.0), (0.0, 6.0)),
+    "sin": ((0.0, math.pi), (0.0, 2.0 * math.pi), (0.0, 4.0 * math.pi)),
+    "log": ((0.1, 1.1), (1.0, 3.0), (1.1, 0.1)),
+    "sqrt": ((0.05, 1.05), (1.0, 3.0), (1.05, 0.05)),
+    "inv": ((0.2, 1.2), (-1.2, -0.2), (1.0, 3.0)),
+    "sq": ((-1.0, 1.0), (0.0, 1.0), (-1.0, 0.0)),
+}
+#: Starts of the outer operator of a two-operator chain (its first ranges).
+_OUTER_STARTS = 2
+#: Levenberg-Marquardt steps per start, and for the best chains once more.
+_STEPS = 20
+_REFINE_STEPS = 100
+
+
+def _affine(e: Expression, a: float, b: float) -> Expression:
+    return Expression.combine("add", Expression.combine("mul", Expression.constant(a), e), Expression.constant(b))
+
+
+def chain_shapes(allowed: Iterable[str]) -> list[tuple[str, ...]]:
+    """Every chain of one or two :data:`CHAIN_OPERATORS` (outermost first) that ``allowed``
+    operators build and the nesting rule admits (no transcendental operator below another)."""
+    ops = [op for op in CHAIN_OPERATORS if op in set(allowed)]
+    if not {"add", "mul"} <= set(allowed):
+        return []
+    shapes: list[tuple[str, ...]] = [(op,) for op in ops]
+    for outer, inner in itertools.product(ops, ops):
+        if OPERATORS[outer].transcendental and OPERATORS[inner].transcendental:
+            continue
+        shapes.append((outer, inner))
+    return shapes
+
+
+#: Operators whose argument needs only a shift ``x + b`` under a scaled output: a slope inside
+#: ``sq``, ``inv``, ``sqrt`` and ``log`` is a factor (or a term) outside, which the weight of the
+#: operand or the outer affine map already fits (a redundant constant slows the fit down).
+_SHIFT_ONLY = frozenset({"sq", "inv", "sqrt", "log"})
+
+
+def _argument(op: str, below: Expression, values: np.ndarray, target: tuple[float, float]
+              ) -> Expression | None:
+    """``op``'s argument over ``below`` (with ``values``) that maps the smallest value to
+    ``target[0]`` and the largest to ``target[1]``: ``below + b`` for a rising target of a
+    :data:`_SHIFT_ONLY` operator (up to a scale, which its weight fits), else ``a*below + b``."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return None
+    if op in _SHIFT_ONLY and target[1] > target[0]:
+        scale = (hi - lo) / (target[1] - target[0])  # below + b spans scale*[target]
+        return Expression.combine("add", below, Expression.constant(target[0] * scale - lo))
+    a = (target[1] - target[0]) / (hi - lo)
+    return _affine(below, a, target[0] - a * lo)
+
+
+def chain_starts(shape: Sequence[str], variable: int, columns: np.ndarray) -> list[Expression]:
+    """Starting points of the chain ``shape`` (outermost first) over variable ``variable`` of
+    ``columns``: each operator's argument is the map that puts the values below it on one of its
+    :data:`_RANGES`."""
+    inner = shape[-1]
+    x = columns[variable]
+    v = Expression.variable(variable)
+    arguments = [_argument(inner, v, x, target) for target in _RANGES[inner]]
+    if inner in _SHIFT_ONLY and bool(np.all(x > 0)):
+        # The variable as measured, its zero where the law's is (1/T of an activation energy).
+        arguments.append(Expression.combine("add", v, Expression.constant(0.0)))
+    starts: list[Expression] = []
+    for argument in arguments:
+        if argument is None:
+            return []
+        expr = Expression.combine(inner, argument)
+        if len(shape) == 1:
+            starts.append(expr)
+            continue
+        with np.errstate(all="ignore"):
+            values = evaluate_columns(expr, columns)
+        if not np.all(np.isfinite(values)):
+            continue
+        for outer_target in _RANGES[shape[0]][:_OUTER_STARTS]:
+            outer_argument = _argument(shape[0], expr, values, outer_target)
+            if outer_argument is not None:
+                starts.append(Expression.combine(shape[0], outer_argument))
+    return starts
+
+
+def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
+              linear_values: np.ndarray | None, steps: int = _STEPS) -> tuple[Expression | None, float]:
+    """The start whose constants, fitted to ``y`` with a weight and an intercept (and weights for
+    the rows of ``linear_values``, fitted jointly), leave the least squared error, and that
+    error; ``(None, inf)`` when no start gives finite values."""
+    best, best_loss = None, math.inf
+    for start in starts:
+        fitted = fit_inner_constants(start, columns, y, steps=steps).expression
+        with np.errstate(all="ignore"):
+            v = evaluate_columns(fitted, columns)
+            if not np.all(np.isfinite(v)) or float(np.ptp(v)) <= 0:
+                continue
+            design = v[None, :] if linear_values is None else np.vstack([v[None, :], linear_values])
+            fit = fit_term_weights(design, y)
+        if fit is not None and math.isfinite(fit[2]) and fit[2] < best_loss:
+            best, best_loss = fitted, float(fit[2])
+    return best, best_loss
+
+
+def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
+                linear: Sequence[int], keep: int, memo: dict | None = None) -> list[Expression]:
+    """The ``keep`` chains over ``variables`` that explain ``y`` best (with the ``linear`` columns
+    beside them), best first; ``memo`` (a dict kept for these rows) holds each chain's fit."""
+    shapes = chain_shapes(allowed)
+    linear_values = np.vstack([columns[i] for i in linear]) if linear else None
+    scored: list[tuple[float, int, Expression]] = []
+    for i in variables:
+        for shape in shapes:
+            key = ("chain", i, shape, tuple(linear))
+            if memo is not None and key in memo:
+                form, loss = memo[key]
+            else:
+                form, loss = fit_chain(chain_starts(shape, i, columns), columns, y, linear_values)
+                if memo is not None:
+                    memo[key] = (form, loss)
+            if form is not None:
+                scored.append((loss, len(scored), form))
+    scored.sort(key=lambda s: (s[0], s[1]))
+    # The best chains get more steps: a law's own constants often lie along a flat valley
+    # (exp(a/(T + d)) for an activation, where d goes to 0 slowly), which 20 steps do not cross.
+    refined: list[tuple[float, int, Expression]] = []
+    for loss, order, form in scored[:2 * keep]:
+        key = ("refined", form.key())
+        if memo is not None and key in memo:
+            better, better_loss = memo[key]
+        else:
+            better, better_loss = fit_chain([form], columns, y, linear_values, steps=_REFINE_STEPS)
+            if memo is not None:
+                memo[key] = (better, better_loss)
+        refined.append((better_loss, order, better) if better is not None and better_loss <= loss
+                       else (loss, order, form))
+    refined.sort(key=lambda s: (s[0], s[1]))
+    return [form for _, _, form in refined[:keep]]
