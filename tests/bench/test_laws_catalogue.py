@@ -66,7 +66,7 @@ def test_every_formula_parses_and_is_finite(stretched):
 
 
 def _constant_inside_nonlinear(expr) -> bool:
-    """A number other than ±1 inside exp/log/sin/cos/tan or inside a power's base, or a non-integer exponent."""
+    """A number other than ±1 inside exp/log/sin/cos/tan or a power's base, or a non-integer exponent."""
     for node in sympy.preorder_traversal(expr):
         if isinstance(node, sympy.Pow):
             base, exponent = node.args
@@ -95,7 +95,8 @@ def test_split_is_fixed_disjoint_and_complete():
     load_catalogue.cache_clear()
     assert [law.half for law in load_catalogue()] == [law.half for law in LAWS]
     for half in (develop, confirm):  # every kind of case in both halves
-        assert {law.kind for law in half} >= {"base", "noise 0.01", "noise 0.1", "distractors", "tiny", "no-signal"}
+        kinds = {law.kind for law in half}
+        assert kinds >= {"base", "noise 0.01", "noise 0.1", "distractors", "tiny", "no-signal"}
     assert [r.name for r in list_datasets("laws", Path("."))] == [law.name for law in LAWS]
 
 
@@ -190,7 +191,7 @@ def test_law_fields_of_a_no_signal_run():
 
 
 def test_runs_and_report_of_the_laws_suite(tmp_path):
-    """In process, with the linear reference (no search): rows carry the law fields; the report has both halves."""
+    """In process, with the linear reference (no search): rows carry the law fields; both halves reported."""
     names = ["michaelis_menten", "hill_oxygen_saturation", "michaelis_menten__noise01", "no_signal_a"]
     rows = [execute_run(RunSpec("linear", "laws", n, 0, 0.0, 1.0, None, str(tmp_path))) for n in names]
     by = {r["dataset"]: r for r in rows}
@@ -207,8 +208,9 @@ def test_cli_smoke_run_writes_a_report(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
                                                         os.environ.get("PYTHONPATH", "")])}
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "dgsr.bench", "--suite", "laws", "--limit", "2", "--time", "1",
-                           "--methods", "dgsr", "--seeds", "1", "--quiet", "--out", str(out)],
+    command = [sys.executable, "-m", "dgsr.bench", "--suite", "laws", "--limit", "2", "--time", "1",
+               "--methods", "dgsr", "--seeds", "1", "--quiet", "--out", str(out)]
+    proc = subprocess.run(command,
                           capture_output=True, text=True, env=env, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "laws half: develop" in proc.stdout

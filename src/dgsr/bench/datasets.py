@@ -6,11 +6,12 @@ Suites (CONTRACTS §3, paper §4.2): the 57 black-box PMLB datasets of E2E / DGS
 from the genetic-programming literature (Nguyen, Keijzer, Vladislavleva, Korns, Pagie, Jin, the
 rationals of Krawiec and Pawlak), regenerated from the packaged ``classic/equations.tsv``; and
 ``laws``: the development catalogue of laws from other sciences (``laws/laws.tsv``, module
-:mod:`dgsr.bench.laws`). Formats are described in the data folder's README. Formula text from data files (and model strings from other libraries) never
-reaches ``sympy.sympify`` (which calls ``eval``) unchecked: :func:`parse_formula` first reads it
-into tokens and accepts only numbers, operators, parentheses, the file's variable names and a
-fixed list of SymPy functions and constants, every variable forced to a plain Symbol (``I``,
-``gamma`` and ``beta`` clash with SymPy's own names).
+:mod:`dgsr.bench.laws`). Formats are described in the data folder's README. Formula text from
+data files (and model strings from other libraries) never reaches ``sympy.sympify`` (which calls
+``eval``) unchecked: :func:`parse_formula` first reads it into tokens and accepts only numbers,
+operators, parentheses, the file's variable names and a fixed list of SymPy functions and
+constants, every variable forced to a plain Symbol (``I``, ``gamma`` and ``beta`` clash with
+SymPy's own names).
 
 Where the data comes from (:func:`resolve_data_dir`): a folder given with ``--data`` (or
 ``$DGSR_DATA``, or ``../shared/data`` in this repository's own runs) laid out like SRBench's data;

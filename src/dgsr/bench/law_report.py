@@ -46,7 +46,8 @@ def laws_per_dataset(df: pd.DataFrame) -> pd.DataFrame:
     d["r2_linear"] = pd.to_numeric(d["r2_linear"], errors="coerce")
     # The linear baseline is a property of the split, so a failed run borrows it from its seed's others.
     d["r2_linear"] = d.groupby(["dataset", "seed", "noise_eff"])["r2_linear"].transform("mean")
-    return d.groupby(["label", "dataset", "half", "kind", "noise_eff", "no_signal"], as_index=False, dropna=False).agg(
+    keys = ["label", "dataset", "half", "kind", "noise_eff", "no_signal"]
+    return d.groupby(keys, as_index=False, dropna=False).agg(
         runs=("ok", "size"), failures=("ok", lambda s: int((~s).sum())), r2=("r2_ok", "mean"),
         size=("size_ok", "mean"), exact=("exact_ok", "mean"), recovered=("recovered_ok", "mean"),
         r2_extrap=("extrap_ok", "median"), r2_linear=("r2_linear", "mean"))
@@ -64,9 +65,11 @@ def laws_summary(per: pd.DataFrame) -> pd.DataFrame:
             "median_size": truth["size"].median(), "exact": 100 * clean["exact"].mean(),
             "recovered": 100 * clean["recovered"].mean(), "median_r2_extrap": clean["r2_extrap"].median()}
         for level in sorted(x for x in truth["noise_eff"].unique() if x > 0):
-            row[f"recovered_noise_{level:g}"] = 100 * truth.loc[truth["noise_eff"] == level, "recovered"].mean()
+            at_level = truth.loc[truth["noise_eff"] == level, "recovered"]
+            row[f"recovered_noise_{level:g}"] = 100 * at_level.mean()
         ns = g[g["no_signal"].astype(bool)]
-        row.update(no_signal=len(ns), no_signal_r2=ns["r2"].mean(), no_signal_r2_linear=ns["r2_linear"].mean())
+        row.update(no_signal=len(ns), no_signal_r2=ns["r2"].mean(),
+                   no_signal_r2_linear=ns["r2_linear"].mean())
         out.append(row)
     return pd.DataFrame(out)
 
@@ -100,19 +103,21 @@ def laws_section(df: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
                    "recovered (%)", "median extrapolation R²"] + [
                    f"recovered at noise {c[len('recovered_noise_'):]} (%)" for c in noisy]
         rows = [[r["method"], f"{r['laws']} ({r['noise_free']} noise-free)", str(r["failures"]),
-                 _fmt(r["median_r2"]), _fmt(r["median_size"], 1), _fmt(r["exact"], 1), _fmt(r["recovered"], 1),
+                 _fmt(r["median_r2"]), _fmt(r["median_size"], 1), _fmt(r["exact"], 1),
+                 _fmt(r["recovered"], 1),
                  _fmt(r["median_r2_extrap"])] + [_fmt(r[c], 1) for c in noisy] for _, r in s.iterrows()]
         lines += [f"### Half: {half}", "", *_table(headers, rows), ""]
         ns = per[(per["half"] == half) & per["no_signal"].astype(bool)]
         if len(ns):
-            lines += ["No-signal controls (y independent of X): test R² of the method against least squares "
-                      "on the same split; a method above the linear baseline is fitting noise.", "",
-                      *_table(["method", "dataset", "test R²", "linear test R²", "difference"],
-                              [[r["label"], r["dataset"], _fmt(r["r2"]), _fmt(r["r2_linear"]),
-                                _fmt(r["r2"] - r["r2_linear"])] for _, r in ns.iterrows()]), ""]
-    lines += [("Recovered = SRBench's symbolic solution (checked when test R² > 0.5) or R² ≥ 0.999 against the "
-               "noise-free law on the stretched box (each range widened by half its width on both sides, in log "
-               "space for log-uniform variables, within the variable's domain). Rates and the extrapolation median "
-               "are over the noise-free laws; noisy variants have their own recovered rates. Mean over seeds per "
-               "law (median for extrapolation R²), then median or mean over laws; `laws.csv` has every law."), ""]
+            ns_rows = [[r["label"], r["dataset"], _fmt(r["r2"]), _fmt(r["r2_linear"]),
+                        _fmt(r["r2"] - r["r2_linear"])] for _, r in ns.iterrows()]
+            lines += ["No-signal controls (y independent of X): test R² of the method against least "
+                      "squares on the same split; a method above the linear baseline is fitting noise.", "",
+                      *_table(["method", "dataset", "test R²", "linear test R²", "difference"], ns_rows), ""]
+    lines += [("Recovered = SRBench's symbolic solution (checked when test R² > 0.5) or R² ≥ 0.999 against "
+               "the noise-free law on the stretched box (each range widened by half its width on both sides, "
+               "in log space for log-uniform variables, within the variable's domain). Rates and the "
+               "extrapolation median are over the noise-free laws; noisy variants have their own recovered "
+               "rates. Mean over seeds per law (median for extrapolation R²), then median or mean over laws; "
+               "`laws.csv` has every law."), ""]
     return lines, per
