@@ -2,6 +2,7 @@
 
     dgsr bench --suite feynman --methods dgsr,operon,gplearn --time 60 --seeds 3 --jobs 2 --out results/
     dgsr bench --quick --out results/quick        # CONTRACTS §3 quick mode (15 Feynman + 10 black-box, 10 s)
+    dgsr bench --suite laws --methods dgsr,operon --time 30 --seeds 0,1,2 --half develop --out results/laws
     dgsr bench report results/
     dgsr bench list
 """
@@ -29,7 +30,8 @@ def _seeds(text: str) -> list[int]:
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dgsr bench", description="Run the SRBench-style benchmark "
                                 "(`dgsr bench report DIR` for the report, `dgsr bench list` for suites and methods).")
-    p.add_argument("--suite", default="feynman", help="feynman, blackbox, strogatz, blackbox-narrow, classic or all "
+    p.add_argument("--suite", default="feynman", help="feynman, blackbox, strogatz, blackbox-narrow, classic, laws "
+                   "or all "
                    "(all = the three SRBench suites; comma-separated for several; default feynman)")
     p.add_argument("--methods", default="dgsr,operon-strong,operon,gplearn", help="comma-separated method names")
     p.add_argument("--time", type=float, default=None, help="seconds per run (default 60; 10 with --quick)")
@@ -45,6 +47,9 @@ def run_parser() -> argparse.ArgumentParser:
                    "fetched with the pmlb package (default: $DGSR_CACHE, else ~/.cache/dgsr/bench)")
     p.add_argument("--datasets", default=None, help="comma-separated dataset names to keep")
     p.add_argument("--limit", type=int, default=None, help="first N datasets of each suite")
+    p.add_argument("--half", default="develop", choices=("develop", "confirm", "all"),
+                   help="part of the laws suite to run (default develop; confirm is for checking a "
+                   "change once, after developing it on develop)")
     p.add_argument("--quick", action="store_true", help="fixed 15 Feynman + 10 black-box subset, seed 0, 10 s")
     p.add_argument("--hard-limit", type=float, default=None, help="kill a run after this many seconds "
                    "(default 2 x time + 30)")
@@ -69,7 +74,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     seeds = _seeds(args.seeds) if args.seeds is not None else ([0] if args.quick else [0, 1, 2])
     specs = plan_runs(data_dir=data_dir, suites=_csv(args.suite), methods=_csv(args.methods), seeds=seeds,
                       time_s=time_s, evals=args.evals, noise=args.noise,
-                      datasets=_csv(args.datasets) if args.datasets else None, limit=args.limit, quick=args.quick)
+                      datasets=_csv(args.datasets) if args.datasets else None, limit=args.limit, quick=args.quick,
+                      half=args.half)
     # In the main process, before any run: a download failure is one clear message, not 25 failed runs.
     fetched = fetch_missing(sorted({DatasetRef(s.suite, s.dataset) for s in specs}, key=lambda r: (r.suite, r.name)),
                             data_dir)
@@ -80,7 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{s.method}\t{s.suite}\t{s.dataset}\tseed={s.seed}\ttime={s.time:g}\tnoise={s.noise:g}")
         print(f"{len(specs)} runs; data from {data_dir}")
         return 0
-    print(f"{len(specs)} runs planned ({time_s:g} s each, {args.jobs} in parallel); data from {data_dir}")
+    half = f"; laws half: {args.half}" if any(s.suite == "laws" for s in specs) else ""
+    print(f"{len(specs)} runs planned ({time_s:g} s each, {args.jobs} in parallel); data from {data_dir}{half}")
     rows = run_benchmark(specs, args.out, jobs=args.jobs, hard_limit=args.hard_limit,
                          retry_failed=args.retry_failed, progress=not args.quiet)
     failed = sum(r.get("status") != "ok" for r in rows)
@@ -137,6 +144,10 @@ def cmd_list(argv: Sequence[str]) -> int:
     for suite in ("feynman", "blackbox", "strogatz", "blackbox-narrow"):
         print(f"{suite}: {len(list_datasets(suite, data_dir))} datasets in {data_dir}")
     print(f"classic: {len(list_datasets('classic', data_dir))} laws (packaged list, regenerated per seed)")
+    from .laws import laws_in_half
+
+    print(f"laws: {len(laws_in_half('all'))} entries (packaged catalogue, regenerated per seed): "
+          f"develop {len(laws_in_half('develop'))}, confirm {len(laws_in_half('confirm'))} (--half)")
     return 0
 
 

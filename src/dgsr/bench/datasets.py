@@ -4,12 +4,14 @@ Suites (CONTRACTS §3, paper §4.2): the 57 black-box PMLB datasets of E2E / DGS
 ``in_e2e_57`` of ``pmlb/MANIFEST.tsv``), the 119 Feynman problems regenerated from
 ``feynman/equations.tsv`` and the 14 Strogatz ODE datasets; besides them, ``classic``: 31 laws
 from the genetic-programming literature (Nguyen, Keijzer, Vladislavleva, Korns, Pagie, Jin, the
-rationals of Krawiec and Pawlak), regenerated from the packaged ``classic/equations.tsv``. Formats are described in the data
-folder's README. Formula text from data files (and model strings from other libraries) never
-reaches ``sympy.sympify`` (which calls ``eval``) unchecked: :func:`parse_formula` first reads it
-into tokens and accepts only numbers, operators, parentheses, the file's variable names and a
-fixed list of SymPy functions and constants, every variable forced to a plain Symbol (``I``,
-``gamma`` and ``beta`` clash with SymPy's own names).
+rationals of Krawiec and Pawlak), regenerated from the packaged ``classic/equations.tsv``; and
+``laws``: the development catalogue of laws from other sciences (``laws/laws.tsv``, module
+:mod:`dgsr.bench.laws`). Formats are described in the data folder's README. Formula text from
+data files (and model strings from other libraries) never reaches ``sympy.sympify`` (which calls
+``eval``) unchecked: :func:`parse_formula` first reads it into tokens and accepts only numbers,
+operators, parentheses, the file's variable names and a fixed list of SymPy functions and
+constants, every variable forced to a plain Symbol (``I``, ``gamma`` and ``beta`` clash with
+SymPy's own names).
 
 Where the data comes from (:func:`resolve_data_dir`): a folder given with ``--data`` (or
 ``$DGSR_DATA``, or ``../shared/data`` in this repository's own runs) laid out like SRBench's data;
@@ -31,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-SUITES = ("feynman", "blackbox", "strogatz", "blackbox-narrow", "classic")
+SUITES = ("feynman", "blackbox", "strogatz", "blackbox-narrow", "classic", "laws")
 FEYNMAN_ROWS = 10_000
 #: Rows of a regenerated classic problem (300 to train, 100 to test): the literature's sets are
 #: of 20 to a few hundred points; a few hundred keep the exact laws identifiable.
@@ -65,7 +67,7 @@ class DataNotFound(FileNotFoundError):
 class DatasetRef:
     """A problem in a suite, before loading: enough to load it in another process."""
 
-    suite: str  # "feynman" | "blackbox" | "strogatz"
+    suite: str  # "feynman" | "blackbox" | "strogatz" | "classic" | "laws"
     name: str
 
 
@@ -211,7 +213,11 @@ def _classic_equations() -> pd.DataFrame:
 
 
 def list_datasets(suite: str, data_dir: Path) -> list[DatasetRef]:
-    """The problems of a suite, sorted by name. ``blackbox-narrow`` = every available ≤10-feature file."""
+    """The problems of a suite, sorted by name. ``blackbox-narrow`` = every available ≤10-feature file.
+
+    ``laws`` lists every catalogue entry (both halves) in catalogue order, not by name: the order
+    defines the develop/confirm split (:func:`dgsr.bench.laws.laws_in_half` selects a half).
+    """
     if suite == "all":
         return [r for s in ("feynman", "blackbox", "strogatz") for r in list_datasets(s, data_dir)]
     if suite in ("blackbox", "blackbox-narrow"):
@@ -226,6 +232,10 @@ def list_datasets(suite: str, data_dir: Path) -> list[DatasetRef]:
         return [DatasetRef("feynman", n) for n in sorted(eq.loc[eq["set"] != "strogatz", "name"])]
     if suite == "classic":
         return [DatasetRef("classic", n) for n in sorted(_classic_equations()["name"])]
+    if suite == "laws":
+        from .laws import laws_in_half
+
+        return [DatasetRef("laws", law.name) for law in laws_in_half("all")]
     if suite == "strogatz":
         if is_cache(data_dir):
             eq = _equations(data_dir)
@@ -335,9 +345,13 @@ def _split_target(df: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def load_problem(ref: DatasetRef, data_dir: Path, seed: int = 0) -> Problem:
-    """Load one problem. Only Feynman and classic data depend on ``seed`` (regenerated per seed)."""
+    """Load one problem. Only Feynman, classic and laws data depend on ``seed`` (regenerated per seed)."""
     if ref.suite == "feynman":
         return generate_feynman(data_dir, ref.name, seed)
+    if ref.suite == "laws":
+        from .laws import generate_law
+
+        return generate_law(ref.name, seed)
     if ref.suite == "classic":
         return generate_classic(ref.name, seed)
     if ref.suite in ("blackbox", "strogatz"):

@@ -270,7 +270,8 @@ def _settings(df: pd.DataFrame) -> list[str]:
 
 def write_report(results_dir: str | Path) -> Path:
     """Write ``report.md``, ``summary.csv``, ``datasets.csv``, ``fig3_pareto.png`` and
-    ``fig4_curves.png`` (when some method records curves) into ``results_dir``; return the report path."""
+    ``fig4_curves.png`` (when some method records curves), and ``laws.csv`` for laws runs, into
+    ``results_dir``; return the report path."""
     out = Path(results_dir)
     df = load_results(out)
     report = out / "report.md"
@@ -304,6 +305,12 @@ def write_report(results_dir: str | Path) -> Path:
                 ["method", "R² ≥ 0.99 (%)", "R² > 0.999 (%)", "exact (%)", "median size"],
                 [[r["method"], _fmt(r[f"{suite}_r2_099"], 1), _fmt(r[f"{suite}_r2_0999"], 1),
                   _fmt(r[f"{suite}_exact"], 1), _fmt(r[f"{suite}_median_size"], 1)] for _, r in st.iterrows()]), ""]
+    from .law_report import laws_section
+
+    law_lines, law_table = laws_section(df)
+    if law_lines:
+        law_table.to_csv(out / "laws.csv", index=False)
+        lines += law_lines
     lines += [("Aggregation: mean over seeds per dataset, then median over black-box datasets and mean over "
               "Feynman/Strogatz/classic problems. Failed runs (status other than `ok`) count as unsolved in the rates "
               "and are left out of R² and size medians. Ranks: Pareto fronts on (accuracy, size), 1 = "

@@ -60,14 +60,23 @@ def default_hard_limit(budget_s: float) -> float:
 
 def plan_runs(*, data_dir: Path, suites: Sequence[str], methods: Sequence[str], seeds: Sequence[int],
               time_s: float, evals: int | None = None, noise: float = 0.0, datasets: Sequence[str] | None = None,
-              limit: int | None = None, quick: bool = False) -> list[RunSpec]:
-    """The runs of a benchmark, ordered seed, dataset, method so partial results stay comparable."""
+              limit: int | None = None, quick: bool = False, half: str = "develop") -> list[RunSpec]:
+    """The runs of a benchmark, ordered seed, dataset, method so partial results stay comparable.
+
+    ``half`` (``develop``, ``confirm`` or ``all``) selects the part of the ``laws`` suite; other
+    suites ignore it. ``limit`` applies after it.
+    """
     if quick:
         refs = quick_datasets(data_dir)
     else:
         refs = []
         for suite in suites:
             suite_refs = list_datasets(suite, data_dir)
+            if suite == "laws":
+                from .laws import laws_in_half
+
+                wanted_half = {law.name for law in laws_in_half(half)}
+                suite_refs = [r for r in suite_refs if r.name in wanted_half]
             refs.extend(suite_refs[:limit] if limit else suite_refs)
     if datasets:
         wanted = set(datasets)
@@ -114,7 +123,14 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
     row.pop("data_dir")
     t_start = time.perf_counter()
     problem = load_problem(DatasetRef(spec.suite, spec.dataset), Path(spec.data_dir), spec.seed)
-    split = make_split(problem.X, problem.y, spec.seed, noise=spec.noise)
+    law, noise = None, spec.noise
+    if spec.suite == "laws":
+        from .laws import get_law
+
+        law = get_law(spec.dataset)
+        noise = law.noise or spec.noise  # an entry's own noise level is part of its definition
+        row["noise_train"] = noise
+    split = make_split(problem.X, problem.y, spec.seed, noise=noise)
     row.update(n_train=len(split.y_train), n_test=len(split.y_test), n_features=split.X_train.shape[1])
     method = get_method(spec.method)
     t_fit = time.perf_counter()
@@ -145,6 +161,11 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
             if result.model is not None and gate:
                 truth = parse_formula(problem.formula, problem.variables)
                 row["solution"] = is_symbolic_solution(result.model, truth, SOLUTION_CAP_S)
+        if law is not None:
+            from .law_metrics import law_fields
+
+            row.update(law_fields(law, result.model, split, spec.seed, row["r2_test"], exact=row["solution"],
+                                  seconds=SOLUTION_CAP_S))
         row["post"] = "done"
     except Exception as exc:  # noqa: BLE001  (the accuracy stands even if SymPy chokes on the model)
         row["post"] = f"error: {type(exc).__name__}: {exc}"
