@@ -71,13 +71,13 @@ def test_no_limit_where_larger_was_better_as_far_as_the_folds_reached():
 
 
 def test_the_check_runs_only_under_cv_on_small_data():
-    # tiny data as fit defines it: fewer rows than max_size nodes
-    assert runs_search_cv("cv", 40, max_size=60)
-    assert runs_search_cv("cv", 59, max_size=60)
-    assert not runs_search_cv("cv", 60, max_size=60)
-    assert not runs_search_cv("cv", 40, max_size=30)
-    assert not runs_search_cv("cv", 10, max_size=60)  # too few rows to hold out
-    assert not runs_search_cv("balanced", 40, max_size=60)
+    # the regime is the estimator's cv_max_rows, not a side effect of max_size
+    assert runs_search_cv("cv", 40, max_rows=1000)
+    assert runs_search_cv("cv", 1000, max_rows=1000)
+    assert not runs_search_cv("cv", 1001, max_rows=1000)
+    assert not runs_search_cv("cv", 200, max_rows=0)  # switched off
+    assert not runs_search_cv("cv", 10, max_rows=1000)  # too few rows to hold out
+    assert not runs_search_cv("balanced", 40, max_rows=1000)
 
 
 # ---------------------------------------------------------------------- in fit
@@ -142,9 +142,9 @@ def test_an_exact_law_on_few_rows_is_not_cut_down():
     assert model.score(X, y) > 1 - 1e-9
 
 
-def test_no_check_on_more_rows_than_max_size_or_under_other_rules():
-    X, y, _, _ = _noisy_line(0, n=80)  # more rows than max_size=60 nodes
-    assert _fit(X, y, 0, max_evaluations=3_000).size_limit_ is None
+def test_no_check_on_more_rows_than_cv_max_rows_or_under_other_rules():
+    X, y, _, _ = _noisy_line(0, n=80)
+    assert _fit(X, y, 0, max_evaluations=3_000, cv_max_rows=60).size_limit_ is None
     X, y, _, _ = _noisy_line(0)
     assert _fit(X, y, 0, model_selection="balanced").size_limit_ is None
     assert _fit(X, y, 0, model_selection="validation").size_limit_ is None
@@ -168,3 +168,21 @@ def test_verbose_says_when_the_fold_searches_run(capsys):
     X, y, _, _ = _noisy_line(3)
     _fit(X, y, 3, verbose=True)
     assert "repeating the search on 5 folds" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_target_with_no_signal_gets_no_worse_than_linear_regression(seed):
+    # 200 rows, 5 columns, y independent of X: a search's structures fit the noise of the rows
+    # they were chosen on; the fold searches see that no size predicts held-out rows better.
+    from sklearn.linear_model import LinearRegression
+    from sklearn.metrics import r2_score
+
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(5200, 5)), rng.normal(size=5200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SymbolicRegressor(max_time=None, max_evaluations=30_000, random_state=seed).fit(X[:200], y[:200])
+    linear = LinearRegression().fit(X[:200], y[:200])
+    ours, theirs = r2_score(y[200:], model.predict(X[200:])), r2_score(y[200:], linear.predict(X[200:]))
+    assert ours >= theirs - 0.02, (ours, theirs, model.sympy())

@@ -232,12 +232,17 @@ def _exact_fit_floor(y: np.ndarray, w: np.ndarray | None) -> float:
 
 def _cross_validates(est: Any, n_rows: int) -> bool:
     """Whether ``model_selection="cv"`` checks its pick on data of ``n_rows`` rows."""
-    return est.model_selection == "cv" and CV_MIN_ROWS <= n_rows <= CV_MAX_ROWS
+    return est.model_selection == "cv" and CV_MIN_ROWS <= n_rows <= _cv_max_rows(est)
 
 
 def _cross_validates_search(est: Any, n_rows: int) -> bool:
     """Whether ``est`` also cross-validates its whole search on data of ``n_rows`` rows."""
-    return runs_search_cv(est.model_selection, n_rows, est.max_size)
+    return runs_search_cv(est.model_selection, n_rows, _cv_max_rows(est))
+
+
+def _cv_max_rows(est: Any) -> int:
+    """``est.cv_max_rows`` (estimators pickled before it existed: the former row limit)."""
+    return int(getattr(est, "cv_max_rows", CV_MAX_ROWS))
 
 
 def _cross_validated(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,

@@ -216,6 +216,9 @@ def validate_params(est: Any) -> None:
     if est.constant_fitting is not None and est.constant_fitting not in CONSTANT_FITTING_MODES:
         raise ValueError(f"constant_fitting must be None or one of {CONSTANT_FITTING_MODES}, "
                          f"got {est.constant_fitting!r}.")
+    cv_max_rows = getattr(est, "cv_max_rows", 1000)
+    if isinstance(cv_max_rows, bool) or not isinstance(cv_max_rows, (int, np.integer)) or cv_max_rows < 0:
+        raise ValueError(f"cv_max_rows must be an integer >= 0 (0: no cross-validation), got {cv_max_rows!r}.")
     if est.model_selection not in _MODEL_SELECTION:
         raise ValueError(f"model_selection must be one of {_MODEL_SELECTION}, got {est.model_selection!r}.")
     r2 = est.target_r2

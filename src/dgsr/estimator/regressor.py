@@ -94,17 +94,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         1.5x of the lowest loss (``"best"``, PySR's rule), the same among those also within
         0.01 of the highest R² (``"balanced"``: on noisy data 1.5x the loss can be a tenth of the
         variance), ``"balanced"``'s pick checked by 5-fold cross-validation of the front's
-        structures on up to 1,000 rows (``"cv"``, the default, chosen by measurement; it keeps
-        the pick unless another formula predicts held-out folds better by more than one standard
-        error, and sets ``validation_loss_`` to the out-of-fold losses; on fewer rows than
-        ``max_size``, half of the search's budget goes to repeating the search on 5 folds, and
-        where the folds' larger formulas predict held-out rows worse the choice is kept within
-        ``size_limit_``), or the smallest
+        structures on up to ``cv_max_rows`` rows (``"cv"``, the default, chosen by measurement;
+        it keeps the pick unless another formula predicts held-out folds better by more than one
+        standard error, and sets ``validation_loss_`` to the out-of-fold losses; unless the
+        front fits the rows exactly, half of the search's budget goes to repeating the search
+        on 5 folds, and where the folds' larger formulas predict held-out rows worse the choice
+        is kept within ``size_limit_``: on data with no signal, the constant), or the smallest
         expression within one standard error of the lowest loss on 25% of the rows held out from
         the search (``"validation"``). The front always holds the least-squares linear model
         when it fits in ``max_size``; a formula with a pole inside the data's range gives way to
         an equally good one without, and one with a sine or tangent that oscillates faster than
         the rows can show gives way to the rule's choice among the others (docs/DESIGN.md).
+    cv_max_rows : int, default=1000
+        The cross-validation regime of ``model_selection="cv"``: on 20 to ``cv_max_rows`` training
+        rows it cross-validates the front and the whole search (above, the training loss is an
+        honest guide and the rule ``"balanced"`` picks); 0 turns it off.
     verbose : bool, default=False
         Show a live progress line on stderr.
     max_features : int or None, default=None
@@ -148,10 +152,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     selected_features_ : list of str
         Names of the input columns the search used.
     size_limit_ : int or None
-        The largest ``complexity`` the whole-search cross-validation of ``"cv"`` supports on
-        tiny data (the choice is made among the entries within it); None where that check did
-        not run (at least ``max_size`` rows, another ``model_selection``, a front that fits the
-        rows exactly) or found larger formulas predicting better as far as its folds reached.
+        The largest ``complexity`` the whole-search cross-validation of ``"cv"`` supports (the
+        choice is made among the entries within it); None where that check did not run (more
+        than ``cv_max_rows`` rows, another ``model_selection``, a front that fits the rows
+        exactly) or found larger formulas predicting better as far as its folds reached.
     n_features_in_, feature_names_in_ : as in scikit-learn.
     target_name_ : str
         The target's name (a pandas Series' name, else ``"y"``), used by ``plot_front``.
@@ -178,6 +182,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         binary_operators: list[str] | None = None,
         target_r2: float | None = None,
         model_selection: str = DEFAULT_SELECTION,
+        cv_max_rows: int = 1000,
         verbose: bool = False,
         max_features: int | None = None,
         device: str = "cpu",
@@ -201,6 +206,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.binary_operators = binary_operators
         self.target_r2 = target_r2
         self.model_selection = model_selection
+        self.cv_max_rows = cv_max_rows
         self.verbose = verbose
         self.max_features = max_features
         self.device = device

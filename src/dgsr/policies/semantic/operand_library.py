@@ -418,8 +418,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             fits.append(_fitted([start], fit_columns, fit_y, linear, memo=memo) if start is not None else None)
         # Constants inside nonlinear parts, by one mechanism: chains op(a*x + b) of the unary
         # operators over the most related variables (dgsr.policies.semantic.parametric_forms).
-        fits.extend(best_chains(sorted(pairs[:max_chain_variables]), fit_columns, fit_y, allowed_ops, linear, max_chains,
-                                memo=None if memo is None else memo.fits))
+        if max_chains > 0:
+            fits.extend(best_chains(sorted(pairs[:max_chain_variables]), fit_columns, fit_y, allowed_ops, linear,
+                                    max_chains, memo=None if memo is None else memo.fits))
         parametric = [form for form in fits if form is not None]
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]

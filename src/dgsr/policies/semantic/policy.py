@@ -120,6 +120,13 @@ class SemanticPolicy:
     power_laws:
         Add the monomials read off a log-space regression of ``y`` on the variables to the
         library (:func:`~dgsr.policies.semantic.power_law.power_law_operands`).
+    inner_chains:
+        Chains ``op(a*x + b)`` of one or two unary operators (constants inside nonlinear parts,
+        :mod:`~dgsr.policies.semantic.parametric_forms`) kept in the library, those that explain
+        ``y`` best (0: none).
+    free_exponents:
+        Power laws keep exponents that are no half-integer as fitted (``x**0.65``), where the data
+        are a product of powers; off, they are rounded to halves or left out.
     """
 
     has_critic = False
@@ -128,7 +135,7 @@ class SemanticPolicy:
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
-                 power_laws: bool = True):
+                 power_laws: bool = True, inner_chains: int = 6, free_exponents: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
@@ -139,6 +146,8 @@ class SemanticPolicy:
         self.parametric_operands = parametric_operands
         self.additive_roots = additive_roots
         self.power_laws = power_laws
+        self.inner_chains = inner_chains
+        self.free_exponents = free_exponents
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -159,7 +168,8 @@ class SemanticPolicy:
             # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
             # that is not a power is noise in log space), without drawing from rng.
             spread = _evenly_spaced(n, _POWER_LAW_ROWS)
-            monomials = power_law_operands(as_columns(X[spread]), y[spread])
+            monomials = power_law_operands(as_columns(X[spread]), y[spread],
+                                           free=getattr(self, "free_exponents", False))
         fit_rows = None
         if self.parametric_operands and n > self.n_rows:
             # The parametric constants are fitted on more rows than the scoring ones, evenly
@@ -167,10 +177,13 @@ class SemanticPolicy:
             spread = _evenly_spaced(n, _PARAMETRIC_FIT_ROWS)
             fit_rows = (as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
-                                extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo())
+                                extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo(),
+                                max_chains=getattr(self, "inner_chains", 0))
         log_variables, design = log_design(columns) if power_laws else ([], None)
+        positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
+            else frozenset()
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design,
-                               positive_variables=positive_variables(columns, log_variables))
+                               positive_variables=positive)
 
     def _fit_memo(self) -> FitMemo:
         """The parametric fits kept across this policy's trials (:class:`FitMemo`: the same

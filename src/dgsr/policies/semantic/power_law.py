@@ -45,11 +45,11 @@ TIGHT_MISFIT = 0.05
 FREE_MISFIT = 0.01
 #: Reweighting steps of the least-absolute-deviations fit.
 _IRLS_STEPS = 12
-#: A snapped exponent costs no accuracy when the median absolute log residual grows by at most
-#: this share (and :data:`_SNAP_FLOOR`): on exact data a wrong snap multiplies it by orders of
-#: magnitude, on noisy data a right one moves it within the noise.
-_SNAP_SLACK = 0.01
-_SNAP_FLOOR = 1e-9
+#: A snapped exponent costs no accuracy when the fit is not significantly worse: chi-squared
+#: with one degree of freedom at 5% (a likelihood-ratio test of the snapped against the fitted
+#: exponents); the floor stands for float rounding on exact data.
+_SNAP_CHI2 = 3.84
+_SNAP_FLOOR = 1e-18
 
 
 def _power(v: Expression, k: int) -> Expression:
@@ -119,27 +119,32 @@ def free_monomial(exponents: dict[int, float], positive: frozenset[int]) -> Expr
     return out
 
 
-def _log_misfit(design: np.ndarray, target: np.ndarray, exponents: np.ndarray) -> float:
-    """Median absolute log residual of ``target`` against ``design`` (its last column the intercept)
-    with these ``exponents`` and the intercept refitted (the median residual)."""
+def _log_rss(design: np.ndarray, target: np.ndarray, exponents: np.ndarray) -> float:
+    """Sum of squared log residuals of ``target`` against ``design`` (its last column the
+    intercept) with these ``exponents`` and the intercept refitted."""
     with np.errstate(all="ignore"):
         r = target - design[:, :-1] @ exponents
-        return float(np.median(np.abs(r - np.median(r))))
+        r = r - np.mean(r)
+        return float(r @ r)
 
 
 def snapped_exponents(design: np.ndarray, target: np.ndarray, exponents: np.ndarray) -> np.ndarray:
     """``exponents`` with each one, closest first, moved to its half-integer where that costs no
-    accuracy on these rows: the log misfit grows by at most :data:`_SNAP_SLACK` of itself
-    (a decision per fit, read off the data; a law's 0.65 stays, a fitted 0.5003 becomes 0.5)."""
+    accuracy on these rows: the snapped fit is not significantly worse (a likelihood-ratio test
+    at 5%: its residual sum of squares grows by at most :data:`_SNAP_CHI2` times the residual
+    variance). A decision per fit, read off the data: a law's 0.65 stays, a fitted 0.5004 on
+    noisy rows becomes 0.5."""
     out = np.array(exponents, dtype=np.float64)
-    limit = _log_misfit(design, target, out) * (1.0 + _SNAP_SLACK) + _SNAP_FLOOR
+    dof = max(len(target) - len(out) - 1, 1)
+    base = _log_rss(design, target, out)
+    limit = base + _SNAP_CHI2 * base / dof + _SNAP_FLOOR
     halves = _halves(out)
     for k in np.argsort(np.abs(out - halves), kind="stable").tolist():
         if out[k] == halves[k]:
             continue
         trial = out.copy()
         trial[k] = halves[k]
-        if _log_misfit(design, target, trial) <= limit:
+        if _log_rss(design, target, trial) <= limit:
             out = trial
     return out
 
@@ -179,8 +184,9 @@ def fitted_exponents(columns: np.ndarray, y: np.ndarray) -> tuple[dict[int, floa
     return {i: float(a) for i, a in zip(usable, coef[:-1])}, float(np.median(np.abs(target - design @ coef)))
 
 
-def power_law_operands(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
-    """Up to two monomials suggested by ``y``'s log-space regression (see the module docstring)."""
+def power_law_operands(columns: np.ndarray, y: np.ndarray, free: bool = True) -> list[Expression]:
+    """Up to three monomials suggested by ``y``'s log-space regression (see the module docstring);
+    ``free``: also the one with the fitted exponents where ``y`` is a product of powers."""
     exponents, misfit = fitted_exponents(columns, y)
     rounded = dict(zip(exponents, _halves(np.array(list(exponents.values()))).tolist()))
     clean = {i: e for i, e in rounded.items() if e != 0 and abs(exponents[i] - e) <= CLEAN_TOLERANCE}
@@ -188,7 +194,7 @@ def power_law_operands(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
     candidates: list[Expression | None] = []
     for chosen in ((clean, whole) if misfit <= TIGHT_MISFIT else (whole,)):
         candidates.append(monomial(chosen) if chosen else None)
-    if misfit <= FREE_MISFIT:  # y is a product of powers: its exponents, snapped only where exact
+    if free and misfit <= FREE_MISFIT:  # y is a product of powers: its exponents, snapped only where exact
         candidates.append(_free_operand(columns, y, exponents))
     out: list[Expression] = []
     for expr in candidates:
