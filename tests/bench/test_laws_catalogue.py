@@ -217,3 +217,15 @@ def test_cli_smoke_run_writes_a_report(tmp_path):
     text = (out / "report.md").read_text()
     assert "## Laws catalogue" in text and "### Half: develop" in text
     assert len((out / "runs.jsonl").read_text().splitlines()) == 2
+
+
+def test_other_suites_split_by_position_and_run_whole_by_default():
+    # the classic list ships with the package, so this needs no benchmark data
+    every = plan_runs(data_dir=Path("."), suites=["classic"], methods=["linear"], seeds=[0], time_s=1)
+    develop = plan_runs(data_dir=Path("."), suites=["classic"], methods=["linear"], seeds=[0], time_s=1,
+                        half="develop")
+    confirm = plan_runs(data_dir=Path("."), suites=["classic"], methods=["linear"], seeds=[0], time_s=1,
+                        half="confirm")
+    names = [s.dataset for s in every]
+    assert [s.dataset for s in develop] == names[0::2] and [s.dataset for s in confirm] == names[1::2]
+    assert len(names) > 10

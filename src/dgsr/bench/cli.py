@@ -47,9 +47,10 @@ def run_parser() -> argparse.ArgumentParser:
                    "fetched with the pmlb package (default: $DGSR_CACHE, else ~/.cache/dgsr/bench)")
     p.add_argument("--datasets", default=None, help="comma-separated dataset names to keep")
     p.add_argument("--limit", type=int, default=None, help="first N datasets of each suite")
-    p.add_argument("--half", default="develop", choices=("develop", "confirm", "all"),
-                   help="part of the laws suite to run (default develop; confirm is for checking a "
-                   "change once, after developing it on develop)")
+    p.add_argument("--half", default=None, choices=("develop", "confirm", "all"),
+                   help="part of each suite to run: develop or confirm (confirm is for checking a change "
+                   "once, after developing it on develop); default: develop for laws, all for the others. "
+                   "Laws split by family, the other suites by position in their list (even: develop)")
     p.add_argument("--quick", action="store_true", help="fixed 15 Feynman + 10 black-box subset, seed 0, 10 s")
     p.add_argument("--hard-limit", type=float, default=None, help="kill a run after this many seconds "
                    "(default 2 x time + 30)")
@@ -86,7 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{s.method}\t{s.suite}\t{s.dataset}\tseed={s.seed}\ttime={s.time:g}\tnoise={s.noise:g}")
         print(f"{len(specs)} runs; data from {data_dir}")
         return 0
-    half = f"; laws half: {args.half}" if any(s.suite == "laws" for s in specs) else ""
+    half = f"; half: {args.half or 'develop for laws, else all'}"
     print(f"{len(specs)} runs planned ({time_s:g} s each, {args.jobs} in parallel); data from {data_dir}{half}")
     rows = run_benchmark(specs, args.out, jobs=args.jobs, hard_limit=args.hard_limit,
                          retry_failed=args.retry_failed, progress=not args.quiet)

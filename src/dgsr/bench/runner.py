@@ -60,11 +60,13 @@ def default_hard_limit(budget_s: float) -> float:
 
 def plan_runs(*, data_dir: Path, suites: Sequence[str], methods: Sequence[str], seeds: Sequence[int],
               time_s: float, evals: int | None = None, noise: float = 0.0, datasets: Sequence[str] | None = None,
-              limit: int | None = None, quick: bool = False, half: str = "develop") -> list[RunSpec]:
+              limit: int | None = None, quick: bool = False, half: str | None = None) -> list[RunSpec]:
     """The runs of a benchmark, ordered seed, dataset, method so partial results stay comparable.
 
-    ``half`` (``develop``, ``confirm`` or ``all``) selects the part of the ``laws`` suite; other
-    suites ignore it. ``limit`` applies after it.
+    ``half`` (``develop``, ``confirm`` or ``all``; None: ``develop`` for the laws, ``all`` for
+    the other suites) selects the part of each suite that one develops on or confirms with
+    (CONTRACTS §3a): the laws' families as :mod:`.laws` splits them, every other suite by
+    position in its list (even: develop, odd: confirm). ``limit`` applies after it.
     """
     if quick:
         refs = quick_datasets(data_dir)
@@ -72,11 +74,14 @@ def plan_runs(*, data_dir: Path, suites: Sequence[str], methods: Sequence[str], 
         refs = []
         for suite in suites:
             suite_refs = list_datasets(suite, data_dir)
+            suite_half = half or ("develop" if suite == "laws" else "all")
             if suite == "laws":
                 from .laws import laws_in_half
 
-                wanted_half = {law.name for law in laws_in_half(half)}
+                wanted_half = {law.name for law in laws_in_half(suite_half)}
                 suite_refs = [r for r in suite_refs if r.name in wanted_half]
+            else:
+                suite_refs = in_half(suite_refs, suite_half)
             refs.extend(suite_refs[:limit] if limit else suite_refs)
     if datasets:
         wanted = set(datasets)
@@ -88,6 +93,16 @@ def plan_runs(*, data_dir: Path, suites: Sequence[str], methods: Sequence[str], 
         get_method(name)  # fail early on a typo, not in every worker
     return [RunSpec(m, r.suite, r.name, int(s), float(noise), float(time_s), evals, str(data_dir))
             for s in seeds for r in refs for m in methods]
+
+
+def in_half(refs: Sequence[Any], half: str) -> list[Any]:
+    """The ``develop`` (even positions), ``confirm`` (odd) or ``all`` part of a suite's list: the
+    fixed split of CONTRACTS §3a for the suites that are not the law catalogue."""
+    if half not in ("develop", "confirm", "all"):
+        raise ValueError(f"unknown half {half!r}; choose develop, confirm or all")
+    if half == "all":
+        return list(refs)
+    return [r for i, r in enumerate(refs) if (i % 2 == 0) == (half == "develop")]
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
