@@ -64,19 +64,18 @@ def check_writable_folder(folder: Path, option: str) -> None:
     creating it: a run that fails or is stopped before it writes leaves no empty folder behind."""
     if folder.exists() and not folder.is_dir():
         raise CLIError(f"{option} {folder} exists and is not a folder")
-    existing = folder
-    while not existing.exists():  # the folder (or its parents) will be made when the files are written
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if existing.exists() and not existing.is_dir():
-        raise CLIError(f"cannot write in {option} folder {folder}: {existing} is a file, not a folder")
+    missing = folder
+    while not missing.parent.exists() and missing.parent != missing:  # made when the files are written
+        missing = missing.parent
+    if missing.parent.exists() and not missing.parent.is_dir():
+        raise CLIError(f"cannot write in {option} folder {folder}: {missing.parent} is a file, not a folder")
     try:
-        if existing == folder:
+        if folder.exists():
             with tempfile.NamedTemporaryFile(dir=folder, prefix=".dgsr-write-test"):
                 pass
-        elif not os.access(existing, os.W_OK | os.X_OK):
-            raise PermissionError(13, "Permission denied")
+        else:  # the first folder to make: made and removed at once, a real test where access() is not (root)
+            missing.mkdir()
+            missing.rmdir()
     except OSError as err:
         raise CLIError(f"cannot write in {option} folder {folder}: {err.strerror or err}") from None
 

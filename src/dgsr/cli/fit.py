@@ -113,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
     interrupted = est.stop_reason_ == "interrupted"
     status = 143 if term.received else 130 if interrupted else 0
     # Every file before any output: a reader of stdout that goes away (`| head -1`) costs none.
-    written = _write_run(est, front, target, out)
-    summary = _summary(est, written, term.received)
+    written, notes = _write_run(est, front, target, out)
+    summary = [*notes, *_summary(est, written, term.received)]
     try:
         print_front(est, target)
         for line in summary:
@@ -128,20 +128,20 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _write_run(est: Any, front: Any, target: str, out: Path) -> list[str]:
+def _write_run(est: Any, front: Any, target: str, out: Path) -> tuple[list[str], list[str]]:
     """Write ``front.csv``, ``model.pkl`` and (with matplotlib) ``front.png`` in ``out``; returns
-    what was written, and a note for a plot that was not."""
+    the paths written, and a note for a plot that was not."""
     write_output(out / "front.csv", lambda fh: front.to_csv(fh, index=False), text=True)
     write_output(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
-    written = [str(out / "front.csv"), str(out / "model.pkl")]
+    written, notes = [str(out / "front.csv"), str(out / "model.pkl")], []
     try:
         if _write_plot(est, target, out / "front.png"):
             written.append(str(out / "front.png"))
         else:
-            written.append(f"not {out / 'front.png'} (matplotlib is not installed: pip install matplotlib)")
+            notes.append(f"skipped {out / 'front.png'}: matplotlib is not installed (pip install matplotlib)")
     except OSError as err:
         raise CLIError(f"cannot write {out / 'front.png'}: {err.strerror or err}") from None
-    return written
+    return written, notes
 
 
 #: Why a fit stopped (``stop_reason_``), as the last line of ``dgsr fit`` says it.
