@@ -324,6 +324,17 @@ def test_version_and_help_import_no_heavy_module(flag, entry):
         assert heavy not in imported, heavy
 
 
+def test_the_command_list_says_what_each_command_says_of_itself():
+    def helps(parser):
+        return {a.dest: a.help for a in parser._subparsers._group_actions[0]._choices_actions}
+
+    listed = helps(cli.build_parser([]))
+    for name in (*cli.BUILTINS, *cli.PLUGINS):
+        full = helps(cli.build_parser([name]))
+        if name in full:  # a plug-in that is not installed is absent
+            assert listed[name] == full[name], name
+
+
 # ---------------------------------------------------------------- item 11: how results read
 def test_a_constant_models_r2_prints_without_a_minus_sign(capsys):
     import sympy

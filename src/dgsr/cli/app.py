@@ -24,9 +24,10 @@ A subcommand's module (built-in or plug-in) is imported only when its command is
 ``dgsr --help`` and ``dgsr --version`` list the commands from :data:`SUMMARIES` without importing
 them (numba, sympy and torch take seconds to load). A plug-in without a summary is imported for
 the listing; a module that does not exist yet (ImportError) or has no ``add_subparser``
-(``add_subparsers`` is accepted too) is skipped, so the CLI works with any subset installed. Its handler may raise :class:`~dgsr.cli.errors.CLIError` (or
-``ValueError``/``OSError``) for a one-line error message. A new subcommand is one line in
-:data:`PLUGINS`.
+(``add_subparsers`` is accepted too) is skipped, so the CLI works with any subset installed.
+Its handler may raise :class:`~dgsr.cli.errors.CLIError` (or ``ValueError``/``OSError``) for a
+one-line error message. A new subcommand is one line in :data:`PLUGINS` (and one in
+:data:`SUMMARIES`, to keep ``dgsr --help`` from importing it).
 """
 
 from __future__ import annotations
