@@ -75,7 +75,8 @@ def array_model(tmp_path):
     """A model fitted in Python on a numpy array (no column names: x0, x1), saved as dgsr fit does."""
     rng = np.random.default_rng(1)
     X = np.column_stack([rng.uniform(1, 5, 40), rng.uniform(20, 30, 40)])
-    est = dgsr.SymbolicRegressor(policy="random", max_evaluations=400, max_time=30, random_state=0, verbose=False)
+    est = dgsr.SymbolicRegressor(policy="random", max_evaluations=400, max_time=30, max_size=20, random_state=0,
+                                 verbose=False)
     est.fit(X, 2.0 * X[:, 0] + 1.0)
     path = tmp_path / "array_model.pkl"
     path.write_bytes(pickle.dumps(est))
