@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dgsr import _legacy
-from dgsr.core.expression import Expression
 
 _legacy.install()  # pickles and imports that name 0.1.0's module paths keep working
 
@@ -13,7 +12,12 @@ __all__ = ["Expression", "SymbolicRegressor", "__version__", "load_policy"]
 
 
 def __getattr__(name: str):
-    # Lazy imports keep `import dgsr` light (no scikit-learn / torch until used).
+    # Lazy imports keep `import dgsr` light (no sympy, scikit-learn or torch until used): the
+    # command line imports this package before it knows whether it only prints its version.
+    if name == "Expression":
+        from dgsr.core.expression import Expression
+
+        return Expression
     if name == "SymbolicRegressor":
         from dgsr.estimator.regressor import SymbolicRegressor
 

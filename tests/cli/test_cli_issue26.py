@@ -16,6 +16,7 @@ import pytest
 
 import dgsr
 import dgsr.cli.app as cli
+from dgsr.core.evaluate import evaluate
 from dgsr.core.names import is_plain, quote
 from dgsr.core.parser import parse
 
@@ -262,8 +263,12 @@ def test_cli_front_and_front_csv_show_column_names_bare(tmp_path, capsys):
     assert "`S`" not in printed and "`E`" not in printed and "`S`" not in shown and "`E`" not in shown
     assert any("S" in e for e in front["expression"])
     assert "`S`" not in " ".join(est.equations_["equation"])  # Python's front: S is plain there too
+    X = df[list(est.selected_features_)].to_numpy()
     for text, expr in zip(front["expression"], est.expressions_):
-        assert parse(text, est.selected_features_) == expr
+        # The same formula: a subtracted negative constant is shown added (issue 48, item 11).
+        back = parse(text, est.selected_features_)
+        assert back.size == expr.size
+        np.testing.assert_allclose(evaluate(back, X), evaluate(expr, X), rtol=1e-12)
     for text in front["equation"]:
         parse(text, est.selected_features_)  # reads back with the plain names
 
@@ -299,10 +304,18 @@ def test_equation_for_columns_quotes_only_what_the_formula_also_prints():
 
 # ---------------------------------------------------------------- done: every subcommand, as the user runs it
 def test_every_subcommand_with_hostile_arguments_in_a_subprocess(tmp_path, table, run_folder):
-    """One line on stderr, no traceback, a non-zero status, and no file changed in the folder."""
+    """One line on stderr, no traceback, the documented exit status (2: a usage, file or data
+    error), no file changed in the folder and no folder left behind (issue 48, item 12)."""
     model = run_folder / "model.pkl"
     text_model = tmp_path / "fake.pkl"
     text_model.write_text("not a pickle\n")
+    mine = tmp_path / "mine.csv"
+    mine.write_text("the user's own file\n")
+    odd = {"dup.csv": "a,a,y\n1,2,3\n4,5,6\n", "nohead.csv": "1,2,3\n4,5,6\n7,8,9\n",
+           "index.csv": ",a,y\n0,1,2\n1,3,4\n", "text_y.csv": "a,y\n1,x\n2,y\n3,z\n"}
+    for name, text in odd.items():
+        (tmp_path / name).write_text(text)
+    new = str(tmp_path / "new")  # a folder that must not be made
     cases = [
         ["fit", str(table), "--out", str(run_folder), *FAST],  # a run is there
         ["fit", str(tmp_path), "--operators", ""],
@@ -315,13 +328,23 @@ def test_every_subcommand_with_hostile_arguments_in_a_subprocess(tmp_path, table
         ["data", "sample", "--n", "-1"],
         ["pretrain", "--steps", "-3", "--out", str(tmp_path / "pt")],
         ["bench", "--data", str(tmp_path / "no-such-folder"), "--out", str(tmp_path / "b")],
+        # issue 48
+        ["fit", str(table), "--out", "", *FAST],  # not the current folder
+        ["predict", str(model), str(table), "--out", ""],
+        ["fit", str(table), "--out", new, "--target-r2=-inf", *FAST],
+        ["fit", str(table), "--out", new, "--max-size", "1000000000", *FAST],
+        ["fit", str(tmp_path / "text_y.csv"), "--out", new, *FAST],  # fails after the folder checks
+        *(["fit", str(tmp_path / name), "--out", new, *FAST] for name in ("dup.csv", "nohead.csv", "index.csv")),
+        ["predict", str(model), str(table), "--index", "99"],
+        ["predict", str(model), str(table), "--out", str(mine)],  # not without --force
+        ["predict", str(model), str(table), "--out", str(run_folder)],  # a folder
     ]
     before = _snapshot(tmp_path)
     for argv in cases:
         proc = subprocess.run([*_dgsr_command(), *argv], check=False, capture_output=True, text=True, cwd=tmp_path,
                               env=_env(), timeout=180)
         lines = proc.stderr.strip().splitlines()
-        assert proc.returncode not in (0, None), (argv, proc.stderr)
+        assert proc.returncode == 2, (argv, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr, (argv, proc.stderr)
         assert len(lines) == 1 and lines[0].startswith("dgsr: error:"), (argv, proc.stderr)
-        assert _snapshot(tmp_path) == before, argv
+        assert _snapshot(tmp_path) == before, argv  # no file changed, no folder made

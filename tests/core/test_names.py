@@ -9,6 +9,7 @@ import sympy
 
 import dgsr.cli.app as cli
 from dgsr.core.display import equation_latex, equation_text
+from dgsr.core.evaluate import evaluate
 from dgsr.core.names import is_plain, quote
 from dgsr.core.parser import parse
 from dgsr.estimator.regressor import SymbolicRegressor
@@ -75,8 +76,11 @@ def test_front_csv_expressions_parse_back_for_any_column_names(tmp_path):
                      "--quiet"]) == 0
     front = pd.read_csv(out / "front.csv")
     est = pd.read_pickle(out / "model.pkl")
+    X = df[list(est.selected_features_)].to_numpy()
     for text, expr in zip(front["expression"], est.expressions_):
-        assert parse(text, est.selected_features_) == expr
+        back = parse(text, est.selected_features_)  # the same formula; `b - (-c)` is shown `b + c`
+        assert back.size == expr.size
+        np.testing.assert_allclose(evaluate(back, X), evaluate(expr, X), rtol=1e-12)
 
 
 def test_quote_is_bare_only_for_plain_identifiers():

@@ -250,7 +250,7 @@ def test_cli_target_r2_stops_early(tmp_path, capsys):
             "--out", str(tmp_path / "run")]
     assert cli.main([*args, "--target-r2", "0.999"]) == 0
     out = capsys.readouterr().out
-    assert "stopped by target" in out
+    assert "stopped by reaching --target-r2" in out
     est = pd.read_pickle(tmp_path / "run" / "model.pkl")
     assert est.n_evaluations_ < 200000 and est.equations_["r2"].max() >= 0.999
     assert cli.main([*args, "--target-r2", "1.5"]) == 2  # one-line error, no traceback

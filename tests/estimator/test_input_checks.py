@@ -121,7 +121,7 @@ def test_dataframe_names_and_dtypes():
         ({"max_features": 0}, "max_features must be a positive integer"),
         ({"constant_fitting": "sometimes"}, "constant_fitting must be None or one of"),
         ({"model_selection": "simplest"}, "model_selection must be one of"),
-        ({"target_r2": 1.5}, "target_r2 must be None or a number <= 1"),
+        ({"target_r2": 1.5}, "target_r2 must be None or a finite number <= 1"),
         ({"policy": "clever"}, "policy must be 'semantic', 'neural', 'random'"),
     ],
 )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from dgsr.cli.errors import CLIError
 
@@ -53,16 +53,53 @@ def check_run_folder(folder: Path, inputs: Iterable[Path], force: bool) -> None:
                        "or choose another --out")
 
 
+def check_out_given(text: str, option: str = "--out") -> None:
+    """Refuse an empty ``--out``: ``Path("")`` is the current folder, which no one means by it."""
+    if not text.strip():
+        raise CLIError(f"{option} is empty: give a path, or leave {option} out for the default")
+
+
 def check_writable_folder(folder: Path, option: str) -> None:
-    """Create ``folder`` if needed and check that a file can be written in it (CLIError if not)."""
+    """Check, before a long computation, that files can later be written in ``folder``, without
+    creating it: a run that fails or is stopped before it writes leaves no empty folder behind."""
     if folder.exists() and not folder.is_dir():
         raise CLIError(f"{option} {folder} exists and is not a folder")
+    missing = folder
+    while not missing.parent.exists() and missing.parent != missing:  # made when the files are written
+        missing = missing.parent
+    if missing.parent.exists() and not missing.parent.is_dir():
+        raise CLIError(f"cannot write in {option} folder {folder}: {missing.parent} is a file, not a folder")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".dgsr-write-test"):
-            pass
+        if folder.exists():
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".dgsr-write-test"):
+                pass
+        else:  # the first folder to make: made and removed at once, a real test where access() is not (root)
+            missing.mkdir()
+            missing.rmdir()
     except OSError as err:
         raise CLIError(f"cannot write in {option} folder {folder}: {err.strerror or err}") from None
+
+
+def check_output_file(path: Path, inputs: Iterable[Path], force: bool, option: str = "--out") -> None:
+    """Refuse an output file that is a folder, an input of the command (even with ``force``), or
+    an existing file (unless ``force``), each with one line naming ``path``."""
+    refuse_input_overwrite(path, inputs, option)
+    if path.is_dir():
+        raise CLIError(f"{option} {path} is a folder; give a file name, such as {path / 'predictions.csv'}")
+    if path.exists() and not force:
+        raise CLIError(f"{option} {path} already exists: pass --force to replace it, or choose another {option}")
+    check_writable_folder(path.parent, option)
+
+
+def write_output(path: Path, write: Callable[[IO[Any]], Any], *, text: bool = False) -> None:
+    """Write ``path`` atomically (:func:`dgsr.core.files.atomic_write`); an OSError (disk full, a
+    folder in the way) becomes one line that names ``path``, not the temporary file."""
+    from dgsr.core.files import atomic_write
+
+    try:
+        atomic_write(path, write, text=text)
+    except OSError as err:
+        raise CLIError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def load_fitted_model(path: Path) -> Any:

@@ -4,21 +4,24 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import pickle
-import re
-import warnings
-from collections.abc import Iterator
+import sys
 from pathlib import Path
 from typing import Any
 
 from dgsr.cli.errors import CLIError
 from dgsr.cli.example import example_path
-from dgsr.cli.files import check_run_folder, check_writable_folder
+from dgsr.cli.files import check_out_given, check_run_folder, check_writable_folder, write_output
+from dgsr.cli.messages import FLAGS, cli_message, for_the_cli
+from dgsr.cli.signals import sigterm_as_interrupt
+from dgsr.cli.streams import silence_stdout
 from dgsr.cli.tables import column_list, front_frame, print_front, read_table
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.estimator.regressor import DEFAULT_SELECTION
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
+
+# FLAGS and cli_message live in dgsr.cli.messages; they stay importable from here.
+__all__ = ["FLAGS", "add_subparser", "cli_message", "for_the_cli", "run"]
 
 
 def add_subparser(sub: Any) -> None:
@@ -65,16 +68,17 @@ def add_subparser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dgsr fit``: fit, print the front, write ``front.csv`` and ``model.pkl``.
+    """``dgsr fit``: fit, write ``front.csv``, ``model.pkl`` and ``front.png``, print the front.
 
-    Returns 0 after a complete fit and 130 after an interrupted one (its best result written,
-    ``stop_reason`` = ``interrupted`` in front.csv)."""
-    from dgsr.core.files import atomic_write
+    Returns 0 after a complete fit, 130 after an interrupted one and 143 after a SIGTERM (the best
+    result written either way, ``stop_reason`` = ``interrupted`` in front.csv), and 141 when
+    stdout was closed (every file written all the same)."""
     from dgsr.estimator.input_checks import validate_params
     from dgsr.estimator.regressor import SymbolicRegressor
 
     if (args.data is None) == (args.example is None):
         raise CLIError("give either a data file or --example NAME (see `dgsr example`)")
+    check_out_given(args.out)
     path = example_path(args.example) if args.example else Path(args.data)
     df = read_table(path)
     target = args.target if args.target is not None else str(df.columns[-1])
@@ -101,69 +105,67 @@ def run(args: argparse.Namespace) -> int:
         validate_params(est)  # wrong options fail before any folder is made
     out = Path(args.out)
     check_run_folder(out, [path], args.force)  # never over the data or an earlier run
-    check_writable_folder(out, "--out")  # before the search, not after it
-    with for_the_cli():
+    check_writable_folder(out, "--out")  # before the search, not after it; the folder is made when written
+    # SIGTERM (a batch scheduler's time limit) ends the fit as a first Ctrl-C does.
+    with sigterm_as_interrupt() as term, for_the_cli(reword=lambda text: _as_sigterm(text) if term.received else text):
         est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
         front = front_frame(est)  # builds equations_: a first Ctrl-C in its simplification leaves it unsimplified
     interrupted = est.stop_reason_ == "interrupted"
-    front_csv = out / "front.csv"
-    atomic_write(front_csv, lambda fh: front.to_csv(fh, index=False), text=True)
-    atomic_write(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
-    print_front(est, target)
-    written = [str(front_csv), str(out / "model.pkl")]
-    if _write_plot(est, target, out / "front.png"):
-        written.append(str(out / "front.png"))
-    else:
-        print(f"skipped {out / 'front.png'}: matplotlib is not installed (pip install matplotlib)")
-    print(f"stopped by {est.stop_reason_} after {est.n_evaluations_:,.0f} evaluations; "
-          f"wrote {', '.join(written)}")
-    if interrupted:
-        print("the fit was interrupted: these are the best results reached so far (exit status 130)")
-    return 130 if interrupted else 0
-
-
-#: The estimator's parameters as ``dgsr fit`` spells them (messages name the flag, not the parameter).
-FLAGS = {"max_time": "--time", "max_evaluations": "--evals", "random_state": "--seed", "policy": "--policy",
-         "n_samples": "--k", "constant_fitting": "--constants", "model_selection": "--selection",
-         "n_jobs": "--jobs", "parallel_backend": "--backend", "operators": "--operators",
-         "target_r2": "--target-r2", "max_size": "--max-size", "inner_fit_steps": "--inner-fit-steps"}
-_PARAMETER = re.compile(r"(?<![\w.-])(" + "|".join(sorted(FLAGS, key=len, reverse=True)) + r")(=(\S+?))?(?=[\s,.;:)]|$)")
-# A bare parameter name is a flag where it is plainly one (``policy must be ...``); the common
-# words among them (policy, operators) are translated only when they start the message or carry a value.
-_WORDS = ("policy", "operators")
-
-
-def cli_message(text: str) -> str:
-    """An estimator message in the command line's terms: ``max_size=12`` -> ``--max-size 12``,
-    ``max_evaluations must ...`` -> ``--evals must ...``, ``equations_`` -> ``the front``."""
-    def flag(match: re.Match) -> str:
-        name, value = match.group(1), match.group(3)
-        if value is not None:
-            return f"{FLAGS[name]} {value}"
-        if name in _WORDS and match.start() != 0:
-            return name
-        return FLAGS[name]
-
-    text = _PARAMETER.sub(flag, text)
-    text = re.sub(r"(--[\w-]+ must be )None(?:,| or) ", r"\1", text)  # a flag cannot be None
-    return re.sub(r"\bequations_", "the front (front.csv)", text)
-
-
-@contextlib.contextmanager
-def for_the_cli() -> Iterator[None]:
-    """Estimator errors (ValueError) and warnings inside this block are worded for the command line."""
-    shown = warnings.showwarning
-
-    def show(message: Any, *rest: Any, **kwargs: Any) -> None:
-        shown(cli_message(str(message)), *rest, **kwargs)
-
-    warnings.showwarning = show
+    status = 143 if term.received else 130 if interrupted else 0
+    # Every file before any output: a reader of stdout that goes away (`| head -1`) costs none.
+    written, notes = _write_run(est, front, target, out)
+    summary = [*notes, *_summary(est, written, term.received)]
     try:
-        yield
-    except ValueError as err:
-        raise CLIError(cli_message(str(err))) from None
-    finally:
-        warnings.showwarning = shown
+        print_front(est, target)
+        for line in summary:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+        for line in summary:  # where the files are is worth the one place still read
+            print(line, file=sys.stderr)
+        return status or 141
+    return status
+
+
+def _write_run(est: Any, front: Any, target: str, out: Path) -> tuple[list[str], list[str]]:
+    """Write ``front.csv``, ``model.pkl`` and (with matplotlib) ``front.png`` in ``out``; returns
+    the paths written, and a note for a plot that was not."""
+    write_output(out / "front.csv", lambda fh: front.to_csv(fh, index=False), text=True)
+    write_output(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
+    written, notes = [str(out / "front.csv"), str(out / "model.pkl")], []
+    try:
+        if _write_plot(est, target, out / "front.png"):
+            written.append(str(out / "front.png"))
+        else:
+            notes.append(f"skipped {out / 'front.png'}: matplotlib is not installed (pip install matplotlib)")
+    except OSError as err:
+        raise CLIError(f"cannot write {out / 'front.png'}: {err.strerror or err}") from None
+    return written, notes
+
+
+#: Why a fit stopped (``stop_reason_``), as the last line of ``dgsr fit`` says it.
+STOP_REASONS = {"time": "the time limit (--time)", "evaluations": "the evaluation budget (--evals)",
+                "target": "reaching --target-r2", "interrupted": "Ctrl-C",
+                "constant_target": "a constant target (no search needed)",
+                "exhausted": "running out of new formulas", "trials": "the last trial"}
+
+
+def _as_sigterm(text: str) -> str:
+    """The estimator's words for a first Ctrl-C, for the SIGTERM that stood in for it."""
+    return text.replace("(Ctrl-C)", "(SIGTERM)").replace("Press Ctrl-C again to abort.", "A second SIGTERM aborts.")
+
+
+def _summary(est: Any, written: list[str], terminated: bool) -> list[str]:
+    """The lines after the front: why the fit stopped, what was written, and for a stopped fit
+    what the files hold."""
+    reason = "SIGTERM" if terminated else STOP_REASONS.get(est.stop_reason_, str(est.stop_reason_))
+    lines = [f"stopped by {reason} after {est.n_evaluations_:,.0f} evaluations; wrote {', '.join(written)}"]
+    if terminated:
+        lines.append("the fit was terminated (SIGTERM): these are the best results reached so far (exit status 143)")
+    elif est.stop_reason_ == "interrupted":
+        lines.append("the fit was interrupted: these are the best results reached so far (exit status 130)")
+    return lines
 
 
 def _write_plot(est: Any, target: str, path: Path) -> bool:

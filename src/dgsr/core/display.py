@@ -91,11 +91,22 @@ def equation_text_for_columns(expr: sympy.Expr, digits: int = DIGITS) -> str:
     return _TextPrinter(digits, lambda n: quote_where_needed(n, taken)).doprint(expr)
 
 
+# ``b - (-1.5)`` reads as ``b + 1.5``: a negative constant right after a binary + or -. Not before
+# ``**``, which binds tighter than the sign: ``b - (-1.5)**2`` is ``b - 2.25``. The text then
+# parses to the same values (x - (-c) == x + c exactly in floating point), the sign on the operator.
+_NEGATED_CONSTANT = re.compile(r" ([-+]) \(-((?:\d[\d.]*(?:e[-+]?\d+)?)|inf)\)(?!\*\*)")
+
+
+def _flip_sign(match: re.Match) -> str:
+    return f" {'+' if match.group(1) == '-' else '-'} {match.group(2)}"
+
+
 def format_for_columns(expression: Any, names: Sequence[str], precision: int | None = None) -> str:
-    """``expression.format(names)`` (exact infix that :func:`dgsr.core.parser.parse` reads back)
-    with every identifier name bare: an expression tree holds only numbers, variables and
+    """``expression.format(names)`` (exact infix that :func:`dgsr.core.parser.parse` reads back to
+    the same values; ``b - (-1.5)`` is shown ``b + 1.5``) with every identifier name bare: an expression tree holds only numbers, variables and
     functions (always followed by ``(``), so no identifier can be misread there."""
     text = expression.format(precision=precision)  # variables as x0, x1, ...
+    text = _NEGATED_CONSTANT.sub(_flip_sign, text)  # before the names go in: no user text is touched
     return _VARIABLE.sub(lambda m: quote_where_needed(names[int(m.group(1))]), text)
 
 

@@ -20,6 +20,7 @@ from sklearn.utils.validation import validate_data
 from dgsr.core.operators import resolve_operators
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
 from dgsr.policies.registry import BUILTIN_POLICIES
+from dgsr.search.config import MAX_SIZE_LIMIT
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
 from dgsr.search.workers import BACKENDS
 
@@ -204,6 +205,8 @@ def validate_params(est: Any) -> None:
     _positive_int(est.iterations_per_trial, "iterations_per_trial")
     _positive_number(est.p_uct, "p_uct", allow_zero=True)
     _positive_int(est.max_size, "max_size")
+    if est.max_size > MAX_SIZE_LIMIT:  # here, before fit's warnings about it: an error first
+        raise ValueError(f"max_size must be in 1..{MAX_SIZE_LIMIT}, got {est.max_size!r}.")
     steps = est.inner_fit_steps
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
         raise ValueError(f"inner_fit_steps must be a non-negative integer, got {steps!r}.")
@@ -222,8 +225,10 @@ def validate_params(est: Any) -> None:
     if est.model_selection not in _MODEL_SELECTION:
         raise ValueError(f"model_selection must be one of {_MODEL_SELECTION}, got {est.model_selection!r}.")
     r2 = est.target_r2
-    if r2 is not None and (not isinstance(r2, numbers.Real) or not -math.inf < r2 <= 1.0):
-        raise ValueError(f"target_r2 must be None or a number <= 1, got {r2!r}.")
+    # Any finite R² up to 1 (a negative one is reached at once: harmless); -inf and NaN are no target.
+    if r2 is not None and (isinstance(r2, bool) or not isinstance(r2, numbers.Real)
+                           or not (math.isfinite(r2) and r2 <= 1.0)):
+        raise ValueError(f"target_r2 must be None or a finite number <= 1, got {r2!r}.")
     resolve_operators(getattr(est, "operators", None), getattr(est, "unary_operators", None),
                       getattr(est, "binary_operators", None))
     policy = est.policy

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from dgsr.core.operators import resolve_operators
 
 CONSTANT_FITTING_MODES = ("never", "best", "all")
+#: The largest formula a search builds, in nodes: SearchConfig and the estimator's checks share it.
+MAX_SIZE_LIMIT = 60
 
 
 @dataclass(frozen=True)
@@ -121,5 +123,5 @@ class SearchConfig:
         if self.inner_fit_steps < 0 or self.inner_fit_rows < 1:
             raise ValueError(f"inner_fit_steps must be >= 0 and inner_fit_rows >= 1, got "
                              f"{self.inner_fit_steps} and {self.inner_fit_rows}")
-        if not 1 <= self.max_size <= 60:
-            raise ValueError(f"max_size must be in 1..60, got {self.max_size}")
+        if not 1 <= self.max_size <= MAX_SIZE_LIMIT:
+            raise ValueError(f"max_size must be in 1..{MAX_SIZE_LIMIT}, got {self.max_size}")
