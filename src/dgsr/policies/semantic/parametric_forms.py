@@ -46,7 +46,7 @@ _RANGES: dict[str, tuple[tuple[float, float], ...]] = {
     "sq": ((-1.0, 1.0), (0.0, 1.0), (-1.0, 0.0)),
 }
 #: Starts of the outer operator of a two-operator chain (its first ranges).
-_OUTER_STARTS = 2
+_OUTER_STARTS = 1
 #: Levenberg-Marquardt steps per start, and for the best chains once more.
 _STEPS = 20
 _REFINE_STEPS = 100
