@@ -89,6 +89,7 @@ def test_dgsr_variant_names():
     assert dgsr_options("dgsr-random-const-all-k8") == {"policy": "random", "constant_fitting": "all",
                                                          "n_samples": 8}
     assert dgsr_options("operon") is None
+    assert dgsr_options("dgsr-nochain-nofree-cv0") == {"inner_chains": 0, "free_exponents": False, "cv_max_rows": 0}
     assert dgsr_options("dgsr-sel-balanced-const-best") == {"model_selection": "balanced", "constant_fitting": "best"}
     assert dgsr_options("dgsr-sel-nope") is None
     assert dgsr_options("dgsr-sel-cv-nosum") == {"model_selection": "cv", "additive_roots": False}
