@@ -7,45 +7,32 @@ the two children's Jacobians (each scaled by its partial derivative) stacked, le
 and no zero rows are ever carried. A constant leaf has the Jacobian ``[[1]]`` (broadcast over
 rows); a subtree without constants has none.
 
-The derivatives are keyed by operator name, next to the operator table of
-:mod:`dgsr.core.operators` (a test checks that every operator has one). Used by
-:mod:`dgsr.core.constants` for BFGS gradients and Levenberg-Marquardt Jacobians.
+The partial derivatives are the operator table's (``Operator.derivative`` in
+:mod:`dgsr.core.operators`). Used by :mod:`dgsr.core.constants` for BFGS gradients and
+Levenberg-Marquardt Jacobians, and by :mod:`dgsr.core.inner_fit` without the compiled kernels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import CONSTANT, OPERATORS
+from dgsr.core.operators import CONSTANT, OPERATORS, Array, BinaryDerivative, UnaryDerivative
 
-Array = np.ndarray | float
-
+# Read-only views of the table's derivatives, under the names other modules import: the
+# definitions live in dgsr.core.operators only.
 #: Unary partials ``d out / d a`` given the argument ``a`` and the value ``out = f(a)``.
-UNARY_DERIVATIVES: dict[str, Callable[[Array, Array], Array]] = {
-    "sin": lambda a, out: np.cos(a),
-    "cos": lambda a, out: -np.sin(a),
-    "tan": lambda a, out: 1.0 + out * out,
-    "exp": lambda a, out: out,
-    "log": lambda a, out: 1.0 / a,
-    "sqrt": lambda a, out: 0.5 / out,
-    "inv": lambda a, out: -(out * out),
-    "sq": lambda a, out: 2.0 * a,
-}
-
+UNARY_DERIVATIVES: MappingProxyType[str, UnaryDerivative] = MappingProxyType(
+    {name: op.derivative for name, op in OPERATORS.items() if op.arity == 1})
 #: Binary partials ``(d out / d a, d out / d b)`` given ``a``, ``b`` and ``out = f(a, b)``.
-BINARY_DERIVATIVES: dict[str, Callable[[Array, Array, Array], tuple[Array, Array]]] = {
-    "add": lambda a, b, out: (1.0, 1.0),
-    "sub": lambda a, b, out: (1.0, -1.0),
-    "mul": lambda a, b, out: (b, a),
-    "div": lambda a, b, out: (1.0 / b, -out / b),
-}
-
+BINARY_DERIVATIVES: MappingProxyType[str, BinaryDerivative] = MappingProxyType(
+    {name: op.derivative for name, op in OPERATORS.items() if op.arity == 2})
 #: Every operator's partial derivatives, keyed by operator name.
-DERIVATIVES: dict[str, Callable] = {**UNARY_DERIVATIVES, **BINARY_DERIVATIVES}
+DERIVATIVES: MappingProxyType[str, UnaryDerivative | BinaryDerivative] = MappingProxyType(
+    {name: op.derivative for name, op in OPERATORS.items()})
 
 _CONST, _VAR, _UNARY, _BINARY = range(4)
 _UNIT = np.ones((1, 1))
@@ -77,7 +64,7 @@ def compile_expression(expr: Expression) -> Program:
         elif s in OPERATORS:
             op = OPERATORS[s]
             kind = _UNARY if op.arity == 1 else _BINARY
-            steps.append((kind, op.numpy_fn, DERIVATIVES[s]))
+            steps.append((kind, op.numpy_fn, op.derivative))
         else:
             steps.append((_VAR, int(s[1:]), None))
     return Program(tuple(steps), expr.n_constants)

@@ -1,32 +1,58 @@
 """The one operator table (Table 1 of the DGSR-MCTS paper, plus arithmetic).
 
-Every backend (numpy evaluation, SymPy export, infix/LaTeX formatting, tokens) is derived
-from :data:`OPERATORS`, so adding an operator is one entry here.
+Each operator is defined once, in :data:`OPERATORS`: its numpy value, its partial derivatives,
+its inverse for semantic backpropagation, its SymPy form and its node cost. The numpy backends
+read it (evaluation, :mod:`dgsr.core.gradients`, :mod:`dgsr.policies.semantic.backprop`, SymPy
+export, infix/LaTeX formatting, tokens); the compiled kernels (:mod:`dgsr.core.jit_rows`,
+:mod:`dgsr.core.jit`, :mod:`dgsr.policies.semantic.compiled_backprop`) cannot call these Python
+functions, so they keep one hand-written row loop per op code, and tests check them against this
+table (tests/core/test_operator_kernels.py, tests/policies/test_backprop_table.py).
+Adding an operator is one entry here plus its compiled rows (docs/DESIGN.md, "The operator table").
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import sympy
 
+Array = np.ndarray | float
+#: ``d out / d a`` given the argument ``a`` and the value ``out = f(a)``.
+UnaryDerivative = Callable[[Array, Array], Array]
+#: ``(d out / d a, d out / d b)`` given ``a``, ``b`` and ``out = f(a, b)``.
+BinaryDerivative = Callable[[Array, Array, Array], tuple[Array, Array]]
+#: The argument values giving the ``desired`` outputs, on the branch chosen by the argument's
+#: ``current`` values; NaN where no argument gives the desired value.
+UnaryInverse = Callable[[np.ndarray, np.ndarray], np.ndarray]
+#: The value of child ``child`` (0 or 1) giving the ``desired`` outputs, given the ``other``
+#: child's values.
+BinaryInverse = Callable[[int, np.ndarray, np.ndarray], np.ndarray]
+
 
 @dataclass(frozen=True)
 class Operator:
     """One operator of the expression language.
 
-    ``infix`` is set for the four arithmetic operators; ``transcendental`` marks the operators
-    that may not appear below one another (CONTRACTS §1 nesting rule).
+    ``derivative`` is a :data:`UnaryDerivative` or :data:`BinaryDerivative` by ``arity``;
+    ``inverse`` a :data:`UnaryInverse` or :data:`BinaryInverse`, or None when backpropagation
+    cannot see through the operator (its children then get no desired values). Both may warn on
+    poles and domain errors: callers run them under ``np.errstate``. ``infix`` is set for the
+    four arithmetic operators; ``transcendental`` marks the operators that may not appear below
+    one another (CONTRACTS §1 nesting rule); ``complexity`` is the node's cost in a formula's size.
     """
 
     name: str
     arity: int
     numpy_fn: Callable[..., np.ndarray]
     sympy_fn: Callable[..., sympy.Expr]
+    derivative: Callable[..., Array | tuple[Array, Array]]
+    inverse: Callable[..., np.ndarray] | None
     infix: str | None = None
     transcendental: bool = False
+    complexity: int = 1
 
 
 def _inv(a: np.ndarray) -> np.ndarray:
@@ -37,21 +63,78 @@ def _sq(a: np.ndarray) -> np.ndarray:
     return a * a
 
 
+_TWO_PI = 2.0 * math.pi
+
+
+def _in_unit(d: np.ndarray) -> np.ndarray:
+    """``d`` where it is in [-1, 1] (the range of sin and cos), NaN elsewhere."""
+    return np.where((d >= -1.0) & (d <= 1.0), d, np.nan)
+
+
+def _nearest_branch(principal: np.ndarray, current: np.ndarray, mirror: float | None,
+                    period: float) -> np.ndarray:
+    """The solution ``principal + k*period`` (or ``mirror - principal + k*period``) nearest
+    ``current`` (0 where ``current`` is not finite): the smallest change that reaches the desired
+    value, so backpropagation does not jump to another period."""
+    cur = np.where(np.isfinite(current), current, 0.0)
+    best = principal + np.round((cur - principal) / period) * period
+    if mirror is None:
+        return best
+    other = mirror - principal
+    other = other + np.round((cur - other) / period) * period
+    return np.where(np.abs(other - cur) < np.abs(best - cur), other, best)
+
+
+def _signed_root(desired: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """The square root of ``desired`` with the sign of ``current`` (the nearer of the two roots)."""
+    root = np.sqrt(np.where(desired >= 0, desired, np.nan))
+    return np.where(current < 0, -root, root)
+
+
+# The entries: value, derivative, inverse, SymPy form. The inverses' exact arithmetic (and the
+# 700 cap below exp's overflow at about 709.8) is what the compiled backpropagation reproduces.
 OPERATORS: dict[str, Operator] = {
     op.name: op
     for op in (
-        Operator("add", 2, np.add, lambda a, b: a + b, infix="+"),
-        Operator("sub", 2, np.subtract, lambda a, b: a - b, infix="-"),
-        Operator("mul", 2, np.multiply, lambda a, b: a * b, infix="*"),
-        Operator("div", 2, np.divide, lambda a, b: a / b, infix="/"),
-        Operator("sin", 1, np.sin, sympy.sin, transcendental=True),
-        Operator("cos", 1, np.cos, sympy.cos, transcendental=True),
-        Operator("tan", 1, np.tan, sympy.tan, transcendental=True),
-        Operator("exp", 1, np.exp, sympy.exp, transcendental=True),
-        Operator("log", 1, np.log, sympy.log, transcendental=True),
-        Operator("sqrt", 1, np.sqrt, sympy.sqrt),
-        Operator("inv", 1, _inv, lambda a: 1 / a),
-        Operator("sq", 1, _sq, lambda a: a**2),
+        Operator("add", 2, np.add, lambda a, b: a + b,
+                 lambda a, b, out: (1.0, 1.0),
+                 lambda child, d, other: d - other, infix="+"),
+        Operator("sub", 2, np.subtract, lambda a, b: a - b,
+                 lambda a, b, out: (1.0, -1.0),
+                 lambda child, d, other: d + other if child == 0 else other - d, infix="-"),
+        Operator("mul", 2, np.multiply, lambda a, b: a * b,
+                 lambda a, b, out: (b, a),
+                 lambda child, d, other: d / other, infix="*"),
+        Operator("div", 2, np.divide, lambda a, b: a / b,
+                 lambda a, b, out: (1.0 / b, -out / b),
+                 lambda child, d, other: d * other if child == 0 else other / d, infix="/"),
+        Operator("sin", 1, np.sin, sympy.sin,
+                 lambda a, out: np.cos(a),
+                 lambda d, cur: _nearest_branch(np.arcsin(_in_unit(d)), cur, math.pi, _TWO_PI),
+                 transcendental=True),
+        Operator("cos", 1, np.cos, sympy.cos,
+                 lambda a, out: -np.sin(a),
+                 lambda d, cur: _nearest_branch(np.arccos(_in_unit(d)), cur, 0.0, _TWO_PI),
+                 transcendental=True),
+        Operator("tan", 1, np.tan, sympy.tan,
+                 lambda a, out: 1.0 + out * out,
+                 lambda d, cur: _nearest_branch(np.arctan(d), cur, None, math.pi),
+                 transcendental=True),
+        Operator("exp", 1, np.exp, sympy.exp,
+                 lambda a, out: out,
+                 lambda d, cur: np.log(np.where(d > 0, d, np.nan)), transcendental=True),
+        Operator("log", 1, np.log, sympy.log,
+                 lambda a, out: 1.0 / a,
+                 lambda d, cur: np.exp(np.where(d < 700, d, np.nan)), transcendental=True),
+        Operator("sqrt", 1, np.sqrt, sympy.sqrt,
+                 lambda a, out: 0.5 / out,
+                 lambda d, cur: np.where(d >= 0, d * d, np.nan)),
+        Operator("inv", 1, _inv, lambda a: 1 / a,
+                 lambda a, out: -(out * out),
+                 lambda d, cur: 1.0 / d),
+        Operator("sq", 1, _sq, lambda a: a**2,
+                 lambda a, out: 2.0 * a,
+                 _signed_root),
     )
 }
 

@@ -7,7 +7,8 @@ through the inverse of the root's least-squares linear scaling ``y ~ a*f + b`` (
 Alderliesten and Bosman, GECCO 2019), so a node's desired values are in the expression's own
 units. Where an ancestor cannot be inverted at a row (division by zero, ``sqrt`` of a negative,
 ``arcsin`` outside [-1, 1], ...) the desired value is NaN there: "any value will do as well as
-another". Periodic inverses take the branch nearest the node's current value.
+another". The inverses are the operator table's (:mod:`dgsr.core.operators`); periodic
+inverses take the branch nearest the node's current value.
 
 Pure numpy, no warnings: every function runs under ``np.errstate(all="ignore")``.
 """
@@ -20,8 +21,6 @@ import numpy as np
 
 from dgsr.core.expression import Expression
 from dgsr.core.operators import CONSTANT, NUMPY_FUNCTIONS, OPERATORS
-
-_TWO_PI = 2.0 * math.pi
 
 
 def node_values(expr: Expression, columns: np.ndarray) -> list[np.ndarray]:
@@ -110,40 +109,18 @@ def spread(values: np.ndarray) -> float:
 def invert(op: str, child: int, desired: np.ndarray, values: list[np.ndarray], expr: Expression,
            position: int) -> np.ndarray:
     """Desired values of child number ``child`` of the node at ``position`` (operator ``op``),
-    given the node's own desired values and the current values of its children."""
+    given the node's own desired values and the current values of its children: the operator
+    table's inverse (``Operator.inverse``), NaN where it has none or its result is not finite."""
     kids = expr.children(position)
-    current = values[kids[child]]
+    inverse = OPERATORS[op].inverse
     with np.errstate(all="ignore"):
+        if inverse is None:  # nothing to see through: no value does better than another
+            return np.full(np.shape(desired), np.nan)
         if OPERATORS[op].arity == 2:
-            other = values[kids[1 - child]]
-            if op == "add":
-                out = desired - other
-            elif op == "sub":
-                out = desired + other if child == 0 else other - desired
-            elif op == "mul":
-                out = desired / other
-            else:  # div
-                out = desired * other if child == 0 else other / desired
-        elif op == "inv":
-            out = 1.0 / desired
-        elif op == "sq":
-            root = np.sqrt(np.where(desired >= 0, desired, np.nan))
-            out = np.where(current < 0, -root, root)
-        elif op == "sqrt":
-            out = np.where(desired >= 0, desired * desired, np.nan)
-        elif op == "exp":
-            out = np.log(np.where(desired > 0, desired, np.nan))
-        elif op == "log":
-            out = np.exp(np.where(desired < 700, desired, np.nan))
-        elif op == "sin":
-            out = _nearest_branch(np.arcsin(_in_unit(desired)), current, mirror=math.pi, period=_TWO_PI)
-        elif op == "cos":
-            out = _nearest_branch(np.arccos(_in_unit(desired)), current, mirror=0.0, period=_TWO_PI)
-        elif op == "tan":
-            out = _nearest_branch(np.arctan(desired), current, mirror=None, period=math.pi)
-        else:  # pragma: no cover - every Table 1 operator is handled above
-            raise ValueError(f"cannot invert {op!r}")
-        out = np.asarray(out, dtype=np.float64)
+            out = inverse(child, desired, values[kids[1 - child]])
+        else:
+            out = inverse(desired, values[kids[child]])
+        out = np.array(out, dtype=np.float64)
         out[~np.isfinite(out)] = np.nan
     return out
 
@@ -171,22 +148,6 @@ def desired_values(expr: Expression, values: list[np.ndarray], y: np.ndarray, po
     return desired
 
 
-def _in_unit(d: np.ndarray) -> np.ndarray:
-    return np.where((d >= -1.0) & (d <= 1.0), d, np.nan)
-
-
-def _nearest_branch(principal: np.ndarray, current: np.ndarray, mirror: float | None,
-                    period: float) -> np.ndarray:
-    """The solution ``principal + k*period`` (or ``mirror - principal + k*period``) nearest ``current``."""
-    cur = np.where(np.isfinite(current), current, 0.0)
-    best = principal + np.round((cur - principal) / period) * period
-    if mirror is None:
-        return best
-    other = mirror - principal
-    other = other + np.round((cur - other) / period) * period
-    return np.where(np.abs(other - cur) < np.abs(best - cur), other, best)
-
-
 def chain_gradient(expr: Expression, values: list[np.ndarray], position: int,
                    parent: list[int] | None = None) -> np.ndarray:
     """Derivative of the root's values with respect to the node at ``position``, at the current
@@ -209,6 +170,16 @@ def chain_gradient(expr: Expression, values: list[np.ndarray], position: int,
 
 
 def _local_derivative(op: str, child: int, values: list[np.ndarray], kids: list[int]) -> np.ndarray | float:
+    """The partial derivative of the node (operator ``op``) with respect to its child number
+    ``child``, from the children's values only.
+
+    Not read from the operator table on purpose: the table's partials take the node's value too
+    (``inv``: ``-(out*out)``, ``div``: ``-out/b``, the arithmetic of the fitting Jacobians), while
+    these are the arithmetic the compiled chain gradient (``compiled_backprop._gradient``, which
+    the search runs) repeats step for step; the two round differently and part at poles
+    (``x/1e-308`` at ``x = 0``: NaN here, 0 in the table). tests/policies/test_backprop_table.py
+    holds each branch equal to the table's derivative to rounding on finite values.
+    """
     v = values[kids[0]]
     if op == "add":
         return 1.0

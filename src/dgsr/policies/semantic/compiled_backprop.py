@@ -80,7 +80,8 @@ def _node_values(ops, args, theta, columns, values, parent, ends):  # pragma: no
 
 
 def _nearest(principal, current, mirror, has_mirror, period):  # pragma: no cover - compiled below
-    """backprop._nearest_branch at one row (``np.round`` is round-half-even: ``rint``)."""
+    """operators._nearest_branch (the sin, cos and tan inverses) at one row (``np.round`` is
+    round-half-even: ``rint``)."""
     cur = current if np.isfinite(current) else 0.0
     best = principal + np.rint((cur - principal) / period) * period
     if not has_mirror:
