@@ -99,13 +99,14 @@ def _tasks(budget: Budget, rng: np.random.Generator) -> Iterator[tuple[int, np.r
     if count == 1:
         yield 0, rng, budget.max_evaluations
         return
-    if count is not None:
-        for i, child in enumerate(rng.spawn(count)):
-            yield i, child, budget.max_evaluations / count
-        return
+    # One child at a time: ``rng.spawn(1)`` called k times gives the same k generators as
+    # ``rng.spawn(k)`` (the seed sequence counts its children), so a unit's seed is unchanged,
+    # but a huge ``max_evaluations`` no longer builds millions of generators before the first
+    # unit starts (issue 48, item 5: 86k of them took the whole of a 1 s budget).
+    evals = float(UNIT_EVALUATIONS) if count is None else budget.max_evaluations / count
     i = 0
-    while True:  # time-bound only: one more unit at a time
-        yield i, rng.spawn(1)[0], float(UNIT_EVALUATIONS)
+    while count is None or i < count:  # without a count: time-bound, units until the time runs out
+        yield i, rng.spawn(1)[0], evals
         i += 1
 
 
