@@ -112,8 +112,9 @@ def search_rows(data: TrainingData, sample_weight: Any) -> SearchRows:
     if not math.isfinite(scaling.unscale_loss(max(float(np.var(y)), 1e-300))):
         top = float(np.max(np.abs(data.y)))
         warnings.warn(f"y reaches {top:.3g}: squared errors in its units overflow float64, so the 'loss' column "
-                      "of equations_ shows inf. The search, r2, score() and the formulas are exact (they work "
-                      "on y scaled by a power of two); divide y by a power of ten to read losses.",
+                      "of equations_ and validation_loss_ show inf. The search, the model selection, r2, score() "
+                      "and the formulas are exact (they work on y scaled by a power of two); divide y by a power "
+                      "of ten to read losses.",
                       UserWarning, stacklevel=3)
     w = validate_sample_weight(sample_weight, X)
     if w is not None and not (w > 0).all():
