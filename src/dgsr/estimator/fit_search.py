@@ -43,6 +43,7 @@ from dgsr.estimator.model_selection import (
 )
 from dgsr.estimator.polish import polish
 from dgsr.estimator.search_cv import SEARCH_CV_SHARE, runs_search_cv, size_limit
+from dgsr.estimator.warm_start import kept_archive, kept_structures
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
@@ -187,13 +188,14 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     if split is not None:
         X, y = X_all[split[0]], y_all[split[0]]
         w = w_all[split[0]] if w_all is not None else None
-    result = _search_with_progress(est, X, y, policy, search_rng, start, previous, w)
+    # A warm start searches with the whole budget into a fresh archive; the previous front comes
+    # back as structures re-valued on these rows (dgsr.estimator.warm_start).
+    result = _search_with_progress(est, X, y, policy, search_rng, start, None, w)
     est.n_evaluations_ = float(result.n_evaluations)
     est.history_ = list(result.history)
     est.stop_reason_ = result.stop_reason
     est.n_trials_ = int(result.n_trials)
-    # Kept only when asked for: it is the one part of the fitted state that grows with the search.
-    est._archive = (est._feature_index, result.archive, est._full_scaling) if est.warm_start else None
+    est._archive = None
 
     candidates = [e.expression for e in result.archive.front()]
     if not candidates:  # nothing valid within the budget: the mean is the honest answer
@@ -203,6 +205,8 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
         else None
     if linear is not None:  # the front then never loses to linear regression (DESIGN: model selection)
         candidates.append(linear)
+    # After the search's own candidates, so those are refitted exactly as in a cold fit.
+    candidates += kept_structures(previous)
     if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see dgsr.estimator.interrupts)
         note_interrupt(est, "the search", "constants are not refitted on all rows", stacklevel=5)
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
@@ -211,6 +215,8 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w,
                                                      keep=keep)),
                             floor)
+    if est.warm_start:  # kept only when asked for: the one part of the fitted state that grows with the search
+        est._archive = (est._feature_index, kept_archive(result.archive, entries), est._full_scaling)
     if split is None:
         return _cross_validated(est, entries, X, y, w, polish_rng, start)
     w_val = w_all[split[1]] if w_all is not None else None

@@ -33,6 +33,7 @@ from dgsr.estimator.input_checks import validate_params, validate_predict_data, 
 from dgsr.estimator.model_selection import choose_entry
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.search_cv import is_tiny
+from dgsr.estimator.warm_start import data_key
 from dgsr.estimator.warm_up import warm_up_kernels
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
@@ -236,11 +237,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             # Compiling the kernels (once after installing) is not the method's time: the clock
             # skips it. Loading them from the disk cache counts, as it did when it happened lazily.
             start += warm_up_kernels(_announce_compiling if self.verbose else None).compile_seconds
-        self._n_fits = (getattr(self, "_n_fits", 0) + 1) if previous is not None else 1
-        streams = random_streams(self.random_state, self._n_fits)
         # The search runs on data scaled by powers of two (exact), so any magnitude works; every
         # fitted state below is in those units and is mapped back for display and predict.
         rows = search_rows(data, sample_weight)
+        # A warm refit of the same rows continues the series (fresh streams, it explores further);
+        # on other rows it draws a cold fit's streams (dgsr.estimator.warm_start).
+        key = data_key(rows.X, rows.y, rows.w)
+        same = previous is not None and getattr(self, "_data_key", None) == key
+        self._n_fits = (getattr(self, "_n_fits", 0) + 1) if same else 1
+        self._data_key = key
+        streams = random_streams(self.random_state, self._n_fits)
         self._full_scaling = rows.scaling
         name = getattr(y, "name", None)
         self.target_name_ = name if isinstance(name, str) and name else "y"
