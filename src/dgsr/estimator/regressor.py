@@ -115,7 +115,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     device : str, default="cpu"
         Torch device for the neural policy.
     warm_start : bool, default=False
-        Continue from the previous fit's archive when fitting the same columns again.
+        Offer the previous fit's front to this one when fitting the same columns again: the search
+        runs with the whole budget as in a cold fit, and the kept formulas have their constants
+        refitted and losses measured on the new rows (never less accurate than a cold fit).
     finetune : bool, default=False
         Expert iteration on this dataset (Section 3.2): the budget is spent in trials with
         hyper-parameters drawn per trial (Appendix E.3), and after each trial a copy of the
