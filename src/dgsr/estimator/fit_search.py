@@ -356,10 +356,22 @@ def run_units(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, 
             return result
         warnings.warn("finetune=True needs the neural policy; running a plain search.", UserWarning,
                       stacklevel=6)
+    _warn_if_capped(est.n_jobs, est.parallel_backend)
     make_policy = functools.partial(load_policy, est.policy, device=est.device, operators=allowed_operators(est))
     return run_parallel_search(X, y, policy, config=config, rng=rng, budget=budget, n_jobs=est.n_jobs,
                                backend=est.parallel_backend, make_policy=make_policy, archive=previous,
                                on_progress=on_progress, sample_weight=w)
+
+
+def _warn_if_capped(n_jobs: int | None, backend: str) -> None:
+    """Warn when a local ``n_jobs`` asks for more processes than this process has CPUs."""
+    from dgsr.search.parallel import resolve_n_jobs
+    from dgsr.search.workers import available_cpus
+
+    cpus = available_cpus()
+    if backend == "local" and resolve_n_jobs(n_jobs) > cpus:
+        warnings.warn(f"n_jobs={n_jobs} is more than the {cpus} CPUs this process may use; running {cpus} "
+                      "processes (results do not depend on n_jobs).", UserWarning, stacklevel=7)
 
 
 def allowed_operators(est: Any) -> tuple[str, ...] | None:

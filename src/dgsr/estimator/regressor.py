@@ -125,7 +125,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         the fine-tuned policy (:mod:`dgsr.online`). Only for the neural policy (otherwise a
         warning and a plain search).
     n_jobs : int, default=1
-        Processes running independent search units at once (-1: every CPU). The budget is cut
+        Processes running independent search units at once (-1: every CPU), at most one per CPU
+        this process may use (more: a warning, and that many) and one per unit. The budget is cut
         into units that depend only on ``max_evaluations`` (:mod:`dgsr.search.parallel`), so the result
         is the same for any ``n_jobs`` at a fixed ``random_state`` and ``max_evaluations``.
     parallel_backend : {"local", "ray"}, default="local"
