@@ -189,6 +189,16 @@ def _check_finite(values: np.ndarray, what: str, names: tuple[str, ...], stage: 
     )
 
 
+#: The largest ``max_evaluations`` accepted: beyond a lifetime of search, and well below 2**53, so every
+#: count and share of it is exact in float64 (10**20 raised an OverflowError deep in the search).
+MAX_EVALUATIONS = 10**15
+
+#: The largest ``n_samples`` accepted: an expansion of a small expression has a few hundred to a
+#: thousand distinct mutations, and one expansion (proposals, then every child scored) is a step
+#: the time limit cannot interrupt; 10**7 ran for minutes past ``max_time``.
+MAX_N_SAMPLES = 1024
+
+
 def validate_params(est: Any) -> None:
     """Check the estimator's hyper-parameters; raises ValueError/TypeError naming the parameter."""
     seed = est.random_state
@@ -198,9 +208,15 @@ def validate_params(est: Any) -> None:
                          f"got {seed!r}.")
     _positive_number(est.max_time, "max_time", allow_none=True)
     _positive_int(est.max_evaluations, "max_evaluations", allow_none=True)
+    if est.max_evaluations is not None and est.max_evaluations > MAX_EVALUATIONS:
+        raise ValueError(f"max_evaluations must be at most {MAX_EVALUATIONS:.0e} (years of search; counts above "
+                         f"it are not exact in floating point), got {est.max_evaluations!r}.")
     if est.max_time is None and est.max_evaluations is None:
         raise ValueError("At least one of max_time and max_evaluations must be set (both are None).")
     _positive_int(est.n_samples, "n_samples")
+    if est.n_samples > MAX_N_SAMPLES:
+        raise ValueError(f"n_samples must be at most {MAX_N_SAMPLES} (mutations asked of the policy per expansion; "
+                         f"an expansion rarely has that many distinct ones), got {est.n_samples!r}.")
     _positive_int(est.iterations_per_trial, "iterations_per_trial")
     _positive_number(est.p_uct, "p_uct", allow_zero=True)
     _positive_int(est.max_size, "max_size")

@@ -58,7 +58,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     max_time : float, default=60
         Seconds of wall time for ``fit`` (None: no time limit).
     max_evaluations : int, default=500000
-        Expression evaluations on the training rows (CONTRACTS §2); whichever of the two limits
+        Expression evaluations on the training rows (CONTRACTS §2), at most 10**15; whichever of the two limits
         comes first stops the search. Results are reproducible for a fixed ``random_state``
         when this, not ``max_time``, is the binding limit.
     random_state : int, numpy Generator, RandomState or None, default=None
@@ -68,7 +68,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         uniform random mutations, the shipped pretrained weights, a ``.safetensors`` checkpoint,
         or an object implementing :class:`dgsr.search.policy.Policy`.
     n_samples : int, default=16
-        Mutations sampled per expansion (K).
+        Mutations sampled per expansion (K), 1 to 1024.
     iterations_per_trial : int, default=1000
         MCTS iterations before the tree is reset.
     p_uct : float, default=1.0
