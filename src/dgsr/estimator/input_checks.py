@@ -260,3 +260,18 @@ def _positive_number(value: Any, name: str, *, allow_none: bool = False, allow_z
     if not ok or value < 0 or (value == 0 and not allow_zero):
         bound = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be a {bound} finite number, got {value!r}.")
+
+
+def check_precision(precision: Any, *, allow_none: bool = True) -> int | None:
+    """``precision`` (significant digits of displayed constants) as an int >= 1, or None where
+    allowed; a TypeError for a non-integer, a ValueError below 1 (0 used to round every constant
+    to 0, negative and fractional values failed deep in the formatting)."""
+    if precision is None and allow_none:
+        return None
+    if isinstance(precision, bool) or not isinstance(precision, numbers.Integral):
+        allowed = "an integer >= 1 or None" if allow_none else "an integer >= 1"
+        raise TypeError(f"precision must be {allowed}, got {precision!r}.")
+    if precision < 1:
+        raise ValueError(f"precision must be at least 1 (significant digits), got {precision!r}.")
+    return int(precision)
+

@@ -29,7 +29,12 @@ from dgsr.estimator.display import DIGITS, built_table, equation_sympy, equation
 from dgsr.estimator.export import export_row
 from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_search import constant_model, random_streams, search_model, search_rows
-from dgsr.estimator.input_checks import validate_params, validate_predict_data, validate_training_data
+from dgsr.estimator.input_checks import (
+    check_precision,
+    validate_params,
+    validate_predict_data,
+    validate_training_data,
+)
 from dgsr.estimator.model_selection import choose_entry
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.search_cv import is_tiny
@@ -318,12 +323,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def sympy(self, index: int | None = None, precision: int | None = None) -> sympy.Expr:
         """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);
-        ``precision`` rounds its constants to that many significant digits (None: full precision)."""
-        return equation_sympy(self, index, precision)
+        ``precision`` (an integer >= 1) rounds its constants to that many significant digits
+        (None: full precision)."""
+        return equation_sympy(self, index, check_precision(precision))
 
     def latex(self, index: int | None = None, precision: int = DIGITS) -> str:
-        """LaTeX of the selected equation (or row ``index``), constants to ``precision`` digits."""
-        return equation_latex(self.sympy(index), precision)
+        """LaTeX of the selected equation (or row ``index``), constants to ``precision`` (an
+        integer >= 1) significant digits."""
+        return equation_latex(self.sympy(index), check_precision(precision, allow_none=False))
 
     def to_numpy(self, index: int | None = None) -> Any:
         """The selected equation (or row ``index``) as a numpy function ``f(X)`` of the same ``X``
