@@ -50,6 +50,17 @@ DEFAULT_POLICY = "semantic"
 DEFAULT_SELECTION = "cv"
 
 
+def _constant_reason(y: np.ndarray, y_weighted: np.ndarray) -> str:
+    """Why the target counts as constant: ``y`` itself, or only on the rows with a non-zero
+    ``sample_weight`` (``y_weighted``, the rows the fit keeps)."""
+    value = float(y_weighted[0]) if len(y_weighted) else float(y[0])
+    if len(y_weighted) == len(y) or is_constant_target(y):
+        return f"y is constant ({float(y[0]):g})"
+    if len(y_weighted) == 1:
+        return f"only one row has a non-zero sample_weight (y = {value:g} there)"
+    return f"y is constant ({value:g}) on the {len(y_weighted)} rows with a non-zero sample_weight"
+
+
 def _announce_compiling() -> None:
     print("dgsr: compiling its numerical kernels (once after installing, about 20 s; cached for later "
           "runs; not counted in max_time)", file=sys.stderr, flush=True)
@@ -261,7 +272,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._y_mean = weighted_mean(rows.y, rows.w)
         constant = is_constant_target(rows.y)
         if constant:
-            warnings.warn(f"y is constant ({data.y[0]:g}); the model is that constant (no search was run).",
+            warnings.warn(f"{_constant_reason(data.y, rows.scaling.unscale_y(rows.y))}; the model is that constant (no search was run).",
                           UserWarning, stacklevel=2)
         elif is_tiny(len(rows.y), self.max_size):
             warnings.warn(
