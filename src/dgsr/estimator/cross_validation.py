@@ -25,7 +25,8 @@ import numpy as np
 from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
-from dgsr.estimator.model_selection import one_se_eligible, validation_choice
+# Defined with the other held-out choices (the undersampled-wave fallback applies it too); re-exported.
+from dgsr.estimator.model_selection import cross_validated_choice  # noqa: F401
 
 #: Folds of the check.
 CV_FOLDS = 5
@@ -90,16 +91,3 @@ def out_of_fold_errors(exprs: Sequence[Expression], columns: np.ndarray, y: np.n
     if spent > max_evaluations:
         return None, spent
     return errors, spent
-
-
-def cross_validated_choice(errors: np.ndarray, pick: int, floor: float = 0.0) -> int:
-    """``pick`` when its out-of-fold ``errors`` are within one standard error (or ``floor``) of the
-    lowest expression's, else the smallest expression (lowest index of a front sorted by size)
-    that is. ``floor``: mean squared errors closer than this are equal (two exact fits)."""
-    means = errors.mean(axis=1)
-    if not np.isfinite(means).any():
-        return pick
-    best = int(np.argmin(np.where(np.isfinite(means), means, np.inf)))
-    if one_se_eligible(errors, best, floor)[pick]:
-        return pick
-    return validation_choice(errors, "1se", floor)

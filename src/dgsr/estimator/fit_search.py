@@ -43,6 +43,7 @@ from dgsr.estimator.model_selection import (
 )
 from dgsr.estimator.polish import polish
 from dgsr.estimator.search_cv import SEARCH_CV_SHARE, runs_search_cv, size_limit
+from dgsr.estimator.warm_start import kept_archive, kept_structures
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
@@ -112,8 +113,9 @@ def search_rows(data: TrainingData, sample_weight: Any) -> SearchRows:
     if not math.isfinite(scaling.unscale_loss(max(float(np.var(y)), 1e-300))):
         top = float(np.max(np.abs(data.y)))
         warnings.warn(f"y reaches {top:.3g}: squared errors in its units overflow float64, so the 'loss' column "
-                      "of equations_ shows inf. The search, r2, score() and the formulas are exact (they work "
-                      "on y scaled by a power of two); divide y by a power of ten to read losses.",
+                      "of equations_ and validation_loss_ show inf. The search, the model selection, r2, score() "
+                      "and the formulas are exact (they work on y scaled by a power of two); divide y by a power "
+                      "of ten to read losses.",
                       UserWarning, stacklevel=3)
     w = validate_sample_weight(sample_weight, X)
     if w is not None and not (w > 0).all():
@@ -186,13 +188,14 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     if split is not None:
         X, y = X_all[split[0]], y_all[split[0]]
         w = w_all[split[0]] if w_all is not None else None
-    result = _search_with_progress(est, X, y, policy, search_rng, start, previous, w)
+    # A warm start searches with the whole budget into a fresh archive; the previous front comes
+    # back as structures re-valued on these rows (dgsr.estimator.warm_start).
+    result = _search_with_progress(est, X, y, policy, search_rng, start, None, w)
     est.n_evaluations_ = float(result.n_evaluations)
     est.history_ = list(result.history)
     est.stop_reason_ = result.stop_reason
     est.n_trials_ = int(result.n_trials)
-    # Kept only when asked for: it is the one part of the fitted state that grows with the search.
-    est._archive = (est._feature_index, result.archive, est._full_scaling) if est.warm_start else None
+    est._archive = None
 
     candidates = [e.expression for e in result.archive.front()]
     if not candidates:  # nothing valid within the budget: the mean is the honest answer
@@ -202,6 +205,8 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
         else None
     if linear is not None:  # the front then never loses to linear regression (DESIGN: model selection)
         candidates.append(linear)
+    # After the search's own candidates, so those are refitted exactly as in a cold fit.
+    candidates += kept_structures(previous)
     if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see dgsr.estimator.interrupts)
         note_interrupt(est, "the search", "constants are not refitted on all rows", stacklevel=5)
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
@@ -210,6 +215,8 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w,
                                                      keep=keep)),
                             floor)
+    if est.warm_start:  # kept only when asked for: the one part of the fitted state that grows with the search
+        est._archive = (est._feature_index, kept_archive(result.archive, entries), est._full_scaling)
     if split is None:
         return _cross_validated(est, entries, X, y, w, polish_rng, start)
     w_val = w_all[split[1]] if w_all is not None else None
@@ -354,10 +361,22 @@ def run_units(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, 
             return result
         warnings.warn("finetune=True needs the neural policy; running a plain search.", UserWarning,
                       stacklevel=6)
+    _warn_if_capped(est.n_jobs, est.parallel_backend)
     make_policy = functools.partial(load_policy, est.policy, device=est.device, operators=allowed_operators(est))
     return run_parallel_search(X, y, policy, config=config, rng=rng, budget=budget, n_jobs=est.n_jobs,
                                backend=est.parallel_backend, make_policy=make_policy, archive=previous,
                                on_progress=on_progress, sample_weight=w)
+
+
+def _warn_if_capped(n_jobs: int | None, backend: str) -> None:
+    """Warn when a local ``n_jobs`` asks for more processes than this process has CPUs."""
+    from dgsr.search.parallel import resolve_n_jobs
+    from dgsr.search.workers import available_cpus
+
+    cpus = available_cpus()
+    if backend == "local" and resolve_n_jobs(n_jobs) > cpus:
+        warnings.warn(f"n_jobs={n_jobs} is more than the {cpus} CPUs this process may use; running {cpus} "
+                      "processes (results do not depend on n_jobs).", UserWarning, stacklevel=7)
 
 
 def allowed_operators(est: Any) -> tuple[str, ...] | None:

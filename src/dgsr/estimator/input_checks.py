@@ -190,6 +190,16 @@ def _check_finite(values: np.ndarray, what: str, names: tuple[str, ...], stage: 
     )
 
 
+#: The largest ``max_evaluations`` accepted: beyond a lifetime of search, and well below 2**53, so every
+#: count and share of it is exact in float64 (10**20 raised an OverflowError deep in the search).
+MAX_EVALUATIONS = 10**15
+
+#: The largest ``n_samples`` accepted: an expansion of a small expression has a few hundred to a
+#: thousand distinct mutations, and one expansion (proposals, then every child scored) is a step
+#: the time limit cannot interrupt; 10**7 ran for minutes past ``max_time``.
+MAX_N_SAMPLES = 1024
+
+
 def validate_params(est: Any) -> None:
     """Check the estimator's hyper-parameters; raises ValueError/TypeError naming the parameter."""
     seed = est.random_state
@@ -199,9 +209,15 @@ def validate_params(est: Any) -> None:
                          f"got {seed!r}.")
     _positive_number(est.max_time, "max_time", allow_none=True)
     _positive_int(est.max_evaluations, "max_evaluations", allow_none=True)
+    if est.max_evaluations is not None and est.max_evaluations > MAX_EVALUATIONS:
+        raise ValueError(f"max_evaluations must be at most {MAX_EVALUATIONS:.0e} (years of search; counts above "
+                         f"it are not exact in floating point), got {est.max_evaluations!r}.")
     if est.max_time is None and est.max_evaluations is None:
         raise ValueError("At least one of max_time and max_evaluations must be set (both are None).")
     _positive_int(est.n_samples, "n_samples")
+    if est.n_samples > MAX_N_SAMPLES:
+        raise ValueError(f"n_samples must be at most {MAX_N_SAMPLES} (mutations asked of the policy per expansion; "
+                         f"an expansion rarely has that many distinct ones), got {est.n_samples!r}.")
     _positive_int(est.iterations_per_trial, "iterations_per_trial")
     _positive_number(est.p_uct, "p_uct", allow_zero=True)
     _positive_int(est.max_size, "max_size")
@@ -252,3 +268,18 @@ def _positive_number(value: Any, name: str, *, allow_none: bool = False, allow_z
     if not ok or value < 0 or (value == 0 and not allow_zero):
         bound = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be a {bound} finite number, got {value!r}.")
+
+
+def check_precision(precision: Any, *, allow_none: bool = True) -> int | None:
+    """``precision`` (significant digits of displayed constants) as an int >= 1, or None where
+    allowed; a TypeError for a non-integer, a ValueError below 1 (0 used to round every constant
+    to 0, negative and fractional values failed deep in the formatting)."""
+    if precision is None and allow_none:
+        return None
+    if isinstance(precision, bool) or not isinstance(precision, numbers.Integral):
+        allowed = "an integer >= 1 or None" if allow_none else "an integer >= 1"
+        raise TypeError(f"precision must be {allowed}, got {precision!r}.")
+    if precision < 1:
+        raise ValueError(f"precision must be at least 1 (significant digits), got {precision!r}.")
+    return int(precision)
+

@@ -127,6 +127,19 @@ def validation_choice(errors: np.ndarray, rule: str = "1se", floor: float = 0.0)
     return int(np.flatnonzero(one_se_eligible(errors, best, floor))[0])
 
 
+def cross_validated_choice(errors: np.ndarray, pick: int, floor: float = 0.0) -> int:
+    """``pick`` when its out-of-fold ``errors`` are within one standard error (or ``floor``) of the
+    lowest expression's, else the smallest expression (lowest index of a front sorted by size)
+    that is. ``floor``: mean squared errors closer than this are equal (two exact fits)."""
+    means = errors.mean(axis=1)
+    if not np.isfinite(means).any():
+        return pick
+    best = int(np.argmin(np.where(np.isfinite(means), means, np.inf)))
+    if one_se_eligible(errors, best, floor)[pick]:
+        return pick
+    return validation_choice(errors, "1se", floor)
+
+
 def linear_candidate(X: np.ndarray, y: np.ndarray, max_size: int,
                      sample_weight: np.ndarray | None = None) -> Expression | None:
     """(Weighted) least-squares ``w_0*x0 + ... + w_{d-1}*x{d-1} + b`` as an expression (4d + 1
@@ -244,17 +257,25 @@ def undersampled_oscillation(expr: Expression, columns: np.ndarray) -> bool:
 
 
 def _well_sampled_choice(entries: Sequence[_Entry], chosen: int, columns: np.ndarray, rule: str,
-                         errors: np.ndarray | None) -> int:
-    """``chosen``, or when it is an :func:`undersampled_oscillation`, the choice of ``rule`` (or
-    of the one-standard-error rule on validation ``errors``) among the entries that are not;
-    ``chosen`` when every entry is."""
+                         errors: np.ndarray | None, model_selection: str) -> int:
+    """``chosen``, or when it is an :func:`undersampled_oscillation`, the same choice among the
+    entries that are not: ``rule``'s on the training loss, ``"cv"``'s on out-of-fold ``errors``
+    (``rule``'s pick unless another predicts better by more than one standard error), or the
+    one-standard-error rule on validation ``errors``; ``chosen`` when every entry is one."""
     keep = np.array([not undersampled_oscillation(e.expression, columns) for e in entries])
     if keep[chosen] or not keep.any():
         return chosen
     kept = np.flatnonzero(keep)
-    if errors is not None:
-        return int(kept[validation_choice(errors[keep], "1se")])
-    return int(kept[select([entries[i] for i in kept], rule)])
+    pick = int(select([entries[i] for i in kept], rule))
+    if errors is None:
+        return int(kept[pick])
+    if model_selection == "cv":
+        # Not the bare one-standard-error rule: on y spanning hundreds of orders of magnitude a
+        # few rows carry all the error, the paired standard error is as large as the mean
+        # difference, and the smallest entry (the constant) came out "as good" as exp(x)
+        # (issue 48, item 4). "cv" keeps the training-loss pick unless the folds say otherwise.
+        return int(kept[cross_validated_choice(errors[keep], pick)])
+    return int(kept[validation_choice(errors[keep], "1se")])
 
 
 # ---------------------------------------------------------------------- the estimator's choice
@@ -269,7 +290,7 @@ def choose_entry(entries: Sequence[_Entry], chosen: int | None, X: np.ndarray, m
         chosen = int(select(entries, rule))
     if not entries or X.shape[1] == 0:
         return chosen
-    chosen = _well_sampled_choice(entries, chosen, as_columns(X), rule, errors)
+    chosen = _well_sampled_choice(entries, chosen, as_columns(X), rule, errors, model_selection)
     index, pole = prefer_pole_free(entries, chosen, probe_points(X), errors)
     if pole:
         warnings.warn("The selected expression has a pole (or is undefined) inside the range of the training "

@@ -29,10 +29,16 @@ from dgsr.estimator.display import DIGITS, built_table, equation_sympy, equation
 from dgsr.estimator.export import export_row
 from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_search import constant_model, random_streams, search_model, search_rows
-from dgsr.estimator.input_checks import validate_params, validate_predict_data, validate_training_data
+from dgsr.estimator.input_checks import (
+    check_precision,
+    validate_params,
+    validate_predict_data,
+    validate_training_data,
+)
 from dgsr.estimator.model_selection import choose_entry
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.search_cv import is_tiny
+from dgsr.estimator.warm_start import data_key
 from dgsr.estimator.warm_up import warm_up_kernels
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
@@ -42,6 +48,17 @@ DEFAULT_POLICY = "semantic"
 #: The default model-selection rule, chosen by measurement on black-box, Feynman and scikit-learn
 #: data (docs/BENCHMARKS.md, "Model selection"; docs/DESIGN.md).
 DEFAULT_SELECTION = "cv"
+
+
+def _constant_reason(y: np.ndarray, y_weighted: np.ndarray) -> str:
+    """Why the target counts as constant: ``y`` itself, or only on the rows with a non-zero
+    ``sample_weight`` (``y_weighted``, the rows the fit keeps)."""
+    value = float(y_weighted[0]) if len(y_weighted) else float(y[0])
+    if len(y_weighted) == len(y) or is_constant_target(y):
+        return f"y is constant ({float(y[0]):g})"
+    if len(y_weighted) == 1:
+        return f"only one row has a non-zero sample_weight (y = {value:g} there)"
+    return f"y is constant ({value:g}) on the {len(y_weighted)} rows with a non-zero sample_weight"
 
 
 def _announce_compiling() -> None:
@@ -57,7 +74,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     max_time : float, default=60
         Seconds of wall time for ``fit`` (None: no time limit).
     max_evaluations : int, default=500000
-        Expression evaluations on the training rows (CONTRACTS §2); whichever of the two limits
+        Expression evaluations on the training rows (CONTRACTS §2), at most 10**15; whichever of the two limits
         comes first stops the search. Results are reproducible for a fixed ``random_state``
         when this, not ``max_time``, is the binding limit.
     random_state : int, numpy Generator, RandomState or None, default=None
@@ -67,7 +84,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         uniform random mutations, the shipped pretrained weights, a ``.safetensors`` checkpoint,
         or an object implementing :class:`dgsr.search.policy.Policy`.
     n_samples : int, default=16
-        Mutations sampled per expansion (K).
+        Mutations sampled per expansion (K), 1 to 1024.
     iterations_per_trial : int, default=1000
         MCTS iterations before the tree is reset.
     p_uct : float, default=1.0
@@ -118,7 +135,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     device : str, default="cpu"
         Torch device for the neural policy.
     warm_start : bool, default=False
-        Continue from the previous fit's archive when fitting the same columns again.
+        Offer the previous fit's front to this one when fitting the same columns again: the search
+        runs with the whole budget as in a cold fit, and the kept formulas have their constants
+        refitted and losses measured on the new rows (never less accurate than a cold fit).
     finetune : bool, default=False
         Expert iteration on this dataset (Section 3.2): the budget is spent in trials with
         hyper-parameters drawn per trial (Appendix E.3), and after each trial a copy of the
@@ -126,7 +145,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         the fine-tuned policy (:mod:`dgsr.online`). Only for the neural policy (otherwise a
         warning and a plain search).
     n_jobs : int, default=1
-        Processes running independent search units at once (-1: every CPU). The budget is cut
+        Processes running independent search units at once (-1: every CPU), at most one per CPU
+        this process may use (more: a warning, and that many) and one per unit. The budget is cut
         into units that depend only on ``max_evaluations`` (:mod:`dgsr.search.parallel`), so the result
         is the same for any ``n_jobs`` at a fixed ``random_state`` and ``max_evaluations``.
     parallel_backend : {"local", "ray"}, default="local"
@@ -242,18 +262,23 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             # Compiling the kernels (once after installing) is not the method's time: the clock
             # skips it. Loading them from the disk cache counts, as it did when it happened lazily.
             start += warm_up_kernels(_announce_compiling if self.verbose else None).compile_seconds
-        self._n_fits = (getattr(self, "_n_fits", 0) + 1) if previous is not None else 1
-        streams = random_streams(self.random_state, self._n_fits)
         # The search runs on data scaled by powers of two (exact), so any magnitude works; every
         # fitted state below is in those units and is mapped back for display and predict.
         rows = search_rows(data, sample_weight)
+        # A warm refit of the same rows continues the series (fresh streams, it explores further);
+        # on other rows it draws a cold fit's streams (dgsr.estimator.warm_start).
+        key = data_key(rows.X, rows.y, rows.w)
+        same = previous is not None and getattr(self, "_data_key", None) == key
+        self._n_fits = (getattr(self, "_n_fits", 0) + 1) if same else 1
+        self._data_key = key
+        streams = random_streams(self.random_state, self._n_fits)
         self._full_scaling = rows.scaling
         name = getattr(y, "name", None)
         self.target_name_ = name if isinstance(name, str) and name else "y"
         self._y_mean = weighted_mean(rows.y, rows.w)
         constant = is_constant_target(rows.y)
         if constant:
-            warnings.warn(f"y is constant ({data.y[0]:g}); the model is that constant (no search was run).",
+            warnings.warn(f"{_constant_reason(data.y, rows.scaling.unscale_y(rows.y))}; the model is that constant (no search was run).",
                           UserWarning, stacklevel=2)
         elif is_tiny(len(rows.y), self.max_size):
             warnings.warn(
@@ -315,16 +340,19 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def sympy(self, index: int | None = None, precision: int | None = None) -> sympy.Expr:
         """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);
-        ``precision`` rounds its constants to that many significant digits (None: full precision)."""
-        return equation_sympy(self, index, precision)
+        ``precision`` (an integer >= 1) rounds its constants to that many significant digits
+        (None: full precision)."""
+        return equation_sympy(self, index, check_precision(precision))
 
     def latex(self, index: int | None = None, precision: int = DIGITS) -> str:
-        """LaTeX of the selected equation (or row ``index``), constants to ``precision`` digits."""
-        return equation_latex(self.sympy(index), precision)
+        """LaTeX of the selected equation (or row ``index``), constants to ``precision`` (an
+        integer >= 1) significant digits."""
+        return equation_latex(self.sympy(index), check_precision(precision, allow_none=False))
 
     def to_numpy(self, index: int | None = None) -> Any:
         """The selected equation (or row ``index``) as a numpy function ``f(X)`` of the same ``X``
-        that ``predict`` takes (all ``n_features_in_`` columns); generated by SymPy.
+        that ``predict`` takes (all ``n_features_in_`` columns); generated by SymPy. A single row
+        (1-D, ``n_features_in_`` values, or a DataFrame row) gives that row's value as a scalar.
 
         Unlike ``predict`` it has no fallback: rows where the formula is undefined give NaN/inf.
         """

@@ -26,7 +26,6 @@ import concurrent.futures as cf
 import contextlib
 import functools
 import math
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -42,7 +41,7 @@ from dgsr.search.collector import fewer_collections
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 from dgsr.search.policy import Policy
 from dgsr.search.results import history_point
-from dgsr.search.workers import check_backend, discard_pool, spawn_pool, start_ray
+from dgsr.search.workers import available_cpus, check_backend, discard_pool, spawn_pool, start_ray
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
 UNIT_EVALUATIONS = 25_000
@@ -89,8 +88,18 @@ def resolve_n_jobs(n_jobs: int | None) -> int:
     if n_jobs is None:
         return 1
     if n_jobs < 0:
-        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+        return max(1, available_cpus() + 1 + n_jobs)
     return int(n_jobs)
+
+
+def local_processes(n_jobs: int | None, max_evaluations: float | None) -> int:
+    """Processes a local search starts: ``n_jobs`` resolved, at most one per CPU this process may
+    use and at most one per work unit. Results do not depend on it (CONTRACTS §4), so more would
+    only share the cores, add start-up time and memory (issue 48, item 8: ``n_jobs=1000`` started
+    890 workers on 2 cores)."""
+    count = min(resolve_n_jobs(n_jobs), available_cpus())
+    units = n_units(max_evaluations)
+    return count if units is None else min(count, units)
 
 
 def _tasks(budget: Budget, rng: np.random.Generator) -> Iterator[tuple[int, np.random.Generator, float | None]]:
@@ -99,13 +108,14 @@ def _tasks(budget: Budget, rng: np.random.Generator) -> Iterator[tuple[int, np.r
     if count == 1:
         yield 0, rng, budget.max_evaluations
         return
-    if count is not None:
-        for i, child in enumerate(rng.spawn(count)):
-            yield i, child, budget.max_evaluations / count
-        return
+    # One child at a time: ``rng.spawn(1)`` called k times gives the same k generators as
+    # ``rng.spawn(k)`` (the seed sequence counts its children), so a unit's seed is unchanged,
+    # but a huge ``max_evaluations`` no longer builds millions of generators before the first
+    # unit starts (issue 48, item 5: 86k of them took the whole of a 1 s budget).
+    evals = float(UNIT_EVALUATIONS) if count is None else budget.max_evaluations / count
     i = 0
-    while True:  # time-bound only: one more unit at a time
-        yield i, rng.spawn(1)[0], float(UNIT_EVALUATIONS)
+    while count is None or i < count:  # without a count: time-bound, units until the time runs out
+        yield i, rng.spawn(1)[0], evals
         i += 1
 
 
@@ -246,7 +256,7 @@ def run_parallel_search(
         improvements in unit order; ``trials`` is empty (per-trial records stay in the units).
     """
     check_backend(backend)
-    n_jobs = resolve_n_jobs(n_jobs)
+    n_jobs = resolve_n_jobs(n_jobs) if backend == "ray" else local_processes(n_jobs, budget.max_evaluations)
     start = time.perf_counter()
     deadline = None if budget.max_time is None else start + budget.max_time
     merger = _Merger(archive if archive is not None else ParetoArchive(), start, on_progress)

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import ctypes
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,15 +35,57 @@ def check_backend(backend: str) -> str:
     return backend
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one, else the CPU count)."""
+    if hasattr(os, "sched_getaffinity"):
+        with contextlib.suppress(OSError):
+            return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
 def spawn_pool(n_workers: int, initializer: Callable[[], Any] | None = None) -> cf.Executor:
     """A process pool of ``n_workers`` fresh interpreters that run ``initializer`` first.
 
     Each worker's numerical libraries use one thread: ``OMP_NUM_THREADS=1`` is in its environment
-    before numpy loads.
+    before numpy loads. Each worker dies with the process that made the pool (:func:`_die_with_parent`).
     """
     from joblib.externals.loky import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(n_workers, initializer=initializer, env={"OMP_NUM_THREADS": "1"})
+    return ProcessPoolExecutor(n_workers, initializer=_die_with_parent, initargs=(os.getpid(), initializer),
+                               env={"OMP_NUM_THREADS": "1"})
+
+
+#: Seconds between two checks of a worker's parent-watch thread.
+_PARENT_POLL_SECONDS = 0.5
+
+
+def _die_with_parent(parent: int, initializer: Callable[[], Any] | None) -> None:
+    """Worker initializer: end this worker when ``parent`` dies, then run ``initializer``.
+
+    A parent killed by SIGKILL cannot shut its pool down, and its busy workers used to run on,
+    orphaned, for the rest of their units (issue 48, item 8). On Linux the kernel sends the worker
+    SIGKILL when its parent dies (``PR_SET_PDEATHSIG``); everywhere, a daemon thread checks the
+    parent every half second and exits the worker once it has been re-parented.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):  # no libc or no prctl: the thread below still watches
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="dgsr-parent-watch", daemon=True).start()
+    if initializer is not None:
+        initializer()
+
+
+#: ``prctl`` option: the signal a process receives when its parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_SECONDS)
+    os._exit(1)  # orphaned: nobody is waiting for this worker's result
 
 
 def discard_pool(pool: cf.Executor) -> None:

@@ -1,0 +1,42 @@
+"""Work units are created one at a time (issue 48, item 5): a huge ``max_evaluations`` must not
+build its generators before the first unit runs, and the units' seeds stay what they were."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dgsr.core.budget import Budget
+from dgsr.estimator.regressor import SymbolicRegressor
+from dgsr.search import parallel
+
+pytestmark = pytest.mark.timeout(300, method="thread")
+
+
+def test_the_first_unit_is_ready_before_the_others_are_built():
+    rng = np.random.default_rng(1)
+    tasks = parallel._tasks(Budget(max_evaluations=2.0**32), rng)
+    index, _, evals = next(tasks)
+    assert index == 0 and evals == 2.0**32 / parallel.n_units(2.0**32)
+    # Only the first unit's generator exists: 171,799 were built eagerly before.
+    assert rng.bit_generator.seed_seq.n_children_spawned == 1
+
+
+@pytest.mark.parametrize("max_evaluations", [60_000, 500_000])
+def test_units_keep_the_seeds_they_had_when_built_all_at_once(max_evaluations):
+    count = parallel.n_units(max_evaluations)
+    eager = np.random.default_rng(7).spawn(count)
+    lazy = list(parallel._tasks(Budget(max_evaluations=max_evaluations), np.random.default_rng(7)))
+    assert [i for i, _, _ in lazy] == list(range(count))
+    assert [e for _, _, e in lazy] == [max_evaluations / count] * count
+    assert [g.integers(2**62) for _, g, _ in lazy] == [g.integers(2**62) for g in eager]
+
+
+def test_a_huge_evaluation_budget_leaves_a_timed_search_its_time():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (200, 2))
+    y = X[:, 0] * np.sin(X[:, 1]) + X[:, 1] ** 2
+    SymbolicRegressor(policy="random", max_evaluations=2000, max_time=None, random_state=0).fit(X, y)  # warm
+    est = SymbolicRegressor(policy="random", max_evaluations=2**31, max_time=1, random_state=5).fit(X, y)
+    # Measured about 15,000 in the second; before the fix 49 (the 86k generators took the second).
+    assert est.stop_reason_ == "time" and est.n_evaluations_ > 1000
