@@ -221,3 +221,18 @@ def test_default_rule_keeps_exact_recovery():
     est = SymbolicRegressor(policy="random", max_evaluations=4000, max_time=None, random_state=0).fit(X, y)
     chosen = est.equations_.iloc[est.best_index_]
     assert chosen["r2"] > 1 - 1e-12 and chosen["complexity"] <= 7
+
+
+def test_the_pole_preference_cannot_bring_back_a_rejected_wave():
+    # Integer rows: sin(3*x0) takes a hash of values there (an undersampled wave). The pick has a
+    # pole; the wave is the smallest pole-free entry as good as it, and the old order (waves,
+    # then poles by size) took it back. The masks come first now: the choice is x0*x0.
+    from dgsr.estimator.model_selection import choose_entry, undersampled_oscillation
+
+    X = np.arange(1.0, 41.0).reshape(-1, 1)
+    front = [_entry("3.5", 10.0), _entry("1/(x0 - 20.5)", 1.0), _entry("sin(3*x0)", 1.005),
+             _entry("0.01*x0*x0 + 1", 1.008)]
+    assert undersampled_oscillation(front[2].expression, X.T)
+    assert has_pole(front[1].expression, probe_points(X))
+    assert prefer_pole_free(front, 1, probe_points(X))[0] == 2  # the step alone would take the wave
+    assert choose_entry(front, 1, X, "balanced") == 3

@@ -210,22 +210,24 @@ def has_pole(expr: Expression, probes: np.ndarray) -> bool:
     return False
 
 
+def as_good(entries: Sequence[_Entry], reference: int, errors: np.ndarray | None = None) -> np.ndarray:
+    """The one definition of "as good as entry ``reference``" that every selection step uses:
+    within one standard error of the paired per-row difference of the held-out ``errors`` when
+    there are any (validation rows or folds, :func:`one_se_eligible`), else a training loss at
+    most :data:`POLE_LOSS_FACTOR` times the reference's."""
+    if errors is not None:
+        return one_se_eligible(errors, reference)
+    limit = POLE_LOSS_FACTOR * entries[reference].mse
+    return np.array([e.mse <= limit for e in entries])
+
+
 def prefer_pole_free(entries: Sequence[_Entry], chosen: int, probes: np.ndarray,
                      errors: np.ndarray | None = None) -> tuple[int, bool]:
-    """``(index, has_pole)``: ``chosen``, or the smallest front entry without a pole that is as good.
-
-    "As good": within one standard error of ``chosen`` on the validation ``errors`` when given
-    (:func:`one_se_eligible`), else a training loss at most :data:`POLE_LOSS_FACTOR` times the
-    chosen one's. The flag says whether the returned entry has a pole.
-    """
+    """``(index, has_pole)``: ``chosen``, or the smallest front entry without a pole that is
+    :func:`as_good`. The flag says whether the returned entry has a pole."""
     if not has_pole(entries[chosen].expression, probes):
         return chosen, False
-    if errors is not None:
-        as_good = one_se_eligible(errors, chosen)
-    else:
-        limit = POLE_LOSS_FACTOR * entries[chosen].mse
-        as_good = np.array([e.mse <= limit for e in entries])
-    for i in np.flatnonzero(as_good):
+    for i in np.flatnonzero(as_good(entries, chosen, errors)):
         if i != chosen and not has_pole(entries[i].expression, probes):
             return int(i), False
     return chosen, True
@@ -256,16 +258,15 @@ def undersampled_oscillation(expr: Expression, columns: np.ndarray) -> bool:
     return False
 
 
-def _well_sampled_choice(entries: Sequence[_Entry], chosen: int, columns: np.ndarray, rule: str,
-                         errors: np.ndarray | None, model_selection: str) -> int:
-    """``chosen``, or when it is an :func:`undersampled_oscillation`, the same choice among the
-    entries that are not: ``rule``'s on the training loss, ``"cv"``'s on out-of-fold ``errors``
-    (``rule``'s pick unless another predicts better by more than one standard error), or the
-    one-standard-error rule on validation ``errors``; ``chosen`` when every entry is one."""
-    keep = np.array([not undersampled_oscillation(e.expression, columns) for e in entries])
-    if keep[chosen] or not keep.any():
+def _choice(entries: Sequence[_Entry], allowed: np.ndarray, chosen: int | None, rule: str,
+            errors: np.ndarray | None, model_selection: str) -> int:
+    """The one choice among the ``allowed`` entries: ``chosen`` when it is allowed, else ``rule``'s
+    pick on the training loss, checked on held-out ``errors`` where there are any (``"cv"``: the
+    pick stands unless another predicts better by more than one standard error; validation
+    rows: the smallest entry within one standard error of the best)."""
+    if chosen is not None and allowed[chosen]:
         return chosen
-    kept = np.flatnonzero(keep)
+    kept = np.flatnonzero(allowed)
     pick = int(select([entries[i] for i in kept], rule))
     if errors is None:
         return int(kept[pick])
@@ -274,26 +275,35 @@ def _well_sampled_choice(entries: Sequence[_Entry], chosen: int, columns: np.nda
         # few rows carry all the error, the paired standard error is as large as the mean
         # difference, and the smallest entry (the constant) came out "as good" as exp(x)
         # (issue 48, item 4). "cv" keeps the training-loss pick unless the folds say otherwise.
-        return int(kept[cross_validated_choice(errors[keep], pick)])
-    return int(kept[validation_choice(errors[keep], "1se")])
+        return int(kept[cross_validated_choice(errors[kept], pick)])
+    return int(kept[validation_choice(errors[kept], "1se")])
 
 
 # ---------------------------------------------------------------------- the estimator's choice
 def choose_entry(entries: Sequence[_Entry], chosen: int | None, X: np.ndarray, model_selection: str,
                  errors: np.ndarray | None = None) -> int:
-    """The front entry ``predict`` uses: ``chosen`` (picked on validation rows, whose squared
-    ``errors`` are given) or else ``model_selection``'s rule, then the same choice among the
-    expressions without an :func:`undersampled_oscillation` on ``X`` if the chosen one has one,
-    then :func:`prefer_pole_free` on the box of ``X`` (warns when the selected entry keeps a pole)."""
+    """The front entry ``predict`` uses, by one pipeline: the masks first (entries with an
+    :func:`undersampled_oscillation` on ``X``, entries with a pole in the box of ``X``), then one
+    choice (:func:`_choice`: ``chosen``, picked on held-out rows whose squared ``errors`` are
+    given, or ``model_selection``'s rule) among the entries no mask removes. A pole is kept only
+    where no entry without one is :func:`as_good` as the choice among all well-sampled entries
+    (then a warning); a wave only where every entry is one. No step can bring back what an
+    earlier one removed."""
     rule = "balanced" if model_selection in _HELD_OUT_RULES else model_selection
-    if chosen is None:
-        chosen = int(select(entries, rule))
     if not entries or X.shape[1] == 0:
-        return chosen
-    chosen = _well_sampled_choice(entries, chosen, as_columns(X), rule, errors, model_selection)
-    index, pole = prefer_pole_free(entries, chosen, probe_points(X), errors)
-    if pole:
-        warnings.warn("The selected expression has a pole (or is undefined) inside the range of the training "
-                      "data and no equally good expression of the front avoids it: predictions near it can be "
-                      "huge. See equations_ for the alternatives.", UserWarning, stacklevel=3)
-    return index
+        return chosen if chosen is not None else int(select(entries, rule))
+    columns, probes = as_columns(X), probe_points(X)
+    waves = np.array([undersampled_oscillation(e.expression, columns) for e in entries])
+    well_sampled = ~waves if (~waves).any() else np.ones(len(entries), dtype=bool)
+    pick = _choice(entries, well_sampled, chosen, rule, errors, model_selection)
+    if not has_pole(entries[pick].expression, probes):
+        return pick
+    clean = well_sampled & np.array([not has_pole(e.expression, probes) for e in entries])
+    if clean.any():
+        alternative = _choice(entries, clean, None, rule, errors, model_selection)
+        if as_good(entries, pick, errors)[alternative]:
+            return alternative
+    warnings.warn("The selected expression has a pole (or is undefined) inside the range of the training "
+                  "data and no equally good expression of the front avoids it: predictions near it can be "
+                  "huge. See equations_ for the alternatives.", UserWarning, stacklevel=3)
+    return pick
