@@ -109,7 +109,7 @@ def fold_fronts(est: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, la
                 seeds: Sequence[int], deadline: float | None, max_evaluations: float | None
                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, bool]:
     """``(fronts, evaluations, interrupted)``: each fold's front, as :func:`limit_errors` takes it,
-    from a fit of a copy of ``est`` on the other folds' rows (``model_selection="balanced"``,
+    from a fit of a copy of ``est`` on the other folds' rows (``model_selection="balanced"``, no expert iteration,
     silent, seed ``seeds[k]``, an equal share of the time left before ``deadline`` (a
     ``time.perf_counter()``), at most ``max_evaluations`` evaluations each; its predictions NaN
     where a formula is undefined), the evaluations all of them spent, and whether a Ctrl-C ended
@@ -124,7 +124,8 @@ def fold_fronts(est: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, la
         if max_time is not None and max_time < _MIN_FOLD_SECONDS:
             break  # out of time: the fronts are incomplete
         model = clone(est).set_params(
-            model_selection="balanced", verbose=False, warm_start=False, random_state=int(seed), max_time=max_time,
+            model_selection="balanced", verbose=False, warm_start=False, finetune=False, random_state=int(seed),
+            max_time=max_time,
             max_evaluations=None if max_evaluations is None else max(int(max_evaluations), 1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the copy's notes on its smaller data are not the user's
