@@ -109,8 +109,8 @@ def fold_fronts(est: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, la
                 seeds: Sequence[int], deadline: float | None, max_evaluations: float | None
                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, bool]:
     """``(fronts, evaluations, interrupted)``: each fold's front, as :func:`limit_errors` takes it,
-    from a fit of a copy of ``est`` on the other folds' rows (``model_selection="balanced"``, no expert iteration,
-    silent, seed ``seeds[k]``, an equal share of the time left before ``deadline`` (a
+    from a fit of a copy of ``est`` on the other folds' rows (``model_selection="balanced"``, no
+    expert iteration, silent, seed ``seeds[k]``, an equal share of the time left before ``deadline`` (a
     ``time.perf_counter()``), at most ``max_evaluations`` evaluations each; its predictions NaN
     where a formula is undefined), the evaluations all of them spent, and whether a Ctrl-C ended
     one of them. Fewer fronts than folds: the time ran out or a Ctrl-C came."""
