@@ -29,6 +29,8 @@ FAMILIES = {
     "arrhenius": (lambda X: 5.0e4 * np.exp(-3400.0 / X[:, 0]), [(280, 420)]),
     "power_0.65": (lambda X: 1.8 * X[:, 0] ** 0.65, [(0.5, 20)]),
     "power_-1.3": (lambda X: 3.3 * X[:, 0] ** -1.3 * X[:, 1], [(0.5, 5), (1, 3)]),
+    "hill": (lambda X: 2.5 * X[:, 0] ** 2.3 / (1.7**2.3 + X[:, 0] ** 2.3), [(0.1, 6)]),
+    "van_t_hoff": (lambda X: 3.2e-5 * np.exp(4100.0 / X[:, 0]), [(280, 360)]),
 }
 BUDGET = 3000
 #: Recovered: small, and right on a box stretched beyond the training ranges.

@@ -32,7 +32,7 @@ from dgsr.core.operators import OPERATORS
 
 #: The unary operators of the chains: ``cos`` is ``sin`` with a phase, ``tan`` has poles
 #: everywhere its argument spans more than a period.
-CHAIN_OPERATORS = ("exp", "sin", "log", "sqrt", "inv", "sq")
+CHAIN_OPERATORS = ("exp", "sin", "log", "sqrt", "inv", "sq")  # and POWER, below
 #: Argument ranges on which each operator's shape shows, as (value at the operand's smallest
 #: value, value at its largest): a start maps the data's range of the operand onto one of them,
 #: so the order gives the direction (``exp`` rising and falling). The first ones are the starts
@@ -45,10 +45,17 @@ _RANGES: dict[str, tuple[tuple[float, float], ...]] = {
     "inv": ((0.2, 1.2), (-1.2, -0.2), (1.0, 3.0)),
     "sq": ((-1.0, 1.0), (0.0, 1.0), (-1.0, 0.0)),
 }
-#: Starts of the outer operator of a two-operator chain (its first ranges).
-_OUTER_STARTS = 1
+#: Starts of the outer operator of a two-operator chain (its first ranges): one, but both
+#: directions of ``exp`` (a rising and a falling activation law are far apart for the fit).
+_OUTER_STARTS = {"exp": 2}
+#: ``pow``: a power ``u**c`` of a positive argument, written ``exp(c*log(u))`` (one node under the
+#: nesting rule, :func:`dgsr.search.mutations.validity_violation`); an inner operator only, its
+#: exponent started at a root, an inverse and a square (Hill's ``x**n/(K**n + x**n)``, Weibull's
+#: ``exp(-(t/l)**k)``).
+POWER = "pow"
+_POWER_STARTS = (0.5, -1.0, 2.0)
 #: Levenberg-Marquardt steps per start, and for the best chains once more.
-_STEPS = 20
+_STEPS = 30
 _REFINE_STEPS = 100
 
 
@@ -67,7 +74,15 @@ def chain_shapes(allowed: Iterable[str]) -> list[tuple[str, ...]]:
         if OPERATORS[outer].transcendental and OPERATORS[inner].transcendental:
             continue
         shapes.append((outer, inner))
+    if {"exp", "log"} <= set(allowed):
+        shapes.append((POWER,))
+        shapes.extend((outer, POWER) for outer in ops)
     return shapes
+
+
+def _power(argument: Expression, exponent: float) -> Expression:
+    return Expression.combine("exp", Expression.combine("mul", Expression.constant(exponent),
+                                                        Expression.combine("log", argument)))
 
 
 #: Operators whose argument needs only a shift ``x + b`` under a scaled output: a slope inside
@@ -98,15 +113,22 @@ def chain_starts(shape: Sequence[str], variable: int, columns: np.ndarray) -> li
     inner = shape[-1]
     x = columns[variable]
     v = Expression.variable(variable)
-    arguments = [_argument(inner, v, x, target) for target in _RANGES[inner]]
-    if inner in _SHIFT_ONLY and bool(np.all(x > 0)):
-        # The variable as measured, its zero where the law's is (1/T of an activation energy).
-        arguments.append(Expression.combine("add", v, Expression.constant(0.0)))
-    starts: list[Expression] = []
+    ranges = _RANGES["inv"][:1] if inner == POWER else _RANGES[inner]  # a power's base: positive
+    arguments = [_argument("inv" if inner == POWER else inner, v, x, target) for target in ranges]
+    if (inner in _SHIFT_ONLY or inner == POWER) and bool(np.all(x > 0)):
+        # The variable as measured, its zero where the law's is (1/T of an activation energy):
+        # no shift, whose fit trades against the slope along a flat valley and drifts.
+        arguments.append(v)
+    inners: list[Expression] = []
     for argument in arguments:
         if argument is None:
             return []
-        expr = Expression.combine(inner, argument)
+        if inner == POWER:
+            inners.extend(_power(argument, c) for c in _POWER_STARTS)
+        else:
+            inners.append(Expression.combine(inner, argument))
+    starts: list[Expression] = []
+    for expr in inners:
         if len(shape) == 1:
             starts.append(expr)
             continue
@@ -114,7 +136,7 @@ def chain_starts(shape: Sequence[str], variable: int, columns: np.ndarray) -> li
             values = evaluate_columns(expr, columns)
         if not np.all(np.isfinite(values)):
             continue
-        for outer_target in _RANGES[shape[0]][:_OUTER_STARTS]:
+        for outer_target in _RANGES[shape[0]][:_OUTER_STARTS.get(shape[0], 1)]:
             outer_argument = _argument(shape[0], expr, values, outer_target)
             if outer_argument is not None:
                 starts.append(Expression.combine(shape[0], outer_argument))
@@ -162,7 +184,7 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     # The best chains get more steps: a law's own constants often lie along a flat valley
     # (exp(a/(T + d)) for an activation, where d goes to 0 slowly), which 20 steps do not cross.
     refined: list[tuple[float, int, Expression]] = []
-    for loss, order, form in scored[:2 * keep]:
+    for loss, order, form in scored[:3 * keep]:
         key = ("refined", form.key())
         if memo is not None and key in memo:
             better, better_loss = memo[key]
