@@ -43,6 +43,11 @@ TIGHT_MISFIT = 0.05
 #: (median absolute log residual, ~1%): a law that is a product of powers fits within its noise,
 #: while laws of other shapes read as monomials leave a few per cent (``1/(1/a + b/c)``: 2.4%).
 FREE_MISFIT = 0.01
+#: ``y`` itself gets the monomial of its fitted exponents where that monomial explains this share
+#: of its variance (a linear fit of it): the law with 1% noise explains 0.9999, the shapes that
+#: read as monomials in log space (``1/(1/a + b/c)``) explain less. Judged on y, not in log space,
+#: where the relative noise of y's small values inflates the misfit of a true power law.
+FREE_R2 = 0.999
 #: Reweighting steps of the least-absolute-deviations fit.
 _IRLS_STEPS = 12
 #: A snapped exponent costs no accuracy when the fit is not significantly worse: chi-squared
@@ -194,13 +199,28 @@ def power_law_operands(columns: np.ndarray, y: np.ndarray, free: bool = True) ->
     candidates: list[Expression | None] = []
     for chosen in ((clean, whole) if misfit <= TIGHT_MISFIT else (whole,)):
         candidates.append(monomial(chosen) if chosen else None)
-    if free and misfit <= FREE_MISFIT:  # y is a product of powers: its exponents, snapped only where exact
-        candidates.append(_free_operand(columns, y, exponents))
+    if free and misfit <= TIGHT_MISFIT:  # y may be a product of powers: its exponents, snapped only where exact
+        operand = _free_operand(columns, y, exponents)
+        if operand is not None and _explained(operand, columns, y) >= FREE_R2:
+            candidates.append(operand)
     out: list[Expression] = []
     for expr in candidates:
         if expr is not None and all(expr.key() != o.key() for o in out):
             out.append(expr)
     return out
+
+
+def _explained(operand: Expression, columns: np.ndarray, y: np.ndarray) -> float:
+    """Share of ``y``'s variance that ``w*operand + b`` explains (least squares; 0 if undefined)."""
+    from dgsr.core.evaluate import evaluate_columns
+
+    with np.errstate(all="ignore"):
+        v = evaluate_columns(operand, columns)
+        ok = np.isfinite(v) & np.isfinite(y)
+        if ok.sum() < 3 or float(np.var(y[ok])) <= 0 or float(np.var(v[ok])) <= 0:
+            return 0.0
+        r = float(np.corrcoef(v[ok], y[ok])[0, 1])
+    return r * r if math.isfinite(r) else 0.0
 
 
 def _free_operand(columns: np.ndarray, y: np.ndarray, exponents: dict[int, float]) -> Expression | None:
