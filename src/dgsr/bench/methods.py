@@ -72,7 +72,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|nochain|nofree))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|nochain|nofree|nopair))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -82,7 +82,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|cv\d+|k\d+"
-                            r"|nojit|nosum|nopow|nochain|nofree", match.group(1)):
+                            r"|nojit|nosum|nopow|nochain|nofree|nopair", match.group(1)):
         if token == "nosum":  # the semantic policy without sums of operands as first proposals
             options["additive_roots"] = False
         elif token == "nopow":  # the semantic policy without power-law operands
@@ -91,6 +91,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["inner_chains"] = 0
         elif token == "nofree":  # power laws with half-integer exponents only
             options["free_exponents"] = False
+        elif token == "nopair":  # without the two-variable parametric forms and the bumps
+            options["pair_operands"] = False
         elif token.startswith("cv"):  # the cross-validation regime of model_selection="cv"
             options["cv_max_rows"] = int(token[len("cv"):])
         elif token == "nojit":  # the numpy path instead of the compiled inner-fit kernels (dgsr.core.jit)
@@ -152,7 +154,8 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
             jit.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
         # Tokens that set the semantic policy's own options (the rest keep its defaults).
         policy_options = {k: kwargs.pop(k) for k in ("parametric_operands", "additive_roots", "power_laws",
-                                                      "inner_chains", "free_exponents") if k in kwargs}
+                                                      "inner_chains", "free_exponents", "pair_operands")
+                          if k in kwargs}
         if policy_options:
             from dgsr.policies.semantic.policy import SemanticPolicy
 

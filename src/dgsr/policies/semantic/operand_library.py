@@ -361,7 +361,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
                   max_size: int = 6, fit_parametric: bool = False,
                   max_parametric_variables: int = 5,
-                  max_chain_variables: int = 3, max_chains: int = 6,
+                  max_chain_variables: int = 3, max_chains: int = 6, pair_forms: bool = True,
                   extra_operands: Iterable[Expression] = (),
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
                   fit_memo: FitMemo | None = None) -> OperandLibrary:
@@ -373,7 +373,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     fitted to ``y`` here, a guess that the search's inner-constant fits refine in place, and
     ``extra_operands`` (the policy's power laws, :mod:`dgsr.policies.semantic.power_law`).
     ``max_chains`` chains ``op(a*x + b)`` over the ``max_chain_variables`` most related variables
-    (:mod:`dgsr.policies.semantic.parametric_forms`) join them, the ones that explain ``y`` best.
+    (:mod:`dgsr.policies.semantic.parametric_forms`) join them, the ones that explain ``y`` best
+    (with none, the single-variable sines of before); ``pair_forms``: also the two-variable forms
+    and the bumps over 3-5 variables.
     ``fit_rows`` = ``(columns, y)`` of other rows to fit the parametric constants on (more rows
     than the scoring ones: a sine of a shifted product fitted on 100 rows lands in a wrong local
     optimum far more often than on 300). ``fit_memo``: fits kept from earlier calls on the same
@@ -404,16 +406,17 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         memo = fit_memo.for_rows(fit_columns, fit_y) if fit_memo is not None else None
         top = sorted(pairs[:max_parametric_variables])
         fits: list[Expression | None] = []
-        for i in top:
-            fits.extend(_fitted(starts, fit_columns, fit_y, linear, memo=memo)
-                        for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops))
-        for a_i, i in enumerate(top):
+        if max_chains <= 0:  # the chains hold sin(c*x + d) and every other one-operator form
+            for i in top:
+                fits.extend(_fitted(starts, fit_columns, fit_y, linear, memo=memo)
+                            for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops))
+        for a_i, i in enumerate(top if pair_forms else []):
             for j in top[a_i + 1:]:
                 product = [_b("mul", _var(i), _var(j))] if "mul" in allowed_ops else []
                 fits.extend(_fitted(starts, fit_columns, fit_y, linear, product, memo=memo)
                             for starts in _parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops))
         # Bumps over the 3, 4 and 5 most related variables (the pair forms hold the 2-variable one).
-        for k in range(3, min(len(pairs), max_parametric_variables) + 1):
+        for k in range(3, min(len(pairs), max_parametric_variables) + 1 if pair_forms else 3):
             start = _parametric_bump(sorted(pairs[:k]), fit_columns, allowed_ops)
             fits.append(_fitted([start], fit_columns, fit_y, linear, memo=memo) if start is not None else None)
         # Constants inside nonlinear parts, by one mechanism: chains op(a*x + b) of the unary

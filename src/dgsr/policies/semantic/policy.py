@@ -127,6 +127,10 @@ class SemanticPolicy:
     free_exponents:
         Power laws keep exponents that are no half-integer as fitted (``x**0.65``), where the data
         are a product of powers; off, they are rounded to halves or left out.
+    pair_operands:
+        With ``parametric_operands``, also the two-variable forms (``sin(c*u + d)``, ``sq(u - c)``,
+        ``inv(u + c)`` of a pair's product or sum, the sine of a shifted product) and the bumps
+        over 3-5 variables (docs/DESIGN.md, "General mechanisms, not templates").
     """
 
     has_critic = False
@@ -135,7 +139,8 @@ class SemanticPolicy:
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
-                 power_laws: bool = True, inner_chains: int = 6, free_exponents: bool = True):
+                 power_laws: bool = True, inner_chains: int = 6, free_exponents: bool = True,
+                 pair_operands: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
@@ -148,6 +153,7 @@ class SemanticPolicy:
         self.power_laws = power_laws
         self.inner_chains = inner_chains
         self.free_exponents = free_exponents
+        self.pair_operands = pair_operands
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -178,7 +184,8 @@ class SemanticPolicy:
             fit_rows = (as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo(),
-                                max_chains=getattr(self, "inner_chains", 0))
+                                max_chains=getattr(self, "inner_chains", 0),
+                                pair_forms=getattr(self, "pair_operands", True))
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
