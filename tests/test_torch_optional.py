@@ -55,6 +55,9 @@ def fit_error(**params):
 
 out["neural"] = fit_error(policy="neural")
 out["finetune"] = fit_error(finetune=True)
+checkpoint = os.path.join(tempfile.mkdtemp(), "mine.safetensors")
+open(checkpoint, "wb").close()
+out["checkpoint"] = fit_error(policy=checkpoint)
 
 def cli(*args):
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -72,6 +75,7 @@ run = os.path.join(tmp, "run")
 out["cli_version"] = cli("--version")
 out["cli_fit"] = cli("fit", data, "--target", "y", "--evals", "300", "--max-size", "20", "--out", run, "--quiet")
 out["cli_predict"] = cli("predict", os.path.join(run, "model.pkl"), data)
+out["cli_data"] = cli("data", "sample", "--n", "1")
 out["cli_fit_neural"] = cli("fit", data, "--evals", "50", "--policy", "neural", "--out", os.path.join(tmp, "n"),
                             "--quiet")
 out["cli_pretrain"] = cli("pretrain", "--steps", "1", "--out", os.path.join(tmp, "pt"))
@@ -101,7 +105,7 @@ def test_fit_predict_export_and_pickle_work_without_torch(without_torch, policy)
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("params", ["neural", "finetune"])
+@pytest.mark.parametrize("params", ["neural", "finetune", "checkpoint"])
 def test_torch_only_estimator_paths_name_the_fix(without_torch, params):
     kind, message = without_torch[params]
     assert kind == "TorchMissingError"
@@ -117,6 +121,8 @@ def test_cli_works_without_torch(without_torch):
     status, stdout, stderr = without_torch["cli_predict"]
     assert status == 0, stderr
     np.testing.assert_allclose([float(v) for v in stdout.split()], without_torch["y"], rtol=1e-9)
+    status, stdout, stderr = without_torch["cli_data"]  # synthetic training data needs no torch either
+    assert status == 0 and stdout.strip(), stderr
 
 
 @pytest.mark.timeout(300)
