@@ -86,3 +86,15 @@ def test_the_top_level_is_small():
     too_long = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py")
                 if (n := len(p.read_text().splitlines())) > 500}
     assert not too_long
+
+
+def test_importing_dgsr_adds_no_import_hook():
+    # The 0.1.0 path finder is gone (docs/decisions/2026-11-28-legacy-paths-removed.md): importing
+    # the package must leave the interpreter's import machinery as it found it.
+    import subprocess
+    import sys
+
+    code = ("import sys; before = list(sys.meta_path), list(sys.path_hooks); import dgsr, dgsr.estimator.regressor; "
+            "print(before == (list(sys.meta_path), list(sys.path_hooks)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "True"

@@ -11,7 +11,8 @@ one thread):
   PySR's "best" rule on validation losses (each one's constants refitted on all training rows
   the same way).
 
-Every rule then goes through the estimator's pole preference. Figures: median (black-box, the
+Every rule then goes through the estimator's own choice (``choose_entry``: undersampled waves and
+poles masked first, on the training rows in the search's units). Figures: median (black-box, the
 scikit-learn sets one by one) or mean (Feynman) test R², the share of Feynman problems with test
 R² > 0.999999 (exact recovery) and the median size (nodes) of the chosen expression.
 
@@ -39,9 +40,10 @@ import pandas as pd
 import dgsr.estimator.display as display_module
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.bench.protocol import make_split
-from dgsr.core.evaluate import r2_score
+from dgsr.core.evaluate import as_columns, r2_score
 from dgsr.core.pareto import select
-from dgsr.estimator.model_selection import prefer_pole_free, probe_points
+from dgsr.estimator.model_selection import choose_entry
+from dgsr.estimator.polish import polish
 from dgsr.estimator.regressor import SymbolicRegressor
 
 FRONT_RULES = ("best", "balanced", "accuracy", "score")
@@ -68,6 +70,12 @@ def test_r2(est: SymbolicRegressor, index: int, X_test: pd.DataFrame, y_test: np
         return float(r2_score(y_test, est.predict(X_test, index=index)))
 
 
+def search_units(est: SymbolicRegressor, X: pd.DataFrame) -> np.ndarray:
+    """``X``'s searched columns in the search's units, where ``est._front``'s expressions live
+    (what the estimator passes to ``choose_entry``)."""
+    return est._scaling.scale_X(X.to_numpy(dtype=float)[:, est._feature_index])
+
+
 def run_one(name: str, X: pd.DataFrame, y: np.ndarray, args: argparse.Namespace) -> dict:
     from sklearn.linear_model import LinearRegression
 
@@ -78,9 +86,9 @@ def run_one(name: str, X: pd.DataFrame, y: np.ndarray, args: argparse.Namespace)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = SymbolicRegressor(model_selection="best", **kwargs).fit(split.X_train, split.y_train)
-        probes = probe_points(split.X_train.to_numpy(dtype=float)[:, est._feature_index])
+        X_est = search_units(est, split.X_train)
         for rule in FRONT_RULES:
-            index, _ = prefer_pole_free(est._front, select(est._front, rule), probes)
+            index = choose_entry(est._front, None, X_est, rule)  # as a fit with model_selection=rule picks
             row[rule] = (test_r2(est, index, split.X_test, split.y_test), est._front[index].size)
         val = SymbolicRegressor(model_selection="validation", **kwargs).fit(split.X_train, split.y_train)
         row["val-1se"] = (test_r2(val, val.best_index_, split.X_test, split.y_test), val._front[val.best_index_].size)
@@ -91,13 +99,16 @@ def run_one(name: str, X: pd.DataFrame, y: np.ndarray, args: argparse.Namespace)
             losses = [SimpleNamespace(size=e.size, mse=m) for e, m in zip(val._front, val.validation_loss_)]
             index = int(np.argmin(val.validation_loss_)) if rule == "val-min" else select(losses, "best")
             front = list(val._front)
+            X_val = search_units(val, split.X_train)
             if index != val.best_index_:  # refit on all training rows, as the estimator does for its choice
-                X_sel = split.X_train.to_numpy(dtype=float)[:, val._feature_index]
-                refit = val._polish([front[index].expression], X_sel.T.copy(), split.y_train,
-                                    np.random.default_rng(args.seed), time.perf_counter())
+                refit = polish(val, [front[index].expression], as_columns(X_val),
+                               val._scaling.scale_y(split.y_train), np.random.default_rng(args.seed),
+                               time.perf_counter())
                 if refit:
                     front[index] = refit[0]
-            index, _ = prefer_pole_free(front, index, probes)
+            # The estimator keeps no per-row validation errors, so "as good" in the pole and wave
+            # masks falls back to the training-loss definition here.
+            index = choose_entry(front, index, X_val, "validation")
             saved, val._front = val._front, front
             row[rule] = (test_r2(val, index, split.X_test, split.y_test), front[index].size)
             val._front = saved

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from dgsr import _legacy
-
-_legacy.install()  # pickles and imports that name 0.1.0's module paths keep working
-
 __version__ = "0.9.2"
 
 __all__ = ["Expression", "SymbolicRegressor", "__version__", "load_policy"]

@@ -142,6 +142,9 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
         if options.get("policy") == "neural":
             # Imported first so its thread pool is sized to 1 below; the random policy never
             # loads torch, and its import (seconds on a busy machine) would count as fit time.
+            from dgsr.neural import require_torch
+
+            require_torch("the neural-policy benchmark method")
             import torch  # noqa: F401
 
         limit_threads()

@@ -45,6 +45,7 @@ from dgsr.cli.errors import CLIError
 from dgsr.cli.signals import Terminated, sigterm_as_interrupt
 from dgsr.cli.streams import silence_stdout
 from dgsr.core.interrupts import is_interrupt, raised_as
+from dgsr.neural import TorchMissingError
 
 __all__ = ["BUILTINS", "PLUGINS", "SUMMARIES", "CLIError", "build_parser", "main"]
 
@@ -98,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:  # `dgsr predict ... | head`: the reader left; stop quietly, as Unix tools do
             silence_stdout()
             return 141  # 128 + SIGPIPE, the status of a Unix tool killed by the broken pipe
-        except (CLIError, ValueError, OSError, KeyError, IndexError, pickle.UnpicklingError) as err:
+        except (CLIError, ValueError, OSError, KeyError, IndexError, pickle.UnpicklingError,
+                TorchMissingError) as err:  # torch absent: the one line names the install command
             message = err.args[0] if isinstance(err, KeyError) and err.args else err
             print(f"dgsr: error: {message}", file=sys.stderr)
             return 2

@@ -6,10 +6,8 @@ import argparse
 import json
 from typing import Any
 
-import torch
-
+from dgsr.neural import require_torch
 from dgsr.neural.model_config import ModelConfig
-from dgsr.training.pretrain import train
 from dgsr.training.pretrain_config import TrainConfig
 
 
@@ -63,6 +61,13 @@ def add_subparser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``dgsr pretrain``."""
+    # torch is imported here, not at the top: without it the command still parses and says how to
+    # install it (the CLI skips a subcommand whose module fails to import).
+    require_torch("dgsr pretrain")
+    import torch
+
+    from dgsr.training.pretrain import train
+
     if args.threads:
         torch.set_num_threads(args.threads)  # a CLI process of its own: setting it globally is fine
     ModelConfig.preset(args.config)  # fail early on an unknown name

@@ -130,6 +130,9 @@ def _start_model(spec: str, device: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``dgsr search``."""
+    from dgsr.neural import require_torch
+
+    require_torch("dgsr search")
     import torch
 
     from dgsr.cli.errors import CLIError

@@ -350,6 +350,9 @@ def run_units(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, 
     from dgsr.search.parallel import run_parallel_search
 
     if est.finetune:
+        from dgsr.neural import require_torch
+
+        require_torch("finetune=True")  # dgsr.online imports torch
         from dgsr.online.finetune import finetune_search, is_finetunable
 
         if is_finetunable(policy):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from dgsr.neural import require_torch  # torch-free: only says how to install torch when it is absent
 from dgsr.search.policy import Policy
 
 #: The names ``policy=`` accepts besides a checkpoint path or a Policy object.
@@ -43,6 +44,8 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         A checkpoint path that does not exist.
     ValueError
         Anything else.
+    dgsr.neural.TorchMissingError
+        The neural policy or a checkpoint without torch installed (an ImportError naming the fix).
     """
     if not isinstance(spec, (str, os.PathLike)):
         if isinstance(spec, Policy):
@@ -64,6 +67,7 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
     if text.endswith(".safetensors") or os.path.exists(text):
         if not os.path.isfile(text):
             raise FileNotFoundError(f"policy checkpoint not found: {text}")
+        require_torch(f"the checkpoint policy {text!r}")
         from dgsr.neural.policy import NeuralPolicy
 
         return NeuralPolicy.from_checkpoint(text, device=device, operators=operators)
@@ -72,6 +76,7 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
 
 
 def _shipped_neural(device: str, operators: tuple[str, ...] | None = None) -> Policy:
+    require_torch('policy="neural"')
     from dgsr.neural.policy import NeuralPolicy
 
     # The shipped critic is only pre-trained ("on a dismantling path or not"): node values from
