@@ -1,4 +1,5 @@
 """``SymbolicRegressor(finetune=True)``: expert iteration on the dataset being fitted."""
+# These fits give the whole budget to expert iteration: no cross-validation of the search (cv_max_rows=0).
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_finetune_fit_trains_a_copy_and_returns_a_front():
     policy = NeuralPolicy(PolicyModel(ModelConfig.preset("tiny")))
     before = {k: v.clone() for k, v in policy.model.state_dict().items()}
     X, y = _data()
-    est = SymbolicRegressor(policy=policy, finetune=True, max_time=None, max_evaluations=300,
+    est = SymbolicRegressor(policy=policy, finetune=True, max_time=None, max_evaluations=300, cv_max_rows=0,
                             iterations_per_trial=8, constant_fitting="never", random_state=0)
     est.fit(X, y)
     assert est.n_trials_ >= 2  # several trials, with training steps in between
@@ -42,7 +43,8 @@ def test_finetune_fit_trains_a_copy_and_returns_a_front():
 @pytest.mark.timeout(60, method="thread")
 def test_finetune_with_the_random_policy_warns_and_searches():
     X, y = _data()
-    est = SymbolicRegressor(policy="random", finetune=True, max_time=None, max_evaluations=300, random_state=0)
+    est = SymbolicRegressor(policy="random", finetune=True, max_time=None, max_evaluations=300, random_state=0,
+                            cv_max_rows=0)
     with pytest.warns(UserWarning, match="finetune=True needs the neural policy"):
         est.fit(X, y)
     assert len(est.equations_) >= 1
@@ -58,7 +60,7 @@ def test_ctrl_c_between_finetuned_trials_returns_the_best_so_far(monkeypatch, sh
     torch.set_num_threads(1)
     torch.manual_seed(0)
     X, y = _data()
-    est = SymbolicRegressor(policy=NeuralPolicy(PolicyModel(ModelConfig.preset("tiny"))), finetune=True,
+    est = SymbolicRegressor(policy=NeuralPolicy(PolicyModel(ModelConfig.preset("tiny"))), finetune=True, cv_max_rows=0,
                             max_time=None, max_evaluations=300, iterations_per_trial=8,
                             constant_fitting="never", random_state=0)
     with pytest.warns(UserWarning, match="Interrupted"):
