@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from dgsr.policies.device import check_device
 from dgsr.search.policy import Policy
 
 #: The names ``policy=`` accepts besides a checkpoint path or a Policy object.
@@ -60,10 +61,11 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
 
         return SemanticPolicy(operators=operators)
     if text == "neural":
-        return _shipped_neural(device, operators)
+        return _shipped_neural(check_device(device), operators)
     if text.endswith(".safetensors") or os.path.exists(text):
         if not os.path.isfile(text):
             raise FileNotFoundError(f"policy checkpoint not found: {text}")
+        check_device(device)
         from dgsr.neural.policy import NeuralPolicy
 
         return NeuralPolicy.from_checkpoint(text, device=device, operators=operators)
