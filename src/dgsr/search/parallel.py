@@ -41,7 +41,16 @@ from dgsr.search.collector import fewer_collections
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 from dgsr.search.policy import Policy
 from dgsr.search.results import history_point
-from dgsr.search.workers import available_cpus, check_backend, discard_pool, spawn_pool, start_ray
+from dgsr.search.workers import (
+    available_cpus,
+    check_backend,
+    discard_pool,
+    forget_pool,
+    spawn_pool,
+    start_ray,
+    stop_workers,
+    stoppable_work,
+)
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
 UNIT_EVALUATIONS = 25_000
@@ -146,7 +155,8 @@ def _worker_run(task: _Task, data: tuple[np.ndarray, np.ndarray, np.ndarray | No
     # not depend on which process ran it), and loading even the neural one takes a fraction of
     # a unit's time, so no per-process cache is kept.
     X, y, w = data
-    return _run_unit(task, X, y, w, make_policy(), config)
+    with stoppable_work():  # the parent's stop ends the unit as a Ctrl-C would: it returns what it found
+        return _run_unit(task, X, y, w, make_policy(), config)
 
 
 # ---------------------------------------------------------------------- the driver
@@ -193,6 +203,13 @@ class _Merger:
         self.reasons.append(r.stop_reason)
         if self.on_progress is not None:
             self.on_progress(SearchProgress(elapsed, self.evaluations, self.best_r2, self.best_size, self.trials))
+
+    def merge_rest(self) -> None:
+        """After a Ctrl-C: merge every unit that came back, in unit order, gaps and all (an
+        interrupted fit is not reproducible anyway; what its units found is kept)."""
+        for index in sorted(self.pending):
+            if self.target_at is None or index <= self.target_at:
+                self._merge(self.pending.pop(index))
 
     def done(self) -> bool:
         return self.target_at is not None and self.next > self.target_at
@@ -331,10 +348,28 @@ def run_parallel_search(
         if not is_interrupt(err):
             raise
         interrupted = True
+        _collect_interrupted(runner, in_flight, merger)
     finally:
         runner.close(busy=bool(in_flight))
     left = time_left()
     return merger.result(interrupted, left is not None and left <= 0)
+
+
+#: Seconds a Ctrl-C waits for the running units to stop and send back what they found.
+STOP_GRACE_SECONDS = 10.0
+
+
+def _collect_interrupted(runner: Any, in_flight: dict[Any, int], merger: _Merger) -> None:
+    """After a first Ctrl-C: stop the running units, keep what they send back within
+    :data:`STOP_GRACE_SECONDS`, and merge every unit that finished (a second Ctrl-C stops the wait)."""
+    try:
+        for handle, result in runner.collect(list(in_flight), STOP_GRACE_SECONDS):
+            in_flight.pop(handle, None)
+            merger.pending[result.index] = result
+    except INTERRUPTS as err:
+        if not is_interrupt(err):
+            raise
+    merger.merge_rest()
 
 
 def _same_policy(policy: Policy) -> Policy:
@@ -360,7 +395,7 @@ class _PoolRunner:
     """Units on a local ``spawn`` process pool."""
 
     def __init__(self, n_jobs: int):
-        self.pool = spawn_pool(n_jobs)
+        self.pool = spawn_pool(n_jobs, stoppable=True)
 
     def submit(self, task: _Task, data: Any, make_policy: Callable[[], Policy], config: SearchConfig) -> Any:
         return self.pool.submit(_worker_run, task, data, make_policy, config)
@@ -372,6 +407,18 @@ class _PoolRunner:
     def result(self, handle: Any) -> UnitResult:
         return handle.result()
 
+    def collect(self, handles: list[Any], grace: float) -> list[tuple[Any, UnitResult]]:
+        """Stop the running units (each returns what it found so far) and the results of those
+        that come back within ``grace`` seconds; a unit that failed is left out."""
+        if handles and not stop_workers(self.pool):
+            return []
+        done, _ = cf.wait(handles, timeout=grace) if handles else (set(), set())
+        out = []
+        for handle in sorted(done, key=handles.index):
+            with contextlib.suppress(Exception):  # a unit that ended in an error: nothing to keep
+                out.append((handle, handle.result()))
+        return out
+
     def close(self, busy: bool = False) -> None:
         """Shut the pool down: idle workers exit in the background (the fit does not wait for
         them), busy ones are killed (their units are not needed)."""
@@ -379,6 +426,7 @@ class _PoolRunner:
             discard_pool(self.pool)
         else:
             self.pool.shutdown(wait=False)
+        forget_pool(self.pool)
 
 
 class _RayRunner:
@@ -407,6 +455,10 @@ class _RayRunner:
     def result(self, handle: Any) -> UnitResult:
         self.in_flight.discard(handle)
         return self.ray.get(handle)
+
+    def collect(self, handles: list[Any], grace: float) -> list[tuple[Any, UnitResult]]:
+        """Ray tasks cannot be asked to stop early: nothing more is collected after a Ctrl-C."""
+        return []
 
     def close(self, busy: bool = False) -> None:
         if busy:
