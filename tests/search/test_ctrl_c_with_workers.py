@@ -34,6 +34,21 @@ _SCRIPT = """
 """
 
 
+def _default_sigint() -> None:
+    # A runner started in the background by a shell ignores SIGINT, and so would the fit (Python
+    # keeps an ignored SIGINT ignored): give it the disposition of a program run in a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _handles_sigusr1(pid: int) -> bool:
+    try:
+        caught = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(caught.split()[1], 16) >> (signal.SIGUSR1 - 1) & 1)
+
+
 def _workers(pid: int) -> list[int]:
     out = []
     for task in Path(f"/proc/{pid}/task").glob("*/children"):
@@ -52,13 +67,17 @@ def test_ctrl_c_keeps_what_the_running_units_found(tmp_path, to_group):
     script.write_text(textwrap.dedent(_SCRIPT))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(_workers(proc.pid)) < 2:
             time.sleep(0.2)
-        assert len(_workers(proc.pid)) >= 2, "the fit did not start its workers"
-        time.sleep(8.0)  # the workers start (imports, kernels) and search for a few seconds
+        workers = _workers(proc.pid)
+        assert len(workers) >= 2, "the fit did not start its workers"
+        # Started workers handle SIGUSR1 (their stop signal); on busy cores that can take 20 s.
+        while time.monotonic() < deadline and not all(_handles_sigusr1(w) for w in workers):
+            time.sleep(0.2)
+        time.sleep(8.0)  # they load the kernels and search for a few seconds
         if to_group:
             os.killpg(proc.pid, signal.SIGINT)
         else:

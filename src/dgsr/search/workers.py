@@ -67,7 +67,8 @@ def spawn_pool(n_workers: int, initializer: Callable[[], Any] | None = None,
 
 #: The signal that asks a stoppable worker to end its work early (None where the OS has none).
 _STOP_SIGNAL = getattr(signal, "SIGUSR1", None)
-#: Whether this worker is running a piece of work now (a stop outside one must not break the pool).
+#: Whether this worker is running a piece of work now that no stop has reached yet (a stop
+#: outside one must not break the pool, and a second one must not break the first's handling).
 _running = False
 
 
@@ -83,7 +84,9 @@ def stoppable_work() -> Any:
 
 
 def _stop_requested(signum: int, frame: Any) -> None:
+    global _running
     if _running:
+        _running = False  # once per piece of work: the parent may ask again while it winds up
         raise KeyboardInterrupt  # the work's own Ctrl-C handling returns what it found so far
 
 
