@@ -179,7 +179,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     n_features_in_, feature_names_in_ : as in scikit-learn.
     target_name_ : str
         The target's name (a pandas Series' name, else ``"y"``), used by ``plot_front``.
-    n_evaluations_, history_, stop_reason_ : search statistics. ``stop_reason_`` is
+    n_evaluations_ : int
+        Expression evaluations the fit made (search, constant refits, checks), rounded to a whole
+        number: a pass over a subset of the rows counts as that fraction of an evaluation.
+    history_, stop_reason_ : search statistics. ``stop_reason_`` is
         ``"evaluations"``, ``"time"``, ``"target"``, ``"exhausted"`` (the search kept finding
         only expressions it had already scored: the operator set and ``max_size`` leave little
         to search), ``"interrupted"`` or ``"constant_target"``.
@@ -289,6 +292,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         outcome = constant_model(self, rows) if constant else \
             search_model(self, data, rows, previous, start, streams)
 
+        # Counted in fractions while fitting (a pass over a row subset, a share of a constant fit);
+        # reported as a whole number of evaluations.
+        self.n_evaluations_ = int(round(self.n_evaluations_))
         index = self._feature_index
         self._scaling = Scaling(tuple(rows.scaling.x_exponents[i] for i in index), rows.scaling.y_exponent)
         self._front = outcome.entries

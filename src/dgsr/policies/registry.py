@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from dgsr.neural import require_torch  # torch-free: only says how to install torch when it is absent
+from dgsr.policies.device import check_device
 from dgsr.search.policy import Policy
 
 #: The names ``policy=`` accepts besides a checkpoint path or a Policy object.
@@ -63,11 +64,13 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
 
         return SemanticPolicy(operators=operators)
     if text == "neural":
-        return _shipped_neural(device, operators)
+        require_torch('policy="neural"')  # before the device check, which needs torch
+        return _shipped_neural(check_device(device), operators)
     if text.endswith(".safetensors") or os.path.exists(text):
         if not os.path.isfile(text):
             raise FileNotFoundError(f"policy checkpoint not found: {text}")
         require_torch(f"the checkpoint policy {text!r}")
+        check_device(device)
         from dgsr.neural.policy import NeuralPolicy
 
         return NeuralPolicy.from_checkpoint(text, device=device, operators=operators)

@@ -41,7 +41,16 @@ from dgsr.search.collector import fewer_collections
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 from dgsr.search.policy import Policy
 from dgsr.search.results import history_point
-from dgsr.search.workers import available_cpus, check_backend, discard_pool, spawn_pool, start_ray
+from dgsr.search.workers import (
+    available_cpus,
+    check_backend,
+    discard_pool,
+    forget_pool,
+    spawn_pool,
+    start_ray,
+    stop_workers,
+    stoppable_work,
+)
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
 UNIT_EVALUATIONS = 25_000
@@ -146,7 +155,8 @@ def _worker_run(task: _Task, data: tuple[np.ndarray, np.ndarray, np.ndarray | No
     # not depend on which process ran it), and loading even the neural one takes a fraction of
     # a unit's time, so no per-process cache is kept.
     X, y, w = data
-    return _run_unit(task, X, y, w, make_policy(), config)
+    with stoppable_work():  # the parent's stop ends the unit as a Ctrl-C would: it returns what it found
+        return _run_unit(task, X, y, w, make_policy(), config)
 
 
 # ---------------------------------------------------------------------- the driver
@@ -193,6 +203,13 @@ class _Merger:
         self.reasons.append(r.stop_reason)
         if self.on_progress is not None:
             self.on_progress(SearchProgress(elapsed, self.evaluations, self.best_r2, self.best_size, self.trials))
+
+    def merge_rest(self) -> None:
+        """After a Ctrl-C: merge every unit that came back, in unit order, gaps and all (an
+        interrupted fit is not reproducible anyway; what its units found is kept)."""
+        for index in sorted(self.pending):
+            if self.target_at is None or index <= self.target_at:
+                self._merge(self.pending.pop(index))
 
     def done(self) -> bool:
         return self.target_at is not None and self.next > self.target_at
@@ -318,7 +335,14 @@ def run_parallel_search(
                 in_flight[handle] = item[0]
             if not in_flight:
                 break
-            for handle in runner.wait(list(in_flight)):
+            left = time_left()
+            finished = runner.wait(list(in_flight), None if left is None else max(left, 0.0) + LATE_UNIT_SECONDS)
+            if not finished:
+                # Past the deadline with units still out (workers still starting on busy cores):
+                # stop them, keep what they found, and leave them behind.
+                _collect_stopped(runner, in_flight, merger, LATE_UNIT_SECONDS)
+                break
+            for handle in finished:
                 index = in_flight.pop(handle)
                 result = runner.result(handle)
                 if merger.target_at is None or index <= merger.target_at:
@@ -331,10 +355,32 @@ def run_parallel_search(
         if not is_interrupt(err):
             raise
         interrupted = True
+        _collect_stopped(runner, in_flight, merger, STOP_GRACE_SECONDS)
     finally:
         runner.close(busy=bool(in_flight))
     left = time_left()
     return merger.result(interrupted, left is not None and left <= 0)
+
+
+#: Seconds a Ctrl-C waits for the running units to stop and send back what they found.
+STOP_GRACE_SECONDS = 10.0
+#: Seconds a time-bound search waits past its deadline for the units still out, and then again
+#: for those it stopped: a worker that is still starting (imports, kernels) is not waited for
+#: (issue 48: n_jobs=8 at max_time=2 took 4.8 s).
+LATE_UNIT_SECONDS = 0.5
+
+
+def _collect_stopped(runner: Any, in_flight: dict[Any, int], merger: _Merger, grace: float) -> None:
+    """After a first Ctrl-C or past the deadline: stop the running units, keep what they send
+    back within ``grace`` seconds, and merge every unit that finished (a second Ctrl-C stops the wait)."""
+    try:
+        for handle, result in runner.collect(list(in_flight), grace):
+            in_flight.pop(handle, None)
+            merger.pending[result.index] = result
+    except INTERRUPTS as err:
+        if not is_interrupt(err):
+            raise
+    merger.merge_rest()
 
 
 def _same_policy(policy: Policy) -> Policy:
@@ -356,21 +402,56 @@ def _offset_progress(on_progress: Callable[[SearchProgress], Any] | None, merger
     return show
 
 
+#: Longest single block of the parent on its workers' results.
+_WAIT_SLICE_SECONDS = 0.25
+
+
+def _wait_in_slices(handles: list[Any], timeout: float | None, until: str) -> set[Any]:
+    """``cf.wait`` in short slices: a SIGINT that the OS delivers to another thread of this
+    process (the pool's own threads) leaves a long blocking wait of the main thread asleep, and
+    Python runs its handler, which raises the ``KeyboardInterrupt``, only once that wait returns."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = _WAIT_SLICE_SECONDS if end is None else max(0.0, min(_WAIT_SLICE_SECONDS, end - time.monotonic()))
+        done, pending = cf.wait(handles, timeout=left, return_when=until)
+        if (done and until == cf.FIRST_COMPLETED) or not pending or (end is not None and time.monotonic() >= end):
+            return done
+
+
 class _PoolRunner:
     """Units on a local ``spawn`` process pool."""
 
     def __init__(self, n_jobs: int):
-        self.pool = spawn_pool(n_jobs)
+        self.pool = spawn_pool(n_jobs, stoppable=True)
 
     def submit(self, task: _Task, data: Any, make_policy: Callable[[], Policy], config: SearchConfig) -> Any:
         return self.pool.submit(_worker_run, task, data, make_policy, config)
 
-    def wait(self, handles: list[Any]) -> list[Any]:
-        done, _ = cf.wait(handles, return_when=cf.FIRST_COMPLETED)
-        return sorted(done, key=handles.index)
+    def wait(self, handles: list[Any], timeout: float | None = None) -> list[Any]:
+        """The handles done (at least one, unless ``timeout`` seconds passed first: then none)."""
+        return sorted(_wait_in_slices(handles, timeout, cf.FIRST_COMPLETED), key=handles.index)
 
     def result(self, handle: Any) -> UnitResult:
         return handle.result()
+
+    def collect(self, handles: list[Any], grace: float) -> list[tuple[Any, UnitResult]]:
+        """Stop the running units (each returns what it found so far) and the results of those
+        that come back within ``grace`` seconds; a unit that failed is left out."""
+        end = time.monotonic() + grace
+        done: set[Any] = set()
+        while handles and time.monotonic() < end:
+            # Asked again each slice: a worker still starting is not ready for the signal yet,
+            # and one that was between two steps may have missed it (each unit stops once).
+            if not stop_workers(self.pool):
+                return []
+            done = _wait_in_slices(handles, min(_WAIT_SLICE_SECONDS, end - time.monotonic()), cf.ALL_COMPLETED)
+            if len(done) == len(handles):
+                break
+        out = []
+        for handle in sorted(done, key=handles.index):
+            with contextlib.suppress(Exception):  # a unit that ended in an error: nothing to keep
+                out.append((handle, handle.result()))
+        return out
 
     def close(self, busy: bool = False) -> None:
         """Shut the pool down: idle workers exit in the background (the fit does not wait for
@@ -379,6 +460,7 @@ class _PoolRunner:
             discard_pool(self.pool)
         else:
             self.pool.shutdown(wait=False)
+        forget_pool(self.pool)
 
 
 class _RayRunner:
@@ -400,13 +482,17 @@ class _RayRunner:
         self.in_flight.add(handle)
         return handle
 
-    def wait(self, handles: list[Any]) -> list[Any]:
-        ready, _ = self.ray.wait(handles, num_returns=1)
+    def wait(self, handles: list[Any], timeout: float | None = None) -> list[Any]:
+        ready, _ = self.ray.wait(handles, num_returns=1, timeout=timeout)
         return ready
 
     def result(self, handle: Any) -> UnitResult:
         self.in_flight.discard(handle)
         return self.ray.get(handle)
+
+    def collect(self, handles: list[Any], grace: float) -> list[tuple[Any, UnitResult]]:
+        """Ray tasks cannot be asked to stop early: nothing more is collected after a Ctrl-C."""
+        return []
 
     def close(self, busy: bool = False) -> None:
         if busy:

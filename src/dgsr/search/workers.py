@@ -17,8 +17,10 @@ import concurrent.futures as cf
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -43,23 +45,78 @@ def available_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def spawn_pool(n_workers: int, initializer: Callable[[], Any] | None = None) -> cf.Executor:
+def spawn_pool(n_workers: int, initializer: Callable[[], Any] | None = None,
+               stoppable: bool = False) -> cf.Executor:
     """A process pool of ``n_workers`` fresh interpreters that run ``initializer`` first.
 
     Each worker's numerical libraries use one thread: ``OMP_NUM_THREADS=1`` is in its environment
     before numpy loads. Each worker dies with the process that made the pool (:func:`_die_with_parent`).
+    ``stoppable`` workers ignore Ctrl-C (the terminal sends it to the whole process group) and stop
+    the work they run, as a Ctrl-C would, when the parent calls :func:`stop_workers`.
     """
     from joblib.externals.loky import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(n_workers, initializer=_die_with_parent, initargs=(os.getpid(), initializer),
+    # Stoppable workers note their pid in this folder once their stop handler is in place: the
+    # default action of the stop signal ends a process, so only those may receive it.
+    ready = tempfile.mkdtemp(prefix="dgsr-workers-") if stoppable and _STOP_SIGNAL is not None else None
+    pool = ProcessPoolExecutor(n_workers, initializer=_die_with_parent, initargs=(os.getpid(), initializer, ready),
                                env={"OMP_NUM_THREADS": "1"})
+    pool._dgsr_ready = ready  # type: ignore[attr-defined]
+    return pool
+
+
+#: The signal that asks a stoppable worker to end its work early (None where the OS has none).
+_STOP_SIGNAL = getattr(signal, "SIGUSR1", None)
+#: Whether this worker is running a piece of work now that no stop has reached yet (a stop
+#: outside one must not break the pool, and a second one must not break the first's handling).
+_running = False
+
+
+@contextlib.contextmanager
+def stoppable_work() -> Any:
+    """Mark the block as work that :func:`stop_workers` may end with a ``KeyboardInterrupt``."""
+    global _running
+    _running = True
+    try:
+        yield
+    finally:
+        _running = False
+
+
+def _stop_requested(signum: int, frame: Any) -> None:
+    global _running
+    if _running:
+        _running = False  # once per piece of work: the parent may ask again while it winds up
+        raise KeyboardInterrupt  # the work's own Ctrl-C handling returns what it found so far
+
+
+def stop_workers(pool: cf.Executor) -> bool:
+    """Ask every ready worker of a ``stoppable`` pool to end its current work as a Ctrl-C would;
+    False where that is impossible (no stop signal on this OS, a pool not made stoppable)."""
+    ready = getattr(pool, "_dgsr_ready", None)
+    if _STOP_SIGNAL is None or ready is None:
+        return False
+    workers = set(getattr(pool, "_processes", None) or {})
+    with contextlib.suppress(OSError):
+        for name in os.listdir(ready):
+            if name.isdigit() and int(name) in workers:  # a pid of this pool, not a stale file
+                with contextlib.suppress(OSError):  # already gone
+                    os.kill(int(name), _STOP_SIGNAL)
+    return True
+
+
+def forget_pool(pool: cf.Executor) -> None:
+    """Remove what :func:`spawn_pool` left on disk for ``pool`` (its ready folder)."""
+    ready = getattr(pool, "_dgsr_ready", None)
+    if ready is not None:
+        shutil.rmtree(ready, ignore_errors=True)
 
 
 #: Seconds between two checks of a worker's parent-watch thread.
 _PARENT_POLL_SECONDS = 0.5
 
 
-def _die_with_parent(parent: int, initializer: Callable[[], Any] | None) -> None:
+def _die_with_parent(parent: int, initializer: Callable[[], Any] | None, ready: str | None = None) -> None:
     """Worker initializer: end this worker when ``parent`` dies, then run ``initializer``.
 
     A parent killed by SIGKILL cannot shut its pool down, and its busy workers used to run on,
@@ -74,6 +131,11 @@ def _die_with_parent(parent: int, initializer: Callable[[], Any] | None) -> None
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), name="dgsr-parent-watch", daemon=True).start()
+    if ready is not None:  # the parent collects what the workers found: it alone decides when they stop
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(_STOP_SIGNAL, _stop_requested)
+        with contextlib.suppress(OSError):
+            open(os.path.join(ready, str(os.getpid())), "w").close()
     if initializer is not None:
         initializer()
 
