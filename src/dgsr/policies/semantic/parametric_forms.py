@@ -57,6 +57,10 @@ _POWER_STARTS = (0.5, -1.0, 2.0)
 #: Levenberg-Marquardt steps per start, and for the best chains once more.
 _STEPS = 30
 _REFINE_STEPS = 100
+#: Ranges of the inner operator of a two-operator chain (its first ones, and the raw variable).
+_INNER_STARTS = 2
+#: Rows the screening fits use (evenly spread over the fit rows).
+_SCREEN_ROWS = 100
 
 
 def _affine(e: Expression, a: float, b: float) -> Expression:
@@ -114,6 +118,8 @@ def chain_starts(shape: Sequence[str], variable: int, columns: np.ndarray) -> li
     x = columns[variable]
     v = Expression.variable(variable)
     ranges = _RANGES["inv"][:1] if inner == POWER else _RANGES[inner]  # a power's base: positive
+    if len(shape) > 1:  # under an outer operator: the inner one's two main ranges
+        ranges = ranges[:_INNER_STARTS]
     arguments = [_argument("inv" if inner == POWER else inner, v, x, target) for target in ranges]
     if (inner in _SHIFT_ONLY or inner == POWER) and bool(np.all(x > 0)):
         # The variable as measured, its zero where the law's is (1/T of an activation energy):
@@ -168,6 +174,10 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     beside them), best first; ``memo`` (a dict kept for these rows) holds each chain's fit."""
     shapes = chain_shapes(allowed)
     linear_values = np.vstack([columns[i] for i in linear]) if linear else None
+    # The screening fits run on a spread subset of the rows (a chain's shape shows on a hundred
+    # rows; most of a fit's cost is per row), the refinement below on all of them.
+    screen = np.unique(np.linspace(0, columns.shape[1] - 1, min(columns.shape[1], _SCREEN_ROWS)).astype(int))
+    screen_linear = None if linear_values is None else linear_values[:, screen]
     scored: list[tuple[float, int, Expression]] = []
     for i in variables:
         for shape in shapes:
@@ -175,7 +185,8 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
             if memo is not None and key in memo:
                 form, loss = memo[key]
             else:
-                form, loss = fit_chain(chain_starts(shape, i, columns), columns, y, linear_values)
+                form, loss = fit_chain(chain_starts(shape, i, columns), columns[:, screen], y[screen],
+                                       screen_linear)
                 if memo is not None:
                     memo[key] = (form, loss)
             if form is not None:
@@ -192,7 +203,7 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
             better, better_loss = fit_chain([form], columns, y, linear_values, steps=_REFINE_STEPS)
             if memo is not None:
                 memo[key] = (better, better_loss)
-        refined.append((better_loss, order, better) if better is not None and better_loss <= loss
-                       else (loss, order, form))
+        if better is not None:  # losses on all rows, comparable with each other
+            refined.append((better_loss, order, better))
     refined.sort(key=lambda s: (s[0], s[1]))
     return [form for _, _, form in refined[:keep]]
