@@ -87,7 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"{s.method}\t{s.suite}\t{s.dataset}\tseed={s.seed}\ttime={s.time:g}\tnoise={s.noise:g}")
         print(f"{len(specs)} runs; data from {data_dir}")
         return 0
-    half = f"; half: {args.half or 'develop for laws, else all'}"
+    laws = any(s.suite == "laws" for s in specs)
+    half = f"; half: {args.half}" if args.half else ("; laws half: develop" if laws else "")
     print(f"{len(specs)} runs planned ({time_s:g} s each, {args.jobs} in parallel); data from {data_dir}{half}")
     rows = run_benchmark(specs, args.out, jobs=args.jobs, hard_limit=args.hard_limit,
                          retry_failed=args.retry_failed, progress=not args.quiet)
