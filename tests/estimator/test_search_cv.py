@@ -186,3 +186,20 @@ def test_a_target_with_no_signal_gets_no_worse_than_linear_regression(seed):
     linear = LinearRegression().fit(X[:200], y[:200])
     ours, theirs = r2_score(y[200:], model.predict(X[200:])), r2_score(y[200:], linear.predict(X[200:]))
     assert ours >= theirs - 0.02, (ours, theirs, model.sympy())
+
+
+def test_a_front_that_fits_without_noise_gives_the_folds_share_back_to_the_search():
+    # 300 rows of an exact law: after the first half of the budget the front fits the rows to
+    # within 1e-6 of their variance, so the fold searches would be skipped; the search goes on
+    # with their half instead of leaving it unused.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.1, 5, size=(300, 2))
+    y = 6.3 * X[:, 0] / (0.9 + X[:, 0] * (1 + X[:, 1] / 0.6))
+    model = _fit(X, y, 0, max_evaluations=20_000)
+    searched = max(h["evaluations"] for h in model.history_)
+    assert searched > 0.6 * 20_000 and model.size_limit_ is None
+    assert model.score(X, y) > 1 - 1e-9
+    # with noise the folds run, on their half of the budget
+    noisy = y + 0.05 * np.std(y) * rng.normal(size=len(y))
+    model = _fit(X, noisy, 0, max_evaluations=20_000)
+    assert max(h["evaluations"] for h in model.history_) <= 0.55 * 20_000

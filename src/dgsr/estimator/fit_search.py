@@ -8,6 +8,8 @@ The functions take the estimator and set its search statistics (``n_evaluations_
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import math
 import time
@@ -42,7 +44,7 @@ from dgsr.estimator.model_selection import (
     validation_split,
 )
 from dgsr.estimator.polish import polish
-from dgsr.estimator.search_cv import SEARCH_CV_SHARE, runs_search_cv, size_limit
+from dgsr.estimator.search_cv import NOISE_FREE_R2, SEARCH_CV_SHARE, runs_search_cv, size_limit
 from dgsr.estimator.warm_start import kept_archive, kept_structures
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
@@ -191,6 +193,13 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
     # A warm start searches with the whole budget into a fresh archive; the previous front comes
     # back as structures re-valued on these rows (dgsr.estimator.warm_start).
     result = _search_with_progress(est, X, y, policy, search_rng, start, None, w)
+    continued = split is None and _fits_without_noise(est, result, len(y))
+    if continued:
+        # The fold searches would be skipped (nothing fitted noise): their half of the budget
+        # goes back to the search, which continues into the same archive.
+        more = _search_with_progress(est, X, y, policy, search_rng, start, result.archive, w,
+                                     spent=float(result.n_evaluations))
+        result = _continued(result, more)
     est.n_evaluations_ = float(result.n_evaluations)
     est.history_ = list(result.history)
     est.stop_reason_ = result.stop_reason
@@ -211,7 +220,9 @@ def search_front(est: Any, X: np.ndarray, y: np.ndarray, search_rng: np.random.G
         note_interrupt(est, "the search", "constants are not refitted on all rows", stacklevel=5)
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
     floor = _exact_fit_floor(y, w)
-    keep = _cv_reserve(est, len(y)) + _search_cv_reserve(est, len(y)) if split is None else 0.0
+    # Evaluations kept for what follows the polish (none for fold searches a continued search spent).
+    keep = _cv_reserve(est, len(y)) + (0.0 if continued else _search_cv_reserve(est, len(y))) if split is None \
+        else 0.0
     entries = non_dominated(best_of_each_size(polish(est, candidates, as_columns(X), y, polish_rng, start, w,
                                                      keep=keep)),
                             floor)
@@ -308,9 +319,32 @@ def _size_limit(est: Any, entries: list[FrontEntry], X: np.ndarray, y: np.ndarra
     return limit
 
 
+def _fits_without_noise(est: Any, result: Any, n_rows: int) -> bool:
+    """Whether the search ran on half of the budget for the whole-search check, and its front
+    fits the rows so closely (:data:`~dgsr.estimator.search_cv.NOISE_FREE_R2`) that the check will
+    be skipped; not after a Ctrl-C or a reached ``target_r2``."""
+    if not _cross_validates_search(est, n_rows) or result.stop_reason in ("interrupted", "target"):
+        return False
+    return result.best is not None and result.best.r2 >= NOISE_FREE_R2
+
+
+def _continued(first: Any, more: Any) -> Any:
+    """One search result of a search and its continuation into the same archive."""
+    return dataclasses.replace(
+        more, n_evaluations=first.n_evaluations + more.n_evaluations, n_trials=first.n_trials + more.n_trials,
+        n_iterations=first.n_iterations + more.n_iterations, elapsed=first.elapsed + more.elapsed,
+        history=[*first.history, *(dict(h, evaluations=h["evaluations"] + first.n_evaluations) for h in more.history)],
+        mutation_stats={k: first.mutation_stats.get(k, 0) + more.mutation_stats.get(k, 0)
+                        for k in {*first.mutation_stats, *more.mutation_stats}},
+        trials=[*first.trials, *more.trials])
+
+
 def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, rng: np.random.Generator,
-                          start: float, previous: Any, w: np.ndarray | None) -> Any:
-    """The search under what is left of ``est``'s budget, with a progress line when ``verbose``."""
+                          start: float, previous: Any, w: np.ndarray | None, spent: float | None = None) -> Any:
+    """The search under what is left of ``est``'s budget, with a progress line when ``verbose``.
+
+    ``spent``: the evaluations of a first part of this search, which continues (into
+    ``previous``) with all that is left, the fold searches' share included."""
     from dgsr.core.budget import Budget
     from dgsr.search.mcts import SearchConfig
 
@@ -322,15 +356,16 @@ def _search_with_progress(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, r
         config_kwargs["constant_fitting"] = est.constant_fitting
     config = SearchConfig(**config_kwargs)
     # On tiny data the fold searches of the whole-search check take a share of the time.
-    share = 1.0 - SEARCH_CV_SHARE if _cross_validates_search(est, len(y)) else 1.0
+    share = 1.0 - SEARCH_CV_SHARE if _cross_validates_search(est, len(y)) and spent is None else 1.0
     search_time = None
     if est.max_time is not None:
         reserve = min(_POLISH_TIME_SHARE * est.max_time, _POLISH_TIME_MAX)
         search_time = share * max(est.max_time - reserve - (time.perf_counter() - start), 0.0)
     search_evals = None
     if est.max_evaluations is not None:
+        folds = _search_cv_reserve(est, len(y)) if spent is None else 0.0
         search_evals = max(1, int(est.max_evaluations * (1.0 - _POLISH_EVAL_SHARE) - _cv_reserve(est, len(y))
-                                  - _search_cv_reserve(est, len(y))))
+                                  - folds - (spent or 0.0)))
     budget = Budget(max_evaluations=search_evals, max_time=search_time, target_r2=est.target_r2)
     if not est.verbose:
         return run_units(est, X, y, policy, config, rng, budget, previous, None, w)

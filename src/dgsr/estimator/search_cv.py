@@ -39,8 +39,10 @@ SEARCH_CV_MIN_ROWS = 4 * SEARCH_CV_FOLDS
 #: Share of the search's budget (time and evaluations) given to the fold searches together.
 SEARCH_CV_SHARE = 0.5
 #: A front whose most accurate entry explains this share of var(y) on the training rows fits
-#: them exactly: no noise was fitted, and the check is skipped (an exact law is never cut down).
-EXACT_R2 = 1.0 - 1e-9
+#: them without noise worth the name: what overfitting could cost on new rows is below what it
+#: leaves unexplained (1e-6 of the variance), so the check is skipped (an exact law, or a close
+#: approximation of one, is never cut down), and its share of the budget goes back to the search.
+NOISE_FREE_R2 = 1.0 - 1e-6
 #: A fold search with less time than this is not started (the check is then left out).
 _MIN_FOLD_SECONDS = 0.01
 
@@ -146,7 +148,7 @@ def size_limit(est: Any, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w
     budget left, a Ctrl-C), the evaluations spent, and whether a Ctrl-C ended it.
     ``deadline``: ``time.perf_counter()`` by which the fold searches end; ``max_evaluations``:
     what they may spend together."""
-    if not entries or max(e.r2 for e in entries) >= EXACT_R2:
+    if not entries or max(e.r2 for e in entries) >= NOISE_FREE_R2:
         return None, 0.0, False
     labels = fold_labels(len(y), rng, SEARCH_CV_FOLDS)
     seeds = rng.integers(2**31 - 1, size=SEARCH_CV_FOLDS)
