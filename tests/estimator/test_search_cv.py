@@ -203,3 +203,17 @@ def test_a_front_that_fits_without_noise_gives_the_folds_share_back_to_the_searc
     noisy = y + 0.05 * np.std(y) * rng.normal(size=len(y))
     model = _fit(X, noisy, 0, max_evaluations=20_000)
     assert max(h["evaluations"] for h in model.history_) <= 0.55 * 20_000
+
+
+def test_the_fold_searches_use_the_policy_without_its_chains():
+    from dgsr.estimator.search_cv import fold_policy
+    from dgsr.policies.semantic.policy import SemanticPolicy
+
+    est = SymbolicRegressor(unary_operators=["exp"], binary_operators=["+", "*"])
+    policy = fold_policy(est)
+    assert isinstance(policy, SemanticPolicy) and policy.inner_chains == 0
+    assert policy.operators == frozenset({"exp", "add", "mul"})  # the user's operators kept
+    own = SemanticPolicy(inner_chains=4, n_rows=50)
+    copied = fold_policy(SymbolicRegressor(policy=own))
+    assert copied.inner_chains == 0 and copied.n_rows == 50 and own.inner_chains == 4
+    assert fold_policy(SymbolicRegressor(policy="random")) == "random"

@@ -21,6 +21,7 @@ generator.
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 import warnings
@@ -127,7 +128,7 @@ def fold_fronts(est: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, la
             break  # out of time: the fronts are incomplete
         model = clone(est).set_params(
             model_selection="balanced", verbose=False, warm_start=False, finetune=False, random_state=int(seed),
-            max_time=max_time,
+            max_time=max_time, policy=fold_policy(est),
             max_evaluations=None if max_evaluations is None else max(int(max_evaluations), 1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the copy's notes on its smaller data are not the user's
@@ -138,6 +139,26 @@ def fold_fronts(est: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, la
             predictions = np.array([model.predict(X[test], index=i, strict=True) for i in range(len(model._front))])
         fronts.append((np.array([e.size for e in model._front]), predictions))
     return fronts, spent, False
+
+
+def fold_policy(est: Any) -> Any:
+    """The fold searches' policy: the fit's own, but the semantic policy without its chains
+    (:mod:`dgsr.policies.semantic.parametric_forms`). The chains' fits are a fixed cost per
+    search, paid again in every fold, which on a few dozen rows took most of a short fold
+    search's time, so the folds reached small sizes only and let a large formula through; the
+    folds measure how large a formula the rows support, which the other operands show as well."""
+    from dgsr.core.operators import resolve_operators
+    from dgsr.policies.semantic.policy import SemanticPolicy
+
+    spec = est.policy
+    if isinstance(spec, str) and spec == "semantic":
+        operators = resolve_operators(est.operators, est.unary_operators, est.binary_operators)
+        return SemanticPolicy(operators=operators, inner_chains=0)
+    if isinstance(spec, SemanticPolicy):
+        policy = copy.copy(spec)
+        policy.inner_chains = 0
+        return policy
+    return spec
 
 
 def size_limit(est: Any, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
