@@ -4,7 +4,6 @@ surprises, a fast ``--version``. Each test runs ``dgsr`` in a fresh process wher
 
 from __future__ import annotations
 
-import os
 import pickle
 import signal
 import subprocess
@@ -181,7 +180,7 @@ def test_a_signal_during_start_up_is_one_line(tmp_path, table, sig, status, line
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-c", _SIGNAL_AT_IMPORT, sig, module, "fit", str(table),
                            "--out", str(out), *FAST], check=False, capture_output=True, text=True, env=_env(),
-                          cwd=tmp_path, timeout=180, preexec_fn=_default_sigint)  # noqa: PLW1509
+                          cwd=tmp_path, timeout=180, preexec_fn=_default_sigint)
     assert proc.returncode == status, proc.stderr
     assert proc.stderr.strip() == line
     assert not out.exists()
@@ -246,7 +245,7 @@ def test_a_full_disk_names_the_file_being_written(tmp_path, table, model):
     out = tmp_path / "pred.csv"
     proc = subprocess.run([*_dgsr_command(), "predict", str(model), str(big), "--out", str(out)], check=False,
                           capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=180,
-                          preexec_fn=_small_file_limit)  # noqa: PLW1509
+                          preexec_fn=_small_file_limit)
     line = _one_error_line(proc)
     assert f"cannot write {out}:" in line and ".tmp" not in line
     assert not out.exists() and not list(tmp_path.glob(".pred.csv.*"))  # no half file, no temporary left

@@ -28,6 +28,6 @@ def test_one_row_gives_its_value(fitted):
 
 
 def test_a_row_of_the_wrong_length_is_refused(fitted):
-    est, X = fitted
+    est, _ = fitted
     with pytest.raises(ValueError, match="1-D X is one row and needs 2 values"):
         est.to_numpy()(np.ones(3))

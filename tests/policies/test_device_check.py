@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dgsr.estimator.regressor import SymbolicRegressor  # noqa: E402
+from dgsr.estimator.regressor import SymbolicRegressor
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 

@@ -67,7 +67,7 @@ def test_ctrl_c_keeps_what_the_running_units_found(tmp_path, to_group):
     script.write_text(textwrap.dedent(_SCRIPT))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=_default_sigint)
+                            text=True, start_new_session=True, preexec_fn=_default_sigint)  # noqa: PLW1509 - no threads here
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(_workers(proc.pid)) < 2:

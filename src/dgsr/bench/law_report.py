@@ -39,8 +39,8 @@ def laws_per_dataset(df: pd.DataFrame) -> pd.DataFrame:
     d["noise_eff"] = np.where(d["law_noise"] > 0, d["law_noise"], pd.to_numeric(d["noise"], errors="coerce"))
     extrap = pd.to_numeric(d["r2_extrap"], errors="coerce")
     d["extrap_ok"] = extrap.where(~d["ok"] | extrap.notna(), -np.inf).where(d["ok"])
-    d["recovered_ok"] = d["ok"] & (d["recovered"] == True)  # noqa: E712  (None and NaN are not True)
-    d["exact_ok"] = d["ok"] & (d["solution"] == True)  # noqa: E712
+    d["recovered_ok"] = d["ok"] & (d["recovered"] == True)
+    d["exact_ok"] = d["ok"] & (d["solution"] == True)
     d["r2_ok"] = d["r2"].where(d["ok"])
     d["size_ok"] = d["size"].where(d["ok"])
     d["r2_linear"] = pd.to_numeric(d["r2_linear"], errors="coerce")
@@ -111,8 +111,8 @@ def laws_section(df: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
         if len(ns):
             ns_rows = [[r["label"], r["dataset"], _fmt(r["r2"]), _fmt(r["r2_linear"]),
                         _fmt(r["r2"] - r["r2_linear"])] for _, r in ns.iterrows()]
-            lines += ["No-signal controls (y independent of X): test R² of the method against least "
-                      "squares on the same split; a method above the linear baseline is fitting noise.", "",
+            lines += [("No-signal controls (y independent of X): test R² of the method against least "
+                       "squares on the same split; a method above the linear baseline is fitting noise."), "",
                       *_table(["method", "dataset", "test R²", "linear test R²", "difference"], ns_rows), ""]
     lines += [("Recovered = SRBench's symbolic solution (checked when test R² > 0.5) or R² ≥ 0.999 against "
                "the noise-free law on the stretched box (each range widened by half its width on both sides, "

@@ -25,6 +25,7 @@ import numpy as np
 from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
+
 # Defined with the other held-out choices (the undersampled-wave fallback applies it too); re-exported.
 from dgsr.estimator.model_selection import cross_validated_choice  # noqa: F401
 

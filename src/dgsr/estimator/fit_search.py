@@ -9,7 +9,6 @@ The functions take the estimator and set its search statistics (``n_evaluations_
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import math
 import time

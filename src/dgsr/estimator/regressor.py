@@ -294,7 +294,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
         # Counted in fractions while fitting (a pass over a row subset, a share of a constant fit);
         # reported as a whole number of evaluations.
-        self.n_evaluations_ = int(round(self.n_evaluations_))
+        self.n_evaluations_ = round(self.n_evaluations_)
         index = self._feature_index
         self._scaling = Scaling(tuple(rows.scaling.x_exponents[i] for i in index), rows.scaling.y_exponent)
         self._front = outcome.entries
