@@ -24,6 +24,7 @@ TORCH_ALLOWED = {
     "cli.search", "cli.pretrain",  # entry points: set the process's torch thread count for their command
     "estimator.export",  # to_torch(): the user asked for a torch function
     "bench.methods",  # one thread per method in benchmark runs (CONTRACTS §2)
+    "policies.device",  # checks the neural policy's torch device (only called for that policy)
 }
 
 

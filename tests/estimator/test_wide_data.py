@@ -33,7 +33,7 @@ def test_random_policy_searches_every_column(n_columns, target, used, evals):
         # Valued as proposed: with inner fits, near-exact approximations through other columns
         # compete for the same budget, and this test is about which columns are searched.
         est = SymbolicRegressor(policy="random", max_evaluations=evals, max_time=None, random_state=0,
-                                inner_fit_steps=0).fit(X, y)
+                                inner_fit_steps=0, cv_max_rows=0).fit(X, y)  # the whole budget to one search
     assert est.selected_features_ == list(X.columns)
     best = est.equations_.iloc[est.best_index_]
     assert best["r2"] > 1 - 1e-9  # exact, where pre-selection to 10 columns cannot be

@@ -51,7 +51,7 @@ def _data(name: str, noise: float) -> tuple:
 
 def _fit(name: str, noise: float, on: bool) -> tuple[float, int]:
     X, y, stretched, truth = _data(name, noise)
-    policy = SemanticPolicy(inner_chains=6 if on else 0, free_exponents=on)
+    policy = SemanticPolicy() if on else SemanticPolicy(inner_chains=0, free_exponents=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = SymbolicRegressor(max_time=None, max_evaluations=BUDGET, random_state=0, policy=policy).fit(X, y)

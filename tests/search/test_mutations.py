@@ -112,10 +112,13 @@ def test_nesting_check_agrees_with_its_definition_on_random_trees():
     from dgsr.core.operators import TRANSCENDENTAL, UNARY
     from dgsr.training.generator import random_tree
 
-    def by_definition(expr):  # a transcendental with another one in its subtree
-        ends = expr.subtree_ends
-        return any(s in TRANSCENDENTAL and any(t in TRANSCENDENTAL for t in expr.symbols[i + 1:ends[i]])
-                   for i, s in enumerate(expr.symbols))
+    def by_definition(expr):  # a transcendental with another one in its subtree, where the exp
+        # and log of a power exp(c*log(u)) are not transcendental (one power node)
+        symbols, ends = expr.symbols, expr.subtree_ends
+        power = {j for i in range(len(symbols)) if symbols[i:i + 4] == ("exp", "mul", "c", "log")
+                 for j in (i, i + 3)}
+        marked = [s in TRANSCENDENTAL and i not in power for i, s in enumerate(symbols)]
+        return any(marked[i] and any(marked[i + 1:ends[i]]) for i in range(len(symbols)))
 
     rng = np.random.default_rng(7)
     seen = set()

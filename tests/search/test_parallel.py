@@ -82,7 +82,7 @@ def test_two_processes_give_the_same_front_as_one(fits, data):
     assert history(one) == history(two) and len(history(one)) > 1
     assert one.best_index_ == two.best_index_
     np.testing.assert_array_equal(one.predict(X), two.predict(X))
-    assert one.n_trials_ >= 4  # four units, each with its own trials
+    assert one.n_trials_ >= 2  # the search's units (half of the budget; the fold searches take the rest)
 
 
 def test_the_merged_front_holds_several_units(small_units, data, fits):

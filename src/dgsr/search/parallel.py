@@ -42,6 +42,7 @@ from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_sea
 from dgsr.search.policy import Policy
 from dgsr.search.results import history_point
 from dgsr.search.workers import (
+    WAIT_SLICE_SECONDS,
     available_cpus,
     check_backend,
     discard_pool,
@@ -50,6 +51,7 @@ from dgsr.search.workers import (
     start_ray,
     stop_workers,
     stoppable_work,
+    wait_in_slices,
 )
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
@@ -402,22 +404,6 @@ def _offset_progress(on_progress: Callable[[SearchProgress], Any] | None, merger
     return show
 
 
-#: Longest single block of the parent on its workers' results.
-_WAIT_SLICE_SECONDS = 0.25
-
-
-def _wait_in_slices(handles: list[Any], timeout: float | None, until: str) -> set[Any]:
-    """``cf.wait`` in short slices: a SIGINT that the OS delivers to another thread of this
-    process (the pool's own threads) leaves a long blocking wait of the main thread asleep, and
-    Python runs its handler, which raises the ``KeyboardInterrupt``, only once that wait returns."""
-    end = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = _WAIT_SLICE_SECONDS if end is None else max(0.0, min(_WAIT_SLICE_SECONDS, end - time.monotonic()))
-        done, pending = cf.wait(handles, timeout=left, return_when=until)
-        if (done and until == cf.FIRST_COMPLETED) or not pending or (end is not None and time.monotonic() >= end):
-            return done
-
-
 class _PoolRunner:
     """Units on a local ``spawn`` process pool."""
 
@@ -429,7 +415,7 @@ class _PoolRunner:
 
     def wait(self, handles: list[Any], timeout: float | None = None) -> list[Any]:
         """The handles done (at least one, unless ``timeout`` seconds passed first: then none)."""
-        return sorted(_wait_in_slices(handles, timeout, cf.FIRST_COMPLETED), key=handles.index)
+        return sorted(wait_in_slices(handles, timeout, cf.FIRST_COMPLETED), key=handles.index)
 
     def result(self, handle: Any) -> UnitResult:
         return handle.result()
@@ -444,7 +430,7 @@ class _PoolRunner:
             # and one that was between two steps may have missed it (each unit stops once).
             if not stop_workers(self.pool):
                 return []
-            done = _wait_in_slices(handles, min(_WAIT_SLICE_SECONDS, end - time.monotonic()), cf.ALL_COMPLETED)
+            done = wait_in_slices(handles, min(WAIT_SLICE_SECONDS, end - time.monotonic()), cf.ALL_COMPLETED)
             if len(done) == len(handles):
                 break
         out = []

@@ -183,3 +183,19 @@ def start_ray(n_cpus: int | None, address: str | None = None) -> bool:
         kwargs.update(num_cpus=n_cpus, include_dashboard=False)
     ray.init(**kwargs)
     return True
+
+
+#: Longest single block of the parent on its workers' results.
+WAIT_SLICE_SECONDS = 0.25
+
+
+def wait_in_slices(handles: list[Any], timeout: float | None, until: str) -> set[Any]:
+    """``cf.wait`` in short slices: a SIGINT that the OS delivers to another thread of this
+    process (the pool's own threads) leaves a long blocking wait of the main thread asleep, and
+    Python runs its handler, which raises the ``KeyboardInterrupt``, only once that wait returns."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = WAIT_SLICE_SECONDS if end is None else max(0.0, min(WAIT_SLICE_SECONDS, end - time.monotonic()))
+        done, pending = cf.wait(handles, timeout=left, return_when=until)
+        if (done and until == cf.FIRST_COMPLETED) or not pending or (end is not None and time.monotonic() >= end):
+            return done

@@ -361,7 +361,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
                   max_size: int = 6, fit_parametric: bool = False,
                   max_parametric_variables: int = 5,
-                  max_chain_variables: int = 3, max_chains: int = 6, pair_forms: bool = True,
+                  max_chain_variables: int = 3, max_chains: int = 4, pair_forms: bool = True,
                   extra_operands: Iterable[Expression] = (),
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
                   fit_memo: FitMemo | None = None) -> OperandLibrary:

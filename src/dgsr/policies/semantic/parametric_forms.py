@@ -171,7 +171,8 @@ def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
 def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
                 linear: Sequence[int], keep: int, memo: dict | None = None) -> list[Expression]:
     """The ``keep`` chains over ``variables`` that explain ``y`` best (with the ``linear`` columns
-    beside them), best first; ``memo`` (a dict kept for these rows) holds each chain's fit."""
+    beside them), best first, then each variable's best one-operator chain not among them;
+    ``memo`` (a dict kept for these rows) holds each chain's fit."""
     shapes = chain_shapes(allowed)
     linear_values = np.vstack([columns[i] for i in linear]) if linear else None
     # The screening fits run on a spread subset of the rows (a chain's shape shows on a hundred
@@ -179,6 +180,7 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     screen = np.unique(np.linspace(0, columns.shape[1] - 1, min(columns.shape[1], _SCREEN_ROWS)).astype(int))
     screen_linear = None if linear_values is None else linear_values[:, screen]
     scored: list[tuple[float, int, Expression]] = []
+    simplest: dict[int, tuple[float, int, Expression]] = {}  # per variable, its best one-operator chain
     for i in variables:
         for shape in shapes:
             key = ("chain", i, shape, tuple(linear))
@@ -191,6 +193,8 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
                     memo[key] = (form, loss)
             if form is not None:
                 scored.append((loss, len(scored), form))
+                if len(shape) == 1 and loss < simplest.get(i, (math.inf,))[0]:
+                    simplest[i] = (loss, len(scored) - 1, form)
     scored.sort(key=lambda s: (s[0], s[1]))
     # The best chains get more steps: a law's own constants often lie along a flat valley
     # (exp(a/(T + d)) for an activation, where d goes to 0 slowly), which 20 steps do not cross.
@@ -206,4 +210,10 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
         if better is not None:  # losses on all rows, comparable with each other
             refined.append((better_loss, order, better))
     refined.sort(key=lambda s: (s[0], s[1]))
-    return [form for _, _, form in refined[:keep]]
+    best = [form for _, _, form in refined[:keep]]
+    # Each variable's best one-operator chain as well: in a product law (exp(-a*x)*cos(b*z + c))
+    # the right factor explains y less well alone than a two-operator chain that bends to it.
+    keys = {form.key() for form in best}
+    best.extend(form for _, _, form in sorted(simplest.values(), key=lambda s: (s[0], s[1]))
+                if form.key() not in keys)
+    return best

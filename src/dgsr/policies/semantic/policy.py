@@ -139,7 +139,7 @@ class SemanticPolicy:
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
-                 power_laws: bool = True, inner_chains: int = 6, free_exponents: bool = True,
+                 power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
