@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .laws import get_law
+from .report import fmt_value, markdown_table
 
 
 def _law_info(name: str) -> dict[str, object]:
@@ -74,19 +75,6 @@ def laws_summary(per: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _fmt(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return "–"
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows]
-
-
 def laws_section(df: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
     """Markdown lines of the laws section (empty without laws runs) and the per-law table."""
     per = laws_per_dataset(df)
@@ -103,17 +91,17 @@ def laws_section(df: pd.DataFrame) -> tuple[list[str], pd.DataFrame]:
                    "recovered (%)", "median extrapolation R²"] + [
                    f"recovered at noise {c[len('recovered_noise_'):]} (%)" for c in noisy]
         rows = [[r["method"], f"{r['laws']} ({r['noise_free']} noise-free)", str(r["failures"]),
-                 _fmt(r["median_r2"]), _fmt(r["median_size"], 1), _fmt(r["exact"], 1),
-                 _fmt(r["recovered"], 1),
-                 _fmt(r["median_r2_extrap"])] + [_fmt(r[c], 1) for c in noisy] for _, r in s.iterrows()]
-        lines += [f"### Half: {half}", "", *_table(headers, rows), ""]
+                 fmt_value(r["median_r2"]), fmt_value(r["median_size"], 1), fmt_value(r["exact"], 1),
+                 fmt_value(r["recovered"], 1),
+                 fmt_value(r["median_r2_extrap"])] + [fmt_value(r[c], 1) for c in noisy] for _, r in s.iterrows()]
+        lines += [f"### Half: {half}", "", *markdown_table(headers, rows), ""]
         ns = per[(per["half"] == half) & per["no_signal"].astype(bool)]
         if len(ns):
-            ns_rows = [[r["label"], r["dataset"], _fmt(r["r2"]), _fmt(r["r2_linear"]),
-                        _fmt(r["r2"] - r["r2_linear"])] for _, r in ns.iterrows()]
+            ns_rows = [[r["label"], r["dataset"], fmt_value(r["r2"]), fmt_value(r["r2_linear"]),
+                        fmt_value(r["r2"] - r["r2_linear"])] for _, r in ns.iterrows()]
             lines += [("No-signal controls (y independent of X): test R² of the method against least "
                        "squares on the same split; a method above the linear baseline is fitting noise."), "",
-                      *_table(["method", "dataset", "test R²", "linear test R²", "difference"], ns_rows), ""]
+                      *markdown_table(["method", "dataset", "test R²", "linear test R²", "difference"], ns_rows), ""]
     lines += [("Recovered = SRBench's symbolic solution (checked when test R² > 0.5) or R² ≥ 0.999 against "
                "the noise-free law on the stretched box (each range widened by half its width on both sides, "
                "in log space for log-uniform variables, within the variable's domain). Rates and the "

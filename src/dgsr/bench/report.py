@@ -245,7 +245,8 @@ def plot_curves(df: pd.DataFrame, path: Path) -> Path | None:
 # ---------------------------------------------------------------- markdown
 
 
-def _fmt(value, digits: int = 3) -> str:
+def fmt_value(value, digits: int = 3) -> str:
+    """A table cell: a dash for a missing value, floats to ``digits`` decimals."""
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return "–"
     if isinstance(value, (float, np.floating)):
@@ -253,7 +254,8 @@ def _fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """The lines of a markdown table."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
@@ -293,18 +295,18 @@ def write_report(results_dir: str | Path) -> Path:
     headers = ["method", "runs", "failures", "black-box median R²", "black-box median size", "black-box rank",
                "Feynman R² ≥ 0.99 (%)", "Feynman R² > 0.999 (%)", "Feynman exact (%)", "Feynman median size",
                "Feynman rank"]
-    rows = [[r["method"], str(r["runs"]), str(r["failures"]), _fmt(r["bb_median_r2"]), _fmt(r["bb_median_size"], 1),
-             _fmt(ranks_bb.get(r["method"])), _fmt(r["feynman_r2_099"], 1), _fmt(r["feynman_r2_0999"], 1),
-             _fmt(r["feynman_exact"], 1), _fmt(r["feynman_median_size"], 1), _fmt(ranks_fy.get(r["method"]))]
+    rows = [[r["method"], str(r["runs"]), str(r["failures"]), fmt_value(r["bb_median_r2"]), fmt_value(r["bb_median_size"], 1),
+             fmt_value(ranks_bb.get(r["method"])), fmt_value(r["feynman_r2_099"], 1), fmt_value(r["feynman_r2_0999"], 1),
+             fmt_value(r["feynman_exact"], 1), fmt_value(r["feynman_median_size"], 1), fmt_value(ranks_fy.get(r["method"]))]
             for _, r in summary.iterrows()]
-    lines += ["## Summary", "", *_table(headers, rows), ""]
+    lines += ["## Summary", "", *markdown_table(headers, rows), ""]
     for suite, title in (("strogatz", "Strogatz"), ("classic", "Classic GP laws")):
         st = summary[summary[f"{suite}_problems"] > 0]
         if len(st):
-            lines += [f"## {title}", "", *_table(
+            lines += [f"## {title}", "", *markdown_table(
                 ["method", "R² ≥ 0.99 (%)", "R² > 0.999 (%)", "exact (%)", "median size"],
-                [[r["method"], _fmt(r[f"{suite}_r2_099"], 1), _fmt(r[f"{suite}_r2_0999"], 1),
-                  _fmt(r[f"{suite}_exact"], 1), _fmt(r[f"{suite}_median_size"], 1)] for _, r in st.iterrows()]), ""]
+                [[r["method"], fmt_value(r[f"{suite}_r2_099"], 1), fmt_value(r[f"{suite}_r2_0999"], 1),
+                  fmt_value(r[f"{suite}_exact"], 1), fmt_value(r[f"{suite}_median_size"], 1)] for _, r in st.iterrows()]), ""]
     from .law_report import laws_section
 
     law_lines, law_table = laws_section(df)
@@ -322,7 +324,7 @@ def write_report(results_dir: str | Path) -> Path:
         lines += ["## Accuracy against evaluations (Figure 4)", "", f"![Learning curves]({fig4.name})", ""]
     failed = df[~df["ok"]]
     if len(failed):
-        lines += ["## Failures", "", *_table(
+        lines += ["## Failures", "", *markdown_table(
             ["method", "dataset", "seed", "status", "error"],
             [[r["method"], r["dataset"], str(r["seed"]), str(r["status"]),
               str(r.get("error") or "").replace("|", "\\|").replace("\n", " ")[:160]]
