@@ -103,9 +103,18 @@ def one_se_eligible(errors: np.ndarray, reference: int, floor: float = 0.0) -> n
     for i, row in enumerate(errors):
         if not np.isfinite(row).all():
             continue
+        # In units of the largest difference: errors near the float range (a formula that
+        # explodes on a few rows) would overflow the variance and make every row "as good".
         d = row - ref
+        scale = float(np.max(np.abs(d))) if n else 0.0
+        if not math.isfinite(scale):
+            continue
+        if scale == 0.0:
+            out[i] = True
+            continue
+        d = d / scale
         se = float(np.std(d, ddof=1)) / math.sqrt(n) if n > 1 else 0.0
-        out[i] = float(np.mean(d)) <= se + floor
+        out[i] = float(np.mean(d)) <= se + floor / scale
     return out
 
 
