@@ -1,7 +1,7 @@
 """Input and parameter checks for :class:`dgsr.SymbolicRegressor`, run at the start of ``fit``.
 
 Every problem with the data is reported before any search starts, in words that name the
-offending column or row (DESIGN §5: "a clear error at the start of fit"). Shapes, emptiness,
+offending column or row (docs/DESIGN.md, "Estimator": a clear error at the start of fit). Shapes, emptiness,
 complex numbers and sparse input are delegated to scikit-learn's ``validate_data``, whose
 messages are the ones its estimator checks expect (``"1 sample(s)"``, ``"0 feature(s)"``);
 non-numeric columns and non-finite values get our own messages, which say where they are.

@@ -5,7 +5,7 @@
 (:mod:`dgsr.estimator.features`), runs the MCTS search (:func:`dgsr.search.mcts.run_search`)
 under one :class:`~dgsr.core.budget.Budget`, refits the constants of the final Pareto front on all
 training rows, and builds the ``equations_`` table. ``predict`` never returns NaN/inf for
-finite input (CONTRACTS §6). The estimator contract is scikit-learn's (DESIGN §4 habit 9):
+finite input (CONTRACTS §6). The estimator contract is scikit-learn's (docs/DESIGN.md, "Estimator"):
 ``__init__`` only stores, fitted attributes end in ``_``, ``check_estimator`` is a test.
 """
 
@@ -43,10 +43,10 @@ from dgsr.estimator.warm_up import warm_up_kernels
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
 #: (data-aware proposals in closed form) beats the uniform random one at equal time and at equal
-#: evaluations; the shipped neural policy loses to both (docs/BENCHMARKS.md, "Semantic vs random policy").
+#: evaluations; the neural policy loses to both (docs/notes/benchmarks_history.md, "Semantic vs random").
 DEFAULT_POLICY = "semantic"
 #: The default model-selection rule, chosen by measurement on black-box, Feynman and scikit-learn
-#: data (docs/BENCHMARKS.md, "Model selection"; docs/DESIGN.md).
+#: data (docs/notes/benchmarks_history.md, "Model selection"; docs/DESIGN.md, "Model selection").
 DEFAULT_SELECTION = "cv"
 
 

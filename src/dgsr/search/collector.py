@@ -4,7 +4,7 @@ A search allocates many small objects that live as long as it does (tree nodes, 
 cache entries), and each allocation counts towards the collector's next pass: with the
 interpreter's default thresholds (700, 10, 10) a 10 s search on 750 rows ran about 640 young and
 3 full collections, the full ones over every object of the process, which took 7% of its time
-(docs/DESIGN.md, "The hot path, 0.8"). :func:`fewer_collections` raises the thresholds for the
+(docs/notes/design_history.md, "The hot path, 0.8"). :func:`fewer_collections` raises the thresholds for the
 duration of a search and puts the previous ones back afterwards. Nothing is switched off: cyclic
 garbage is still collected, in fewer, larger passes.
 
