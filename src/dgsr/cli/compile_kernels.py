@@ -22,11 +22,11 @@ def add_subparser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Warm the kernels up and say whether they were compiled or only loaded, and where they are kept."""
-    from dgsr.core import jit
+    from dgsr.core.kernels import compiler as jit
     from dgsr.estimator.warm_up import warm_up_kernels
 
     if not jit.AVAILABLE:
-        print("the compiled kernels are off (DGSR_NO_JIT is set, or numba is not installed): nothing to compile")
+        print("the compiled kernels are off (DGSR_NO_JIT is set): nothing to compile")
         return 0
     warm = warm_up_kernels()
     path = jit.cache_path()
