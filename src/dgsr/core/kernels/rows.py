@@ -6,7 +6,7 @@ are the one-row table (the policy's kernels call it inside their own loops);
 whole node over all rows with the operator chosen outside the row loop, so the loops vectorise.
 ``sin``, ``cos`` and ``exp`` there are the package's own (:func:`trig_in_place_jit`,
 :func:`exp_in_place_jit`), within two units in the last place of libm's
-(tests/core/test_jit_rows.py), because libm's are scalar calls. All compiled with
+(tests/core/kernels/test_rows.py), because libm's are scalar calls. All compiled with
 :func:`dgsr.core.kernels.compiler.compile_kernel`.
 """
 
