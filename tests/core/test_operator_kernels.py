@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dgsr.core.evaluate import as_columns
+from dgsr.core.expression import Expression
 from dgsr.core.kernels import rows
 from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST, encode
 from dgsr.core.kernels.forward import run_encoded
-from dgsr.core.evaluate import as_columns
-from dgsr.core.expression import Expression
 from dgsr.core.operators import BINARY, OPERATORS, UNARY
 
 SEED = 11

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgsr.core.kernels import compiler
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import compiler
 from dgsr.core.operators import OPERATORS
 from dgsr.policies.semantic.compiled_backprop import CompiledBackprop, NumpyBackprop
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from dgsr.core.kernels import compiler
 from dgsr.core.evaluate import as_columns
+from dgsr.core.kernels import compiler
 from dgsr.core.parser import parse
 from dgsr.policies.semantic.compiled_backprop import CompiledBackprop, NumpyBackprop
 from dgsr.policies.semantic.policy import SemanticPolicy

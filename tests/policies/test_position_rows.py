@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dgsr.core.kernels import compiler
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import compiler
 from dgsr.core.operators import UNARY
 from dgsr.core.parser import parse
 from dgsr.policies.semantic.compiled_backprop import CompiledBackprop, NumpyBackprop

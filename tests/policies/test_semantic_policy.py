@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import sympy
 
-from dgsr.core.kernels import compiler
 from dgsr.core.budget import Budget
 from dgsr.core.evaluate import as_columns, evaluate
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import compiler
 from dgsr.core.parser import parse
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.backprop import chain_gradient, desired_values, invert, node_values, parents

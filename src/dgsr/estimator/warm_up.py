@@ -71,9 +71,9 @@ def warm_up_kernels(announce: Callable[[], Any] | None = None, *, announce_after
 
 
 def _run_warm_up() -> None:
-    from dgsr.core.kernels import scoring as jit_scoring
     from dgsr.core.budget import Budget
     from dgsr.core.inner_fit import fit_inner_constants
+    from dgsr.core.kernels import scoring as jit_scoring
     from dgsr.core.parser import parse
     from dgsr.policies.semantic.policy import SemanticPolicy
     from dgsr.search.mcts import SearchConfig, run_search

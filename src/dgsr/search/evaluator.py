@@ -13,14 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dgsr.core.kernels import child as kernel_child
-from dgsr.core.kernels import compiler, scoring
-from dgsr.core.kernels.structure import COLLINEAR
 from dgsr.core.budget import Budget
 from dgsr.core.constants import DEFAULT_METHOD, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import INNER_FIT_TOLERANCES, fit_inner_constants
+from dgsr.core.kernels import child as kernel_child
+from dgsr.core.kernels import compiler, scoring
+from dgsr.core.kernels.structure import COLLINEAR
 from dgsr.core.linear_terms import (
     additive_terms,
     first_occurrences,

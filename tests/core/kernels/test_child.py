@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dgsr.core.kernels import child as kernel_child
-from dgsr.core.kernels import scoring, structure
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import INNER_FIT_TOLERANCES
+from dgsr.core.kernels import child as kernel_child
+from dgsr.core.kernels import scoring, structure
 from dgsr.core.linear_terms import additive_terms, weighted_sum
 from dgsr.core.parser import parse
 from tests.core.sum_strategies import N_VARS, SETTINGS, sums

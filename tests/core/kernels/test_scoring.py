@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dgsr.core.kernels import scoring
 from dgsr.core.budget import Budget
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import scoring
 from dgsr.core.linear_terms import additive_terms, fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.core.pareto import ParetoArchive

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dgsr.core import inner_fit
-from dgsr.core.kernels import structure
-from dgsr.core.kernels.codes import CODES_BINARY_LAST, CONST_CODE, encode_symbols
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import structure
+from dgsr.core.kernels.codes import CODES_BINARY_LAST, CONST_CODE, encode_symbols
 from dgsr.core.linear_terms import term_spans, weighted_sum
 from dgsr.core.parser import parse
 from tests.core.kernels import oracle

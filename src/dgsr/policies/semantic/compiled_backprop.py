@@ -19,11 +19,11 @@ import math
 
 import numpy as np
 
+from dgsr.core.expression import Expression
 from dgsr.core.kernels import compiler
 from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST, CONST_CODE, VAR_CODE
 from dgsr.core.kernels.rows import binary_value_jit, unary_value_jit
 from dgsr.core.kernels.structure import structure
-from dgsr.core.expression import Expression
 from dgsr.policies.semantic.backprop import (
     chain_gradient,
     desired_values,
