@@ -95,7 +95,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["pair_operands"] = False
         elif token.startswith("cv"):  # the cross-validation regime of model_selection="cv"
             options["cv_max_rows"] = int(token[len("cv"):])
-        elif token == "nojit":  # the numpy path instead of the compiled inner-fit kernels (dgsr.core.jit)
+        elif token == "nojit":  # the numpy scoring and policy paths (dgsr.core.kernels.compiler.AVAILABLE)
             options["jit"] = False
         elif token in ("random", "neural", "semantic"):
             options["policy"] = token
@@ -152,9 +152,9 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
 
         kwargs: dict[str, Any] = {"max_time": budget.time, "random_state": budget.seed, "verbose": False, **options}
         if not kwargs.pop("jit", True):
-            from dgsr.core import jit
+            from dgsr.core.kernels import compiler
 
-            jit.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
+            compiler.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
         # Tokens that set the semantic policy's own options (the rest keep its defaults).
         policy_options = {k: kwargs.pop(k) for k in ("parametric_operands", "additive_roots", "power_laws",
                                                       "inner_chains", "free_exponents", "pair_operands")

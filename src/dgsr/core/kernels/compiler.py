@@ -1,23 +1,25 @@
-"""How the package compiles its numerical kernels: numba when it is there, nothing otherwise.
+"""How the package compiles its numerical kernels: numba, cached on disk.
 
-numba is optional. :data:`AVAILABLE` is False when it cannot be imported, or when the
-environment variable ``DGSR_NO_JIT`` is set (to anything but ``0`` or empty); callers then use
-the numpy path, which gives the same numbers up to rounding. Kernels compile on first use and
-are cached on disk by numba (``cache=True``), so a later process loads them in a fraction of a
-second. :mod:`dgsr.core.jit` re-exports these names.
+numba is a hard dependency: every kernel compiles on first use and is cached on disk by numba
+(``cache=True``), so a later process loads it in a fraction of a second.
+
+:data:`AVAILABLE` is the switch for the callers that keep a numpy path of their own beside a
+compiled one (the search's scoring of a candidate, the semantic policy's tables): False when the
+environment variable ``DGSR_NO_JIT`` is set (to anything but ``0`` or empty). The inner constant
+fit has no numpy path in the package (its numpy twin is a test oracle,
+``tests/core/kernel_oracle.py``) and always runs compiled.
 """
 
 from __future__ import annotations
 
 import os
 
-try:  # the fallback is the numpy path, so a missing or broken numba is not an error
-    import numba
-except Exception:  # noqa: BLE001 - any import failure (missing, wrong llvmlite) means "no JIT"
-    numba = None
+import numba
 
-#: Whether the compiled kernels are used (numba importable and ``DGSR_NO_JIT`` unset).
-AVAILABLE: bool = numba is not None and os.environ.get("DGSR_NO_JIT", "") in ("", "0")
+__all__ = ["AVAILABLE", "KERNELS", "cache_path", "compile_kernel", "compile_misses", "compiled_signatures"]
+
+#: Whether callers with a numpy path of their own take the compiled one (``DGSR_NO_JIT`` unset).
+AVAILABLE: bool = os.environ.get("DGSR_NO_JIT", "") in ("", "0")
 
 #: Every kernel :func:`compile_kernel` made, in the order their modules defined them (module-level
 #: functions, like the kernels themselves): what :func:`compiled_signatures` counts.
@@ -26,7 +28,7 @@ KERNELS: list = []
 
 def compile_kernel(function, *, reassociate: bool = False):
     """``function`` compiled as every kernel of the package is (numba, cached on disk, numpy's
-    error model, no GIL), or None when the kernels are off (:data:`AVAILABLE`).
+    error model, no GIL).
 
     ``reassociate``: let LLVM regroup the function's additions and multiplications (its only
     fast-math flag: NaN and infinity keep their meaning, no fused multiply-add), so a sum over
@@ -34,8 +36,6 @@ def compile_kernel(function, *, reassociate: bool = False):
     work is such sums (the normal equations, the moments of a prediction): their results then
     differ from a row-order sum in the last bits, and may differ between processors of other
     vector widths, never within one machine."""
-    if not AVAILABLE:
-        return None
     fastmath = {"reassoc"} if reassociate else False
     kernel = numba.njit(cache=True, error_model="numpy", nogil=True, fastmath=fastmath)(function)
     KERNELS.append(kernel)

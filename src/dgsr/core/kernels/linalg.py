@@ -1,20 +1,24 @@
-"""The small linear algebra of the compiled kernels, as plain functions: Cholesky solves, the
-normal equations of a least-squares fit (with and without an intercept) and a sum of squares.
+"""The small linear algebra of the compiled kernels: Cholesky solves, the normal equations of a
+least-squares fit (with and without an intercept) and a sum of squares.
 
-:mod:`dgsr.core.jit` compiles them (with numba, when it is there) and its inner fit and
-:mod:`dgsr.core.jit_scoring`'s term fit call them. Plain loops on purpose: a LAPACK call from
-numba costs more to compile than a whole fit costs to run. The sums over rows are compiled with
-``reassociate`` (:func:`dgsr.core.jit_compile.compile_kernel`): LLVM spreads each over vector
-lanes, an order fixed by the code and the processor, so the values are reproducible on one
-machine and agree with a row-order sum to rounding.
+The inner fit (:mod:`dgsr.core.kernels.fit`) and the scoring's term fit
+(:mod:`dgsr.core.kernels.scoring`) call them. Plain loops on purpose: a LAPACK call from numba
+costs more to compile than a whole fit costs to run. The sums over rows are compiled with
+``reassociate`` (:func:`dgsr.core.kernels.compiler.compile_kernel`): LLVM spreads each over
+vector lanes, an order fixed by the code and the processor, so the values are reproducible on
+one machine and agree with a row-order sum to rounding.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dgsr.core.kernels.compiler import compile_kernel
 
-def _cholesky_solve(a, b, out, floor):  # pragma: no cover - compiled in dgsr.core.jit
+__all__ = ["centered_normal_equations_jit", "cholesky_solve_jit", "normal_equations_jit", "sum_of_squares_jit"]
+
+
+def _cholesky_solve(a, b, out, floor):  # pragma: no cover - compiled below
     """Solve ``a x = b`` for symmetric positive definite ``a`` (p x p) into ``out``; False when a
     squared pivot is not above ``floor`` (numerically singular), then ``out`` is undefined. Plain loops: a
     LAPACK call from numba costs more to compile than the whole fit costs to run."""
@@ -44,17 +48,11 @@ def _cholesky_solve(a, b, out, floor):  # pragma: no cover - compiled in dgsr.co
     return True
 
 
-def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no cover - compiled in dgsr.core.jit
-    """The normal equations of ``y ~ b + sum_i w_i * rows[index[i]]`` with the intercept
-    eliminated (rows and ``y`` centred): their means into ``means``, ``gram`` and ``rhs``
-    filled; returns ``y``'s mean. The inner fit's closed-form start and the scoring kernel's term
-    weights both solve these.
-
-    Four sums share each pass over the rows (the means with ``y``'s, then the cross sums
-    ``(i, j)`` and ``(i, y)`` in one list), each in vector lanes (module docstring)."""
+def _row_sums(rows, index, y, sums):  # pragma: no cover - compiled below
+    """The sum over rows of each ``rows[index[i]]`` into ``sums[i]``, then ``y``'s into
+    ``sums[m]``: four sums share each pass."""
     n = y.shape[0]
     m = index.shape[0]
-    sums = np.empty(m + 1)  # the rows' sums, then y's
     s = 0
     while s <= m:
         if s + 4 <= m + 1:
@@ -77,10 +75,11 @@ def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no 
                 total += a[r]
             sums[s] = total
             s += 1
-    for i in range(m):
-        means[i] = sums[i] / n
-    y_mean = sums[m] / n
-    # The cross sums: (i, m) is rhs[i] (m stands for y), (i, j) with j <= i is gram[i, j].
+
+
+def _cross_pairs(m):  # pragma: no cover - compiled below
+    """The cross sums the centred normal equations need, as ``(left, right)`` index lists:
+    ``(i, m)`` is ``rhs[i]`` (``m`` stands for ``y``), ``(i, j)`` with ``j <= i`` is ``gram[i, j]``."""
     count = m * (m + 1) // 2 + m
     left = np.empty(count, dtype=np.int64)
     right = np.empty(count, dtype=np.int64)
@@ -91,7 +90,15 @@ def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no 
         for j in range(i + 1):
             left[c], right[c] = i, j
             c += 1
-    out = np.empty(count)
+    return left, right
+
+
+def _cross_sums(rows, index, y, means, y_mean, left, right, out):  # pragma: no cover - compiled below
+    """``out[c] = sum_r (a[r] - mean a) * (b[r] - mean b)`` for the pair ``(left[c], right[c])``
+    of :func:`_cross_pairs`: four sums share each pass."""
+    n = y.shape[0]
+    m = index.shape[0]
+    count = left.shape[0]
     c = 0
     while c < count:
         if c + 4 <= count:
@@ -125,6 +132,27 @@ def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no 
                 total += (a[r] - ma) * (b[r] - mb)
             out[c] = total
             c += 1
+
+
+def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no cover - compiled below
+    """The normal equations of ``y ~ b + sum_i w_i * rows[index[i]]`` with the intercept
+    eliminated (rows and ``y`` centred): their means into ``means``, ``gram`` and ``rhs``
+    filled; returns ``y``'s mean. The inner fit's closed-form start and the scoring kernel's term
+    weights both solve these.
+
+    Four sums share each pass over the rows (the means with ``y``'s, then the cross sums
+    ``(i, j)`` and ``(i, y)`` in one list), each in vector lanes (module docstring)."""
+    n = y.shape[0]
+    m = index.shape[0]
+    sums = np.empty(m + 1)  # the rows' sums, then y's
+    _row_sums_jit(rows, index, y, sums)
+    for i in range(m):
+        means[i] = sums[i] / n
+    y_mean = sums[m] / n
+    left, right = _cross_pairs_jit(m)
+    count = left.shape[0]
+    out = np.empty(count)
+    _cross_sums_jit(rows, index, y, means, y_mean, left, right, out)
     for c in range(count):
         i, j = left[c], right[c]
         if j == m:
@@ -134,7 +162,7 @@ def _centered_normal_equations(rows, index, y, means, gram, rhs):  # pragma: no 
     return y_mean
 
 
-def _normal_equations(jac, residual, gram, gradient):  # pragma: no cover - compiled in dgsr.core.jit
+def _normal_equations(jac, residual, gram, gradient):  # pragma: no cover - compiled below
     """``gram = J J^T`` and ``gradient = J r`` with non-finite Jacobian entries read as 0.
 
     Four entries of a row of ``gram`` share one pass over the rows, each sum in vector lanes
@@ -174,9 +202,20 @@ def _normal_equations(jac, residual, gram, gradient):  # pragma: no cover - comp
             j += 1
 
 
-def _sum_of_squares(value, y, residual):  # pragma: no cover - compiled in dgsr.core.jit
+def _sum_of_squares(value, y, residual):  # pragma: no cover - compiled below
+    """``residual = value - y`` and its sum of squares."""
     total = 0.0
     for r in range(y.shape[0]):
         residual[r] = value[r] - y[r]
         total += residual[r] * residual[r]
     return total
+
+
+_row_sums_jit = compile_kernel(_row_sums, reassociate=True)
+_cross_pairs_jit = compile_kernel(_cross_pairs)
+_cross_sums_jit = compile_kernel(_cross_sums, reassociate=True)
+cholesky_solve_jit = compile_kernel(_cholesky_solve)
+# Sums over rows, in vector lanes (compile_kernel's ``reassociate``).
+centered_normal_equations_jit = compile_kernel(_centered_normal_equations, reassociate=True)
+normal_equations_jit = compile_kernel(_normal_equations, reassociate=True)
+sum_of_squares_jit = compile_kernel(_sum_of_squares, reassociate=True)

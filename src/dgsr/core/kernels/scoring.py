@@ -11,8 +11,8 @@ term's exactly is fitted once (its copies get weight 0 and are left out of the w
 the numpy path); a numerically collinear set of distinct terms is reported instead of solved, so
 the caller takes numpy's minimum-norm least squares for it, as the numpy path does.
 
-Like :mod:`dgsr.core.jit`, this needs numba (:data:`dgsr.core.jit.AVAILABLE`); the numpy path
-stays the reference and the fallback, and gives the same numbers up to rounding.
+The search's numpy path (weighted rows, or :data:`dgsr.core.kernels.compiler.AVAILABLE` off)
+stays the reference, and gives the same numbers up to rounding.
 """
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dgsr.core import jit, jit_rows, jit_structure
+from dgsr.core.kernels.compiler import compile_kernel
+from dgsr.core.kernels.linalg import centered_normal_equations_jit, cholesky_solve_jit
+from dgsr.core.kernels.rows import binary_in_place_jit, unary_in_place_jit
+from dgsr.core.kernels.structure import structure
+
+__all__ = ["FIT_COLLINEAR", "FIT_DONE", "FIT_NON_FINITE", "FIT_SKIPPED", "EncodedSum", "SumScore", "encode_sum",
+           "score_sum", "score_sum_jit"]
 
 # A term weight whose Cholesky pivot (squared) falls below this share of the largest diagonal
 # entry is treated as collinear: numpy's lstsq (rcond 1e-12) handles those, not Cholesky.
@@ -57,14 +63,14 @@ class EncodedSum:
 def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
     """The additive terms of the (non-empty) prefix sequence ``symbols`` as one program; constant
     arguments index the whole expression's constants. Memoised by structure (pure); the terms and
-    their programs come from the compiled :func:`jit_structure.structure`."""
-    s = jit_structure.structure(symbols)
+    their programs come from the compiled :func:`dgsr.core.kernels.structure.structure`."""
+    s = structure(symbols)
     return EncodedSum(s.sum_ops, s.sum_args, s.starts, s.signs, s.varying, s.varying_size, s.depth, s.lengths)
 
 
 def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma: no cover - compiled below
     """Each term's values into ``values[i]``: node by node, each node over all rows (one loop per
-    operator, so the loops vectorise; sin and cos by :func:`dgsr.core.jit_rows._trig_in_place`)."""
+    operator, so the loops vectorise; sin and cos by :func:`dgsr.core.kernels.rows.trig_in_place_jit`)."""
     n = columns.shape[1]
     for t in range(starts.shape[0] - 1):
         sp = 0
@@ -81,12 +87,68 @@ def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma
                     stack[sp, r] = columns[j, r]
                 sp += 1
             elif op <= 3:  # binary: the left operand is on top
-                jit_rows._binary_in_place_jit(op, stack[sp - 1], stack[sp - 2])
+                binary_in_place_jit(op, stack[sp - 1], stack[sp - 2])
                 sp -= 1
             else:
-                jit_rows._unary_in_place_jit(op, stack[sp - 1])
+                unary_in_place_jit(op, stack[sp - 1])
         for r in range(n):
             values[t, r] = stack[0, r]
+
+
+def _distinct_terms(values, varying, kept, n):  # pragma: no cover - compiled below
+    """The varying terms to fit, in order: a varying term equal to an earlier kept one at every
+    row is that term again, fitted once (``kept[i]`` 0 for it, 1 for the others)."""
+    distinct = np.empty(varying.shape[0], dtype=np.int64)
+    k = 0
+    for i in range(varying.shape[0]):
+        a = values[varying[i]]
+        kept[i] = 1
+        for j in range(k):
+            b = values[distinct[j]]
+            same = True
+            for r in range(n):
+                if a[r] != b[r]:
+                    same = False
+                    break
+            if same:
+                kept[i] = 0
+                break
+        if kept[i]:
+            distinct[k] = varying[i]
+            k += 1
+    return distinct[:k]
+
+
+def _fit_distinct(values, distinct, y, residual, solved, n):  # pragma: no cover - compiled below
+    """The least-squares weights of the ``distinct`` terms into ``solved``: ``(status, intercept,
+    mse)`` (status ``FIT_DONE``, ``FIT_NON_FINITE`` or ``FIT_COLLINEAR``; ``residual``: scratch)."""
+    k = distinct.shape[0]
+    means = np.empty(k)
+    gram = np.empty((k, k))
+    rhs = np.empty(k)
+    y_mean = centered_normal_equations_jit(values, distinct, y, means, gram, rhs)
+    largest = 0.0
+    for i in range(k):
+        if not (np.isfinite(means[i]) and np.isfinite(gram[i, i]) and np.isfinite(rhs[i])):
+            return 1, 0.0, 0.0
+        largest = max(largest, gram[i, i])
+    # Each squared pivot checked against the scale of the diagonal: below it, numpy's lstsq decides.
+    if not largest > 0.0 or not cholesky_solve_jit(gram, rhs, solved, _COLLINEAR * largest):
+        return 2, 0.0, 0.0
+    intercept = y_mean
+    for i in range(k):
+        intercept -= solved[i] * means[i]
+    for r in range(n):
+        residual[r] = y[r] - y_mean
+    for i in range(k):
+        w, mu, term = solved[i], means[i], values[distinct[i]]
+        for r in range(n):
+            residual[r] -= w * (term[r] - mu)
+    mse = 0.0
+    for r in range(n):
+        mse += residual[r] * residual[r]
+    mse /= n
+    return 0, intercept, mse
 
 
 def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_terms,
@@ -127,53 +189,12 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
     cov /= n
     if not fit_terms:
         return mean, var, cov, 3, 0.0, 0.0
-    # A varying term equal to an earlier kept one at every row is that term again: fit it once.
-    distinct = np.empty(varying.shape[0], dtype=np.int64)
-    k = 0
-    for i in range(varying.shape[0]):
-        a = values[varying[i]]
-        kept[i] = 1
-        for j in range(k):
-            b = values[distinct[j]]
-            same = True
-            for r in range(n):
-                if a[r] != b[r]:
-                    same = False
-                    break
-            if same:
-                kept[i] = 0
-                break
-        if kept[i]:
-            distinct[k] = varying[i]
-            k += 1
-    distinct = distinct[:k]
-    means = np.empty(k)
-    gram = np.empty((k, k))
-    rhs = np.empty(k)
-    solved = np.empty(k)
-    y_mean = jit._centered_normal_equations_jit(values, distinct, y, means, gram, rhs)
-    largest = 0.0
-    for i in range(k):
-        if not (np.isfinite(means[i]) and np.isfinite(gram[i, i]) and np.isfinite(rhs[i])):
-            return mean, var, cov, 1, 0.0, 0.0
-        largest = max(largest, gram[i, i])
-    # Each squared pivot checked against the scale of the diagonal: below it, numpy's lstsq decides.
-    if not largest > 0.0 or not jit._cholesky_solve_jit(gram, rhs, solved, _COLLINEAR * largest):
-        return mean, var, cov, 2, 0.0, 0.0
-    intercept = y_mean
-    for i in range(k):
-        intercept -= solved[i] * means[i]
-    residual = pred  # the signed sum is no longer needed: its buffer takes the residuals
-    for r in range(n):
-        residual[r] = y[r] - y_mean
-    for i in range(k):
-        w, mu, term = solved[i], means[i], values[distinct[i]]
-        for r in range(n):
-            residual[r] -= w * (term[r] - mu)
-    mse = 0.0
-    for r in range(n):
-        mse += residual[r] * residual[r]
-    mse /= n
+    distinct = _distinct_terms_jit(values, varying, kept, n)
+    solved = np.empty(distinct.shape[0])
+    # The signed sum is no longer needed: its buffer takes the residuals.
+    status, intercept, mse = _fit_distinct_jit(values, distinct, y, pred, solved, n)
+    if status != 0:
+        return mean, var, cov, status, 0.0, 0.0
     j = 0
     for i in range(varying.shape[0]):
         if kept[i]:
@@ -182,8 +203,11 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
     return mean, var, cov, 0, intercept, mse
 
 
-_evaluate_terms_jit = jit.compile_kernel(_evaluate_terms)
-_score_sum_jit = jit.compile_kernel(_score_sum, reassociate=True)  # its moments: sums over rows
+_evaluate_terms_jit = compile_kernel(_evaluate_terms)
+# The term fit and the moments: sums over rows (compile_kernel's ``reassociate``).
+_distinct_terms_jit = compile_kernel(_distinct_terms)
+_fit_distinct_jit = compile_kernel(_fit_distinct, reassociate=True)
+score_sum_jit = compile_kernel(_score_sum, reassociate=True)
 
 
 class SumScore(NamedTuple):
@@ -213,7 +237,7 @@ class SumScore(NamedTuple):
 def score_sum(encoded: EncodedSum, constants: tuple[float, ...], columns: np.ndarray, y: np.ndarray,
               fit_terms: bool) -> SumScore:
     """Evaluate ``encoded`` at ``constants`` on ``columns`` (contiguous [n_features, n_rows]) and
-    score it against ``y`` (compiled; only when :data:`dgsr.core.jit.AVAILABLE`). The term fit runs
+    score it against ``y`` (compiled). The term fit runs
     only when ``fit_terms`` (the caller decides: at least two varying terms that fit the size
     limit)."""
     m = encoded.starts.shape[0] - 1
@@ -221,7 +245,7 @@ def score_sum(encoded: EncodedSum, constants: tuple[float, ...], columns: np.nda
     weights = np.zeros(encoded.varying.shape[0])
     kept = np.ones(encoded.varying.shape[0], dtype=np.int64)
     theta = np.array(constants, dtype=np.float64) if constants else np.zeros(1)
-    mean, var, cov, status, intercept, mse = _score_sum_jit(
+    mean, var, cov, status, intercept, mse = score_sum_jit(
         encoded.ops, encoded.args, encoded.starts, encoded.signs, encoded.varying, encoded.depth, theta,
         columns, y, fit_terms, values, weights, kept)
     return SumScore(mean, var, cov, int(status), weights, intercept, mse, kept, values)

@@ -1,5 +1,6 @@
-"""core.jit: the compiled kernels give the numbers of the numpy path (issue 25: "forward-mode and
-compiled values equal the plain evaluation"), and the numpy path takes over without numba."""
+"""core.kernels.forward and .fit: the compiled values and Jacobian equal forward mode and the plain
+evaluation (issue 25), and the compiled inner fit takes the steps of the numpy oracle
+(tests/core/kernels/oracle.py)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dgsr.core import inner_fit, jit
+from dgsr.core import inner_fit
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.gradients import value_and_jacobian
+from dgsr.core.kernels.codes import encode
+from dgsr.core.kernels.forward import run_encoded
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.core.parser import parse
+from tests.core.kernels import oracle
 
 pytestmark = pytest.mark.timeout(300, method="thread")
-needs_numba = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 
 SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -53,7 +56,6 @@ def _same(a: np.ndarray, b: np.ndarray) -> None:
     np.testing.assert_allclose(a[both], b[both], rtol=1e-9, atol=1e-300)
 
 
-@needs_numba
 @SETTINGS
 @given(expressions)
 def test_compiled_values_and_jacobian_equal_forward_mode_and_plain_evaluation(expr):
@@ -61,8 +63,8 @@ def test_compiled_values_and_jacobian_equal_forward_mode_and_plain_evaluation(ex
         warnings.simplefilter("error")  # neither path may leak a numpy warning
         plain = evaluate_columns(expr, COLUMNS)
         forward_value, forward_jac = value_and_jacobian(expr, COLUMNS)
-        ops, args = jit.encode(expr)
-        value, jac = jit.run_encoded(ops, args, np.asarray(expr.constants, dtype=np.float64), COLUMNS)
+        ops, args = encode(expr)
+        value, jac = run_encoded(ops, args, np.asarray(expr.constants, dtype=np.float64), COLUMNS)
     _same(value, plain)
     _same(forward_value, plain)
     assert jac.shape == (expr.n_constants, COLUMNS.shape[1])
@@ -82,31 +84,30 @@ LAWS = [
 ]
 
 
-@needs_numba
 @pytest.mark.parametrize("text, law", LAWS)
 @pytest.mark.parametrize("steps", [1, 3, 20])
-def test_compiled_inner_fit_takes_the_steps_of_the_numpy_one(text, law, steps, monkeypatch):
+def test_compiled_inner_fit_takes_the_steps_of_the_numpy_one(text, law, steps):
     X = np.random.default_rng(1).uniform(-2, 2, size=(64, 3))
     columns, y = as_columns(X), law(X)
     start = parse(text)
     compiled = inner_fit.fit_inner_constants(start, columns, y, steps=steps)
-    monkeypatch.setattr(jit, "AVAILABLE", False)
-    numpy_path = inner_fit.fit_inner_constants(start, columns, y, steps=steps)
+    numpy_path = oracle.fit_inner_constants(start, columns, y, steps=steps)
     assert compiled.passes == numpy_path.passes
     assert compiled.expression.symbols == numpy_path.expression.symbols
     np.testing.assert_allclose(compiled.expression.constants, numpy_path.expression.constants, rtol=1e-7)
     assert (compiled.expression is start) == (numpy_path.expression is start)
 
 
-def test_without_numba_the_numpy_path_fits_the_same_law():
-    # A fresh process with the switch set: the kernels are not used, and the fit still reaches the law.
+def test_with_the_kernels_switched_off_the_inner_fit_still_runs_compiled_and_fits_the_law():
+    # A fresh process with DGSR_NO_JIT set: the callers with a numpy path of their own take it, the
+    # inner fit (which has none in the package) still runs compiled and reaches the law.
     code = textwrap.dedent("""
         import numpy as np
-        from dgsr.core import jit
         from dgsr.core.evaluate import as_columns
         from dgsr.core.inner_fit import fit_inner_constants
+        from dgsr.core.kernels import compiler
         from dgsr.core.parser import parse
-        assert not jit.AVAILABLE
+        assert not compiler.AVAILABLE
         X = np.random.default_rng(0).uniform(-2, 2, size=(64, 3))
         y = 2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2]
         fit = fit_inner_constants(parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2"), as_columns(X), y, steps=10)

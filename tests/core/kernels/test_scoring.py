@@ -1,4 +1,4 @@
-"""core.jit_scoring: the compiled scoring of a candidate gives the numpy path's numbers (each term's
+"""core.kernels.scoring: the compiled scoring of a candidate gives the numpy path's numbers (each term's
 values, the moments of their sum, the least-squares term weights), reports collinear and
 non-finite terms instead of solving them, and the search's Evaluator scores the same with it."""
 
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dgsr.core import jit, jit_scoring
 from dgsr.core.budget import Budget
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import scoring
 from dgsr.core.linear_terms import additive_terms, fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.core.pareto import ParetoArchive
@@ -23,8 +23,7 @@ from dgsr.core.parser import parse
 from dgsr.search.config import SearchConfig
 from dgsr.search.evaluator import Evaluator
 
-pytestmark = [pytest.mark.timeout(300, method="thread"),
-              pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")]
+pytestmark = pytest.mark.timeout(300, method="thread")
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -68,10 +67,10 @@ def _close(a: float, b: float) -> bool:
 @SETTINGS
 @given(sums)
 def test_terms_and_moments_equal_the_numpy_evaluation(expr):
-    encoded = jit_scoring.encode_sum(expr.symbols)
+    encoded = scoring.encode_sum(expr.symbols)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the compiled path must not leak numpy warnings either
-        result = jit_scoring.score_sum(encoded, expr.constants, COLUMNS, Y, fit_terms=False)
+        result = scoring.score_sum(encoded, expr.constants, COLUMNS, Y, fit_terms=False)
         terms = additive_terms(expr)
         values = [evaluate_columns(t, COLUMNS) for _, t in terms]
     assert result.values.shape == (len(terms), COLUMNS.shape[1])
@@ -91,27 +90,27 @@ def test_terms_and_moments_equal_the_numpy_evaluation(expr):
     scales = (scale, scale * scale, scale * float(np.max(np.abs(Y - Y.mean()))))
     for got, want, size in zip((result.mean, result.var, result.cov), _numpy_moments(pred, Y), scales):
         assert _close(got, want) or abs(got - want) <= 1e-12 * size, (expr, got, want)
-    assert result.status == jit_scoring.FIT_SKIPPED
+    assert result.status == scoring.FIT_SKIPPED
 
 
 @SETTINGS
 @given(sums)
 def test_term_weights_are_the_least_squares_ones_or_the_reason_they_are_not(expr):
-    encoded = jit_scoring.encode_sum(expr.symbols)
+    encoded = scoring.encode_sum(expr.symbols)
     if encoded.varying.shape[0] < 2:
         return
-    result = jit_scoring.score_sum(encoded, expr.constants, COLUMNS, Y, fit_terms=True)
+    result = scoring.score_sum(encoded, expr.constants, COLUMNS, Y, fit_terms=True)
     distinct = []  # the varying terms not equal at every row to an earlier distinct one
     for i in encoded.varying:
         if not any(np.array_equal(result.values[i], result.values[j]) for j in distinct):
             distinct.append(int(i))
-    if result.status != jit_scoring.FIT_NON_FINITE:
+    if result.status != scoring.FIT_NON_FINITE:
         assert list(encoded.varying[result.distinct]) == distinct
         assert np.all(result.weights[~result.distinct] == 0.0)
     want = fit_term_weights(result.values[distinct], Y)
-    if result.status == jit_scoring.FIT_NON_FINITE:
+    if result.status == scoring.FIT_NON_FINITE:
         assert want is None  # the numpy fit refuses the same terms
-    elif result.status == jit_scoring.FIT_DONE:
+    elif result.status == scoring.FIT_DONE:
         assert want is not None
         weights, intercept, mse = want
         np.testing.assert_allclose(result.weights[result.distinct], weights, rtol=1e-6,
@@ -119,26 +118,26 @@ def test_term_weights_are_the_least_squares_ones_or_the_reason_they_are_not(expr
         assert math.isclose(result.mse, mse, rel_tol=1e-7, abs_tol=1e-12 * float(Y @ Y))
         assert math.isclose(result.intercept, intercept, rel_tol=1e-6, abs_tol=1e-6)
     else:
-        assert result.status == jit_scoring.FIT_COLLINEAR
+        assert result.status == scoring.FIT_COLLINEAR
 
 
 def test_collinear_and_non_finite_terms_are_reported_not_solved():
     y = COLUMNS[0] * 2.0 + 1.0
     twice = parse("x0 + 2*x0")  # exactly collinear terms
-    result = jit_scoring.score_sum(jit_scoring.encode_sum(twice.symbols), twice.constants, COLUMNS, y, True)
-    assert result.status == jit_scoring.FIT_COLLINEAR
+    result = scoring.score_sum(scoring.encode_sum(twice.symbols), twice.constants, COLUMNS, y, True)
+    assert result.status == scoring.FIT_COLLINEAR
     copies = parse("x0*x1 + sin(x2) + x1*x0")  # the third term is the first again, row by row
     y = 3.0 * COLUMNS[0] * COLUMNS[1] + np.sin(COLUMNS[2])
-    result = jit_scoring.score_sum(jit_scoring.encode_sum(copies.symbols), copies.constants, COLUMNS, y, True)
-    assert result.status == jit_scoring.FIT_DONE and list(result.kept) == [1, 1, 0]
+    result = scoring.score_sum(scoring.encode_sum(copies.symbols), copies.constants, COLUMNS, y, True)
+    assert result.status == scoring.FIT_DONE and list(result.kept) == [1, 1, 0]
     np.testing.assert_allclose(result.weights, [3.0, 1.0, 0.0], rtol=1e-9, atol=1e-12)
     pole = parse("x1 + 1/x0")  # x0 = 0 on one row
-    result = jit_scoring.score_sum(jit_scoring.encode_sum(pole.symbols), pole.constants, COLUMNS, y, True)
-    assert result.status == jit_scoring.FIT_NON_FINITE and not math.isfinite(result.var)
+    result = scoring.score_sum(scoring.encode_sum(pole.symbols), pole.constants, COLUMNS, y, True)
+    assert result.status == scoring.FIT_NON_FINITE and not math.isfinite(result.var)
     exact = parse("x0*x1 + sin(x2) - 3.5")
     y = 0.5 * COLUMNS[0] * COLUMNS[1] - 2.0 * np.sin(COLUMNS[2]) + 4.0
-    result = jit_scoring.score_sum(jit_scoring.encode_sum(exact.symbols), exact.constants, COLUMNS, y, True)
-    assert result.status == jit_scoring.FIT_DONE
+    result = scoring.score_sum(scoring.encode_sum(exact.symbols), exact.constants, COLUMNS, y, True)
+    assert result.status == scoring.FIT_DONE
     np.testing.assert_allclose(result.weights, [0.5, -2.0], rtol=1e-9)
     assert result.intercept == pytest.approx(4.0, rel=1e-9) and result.mse < 1e-20
 
@@ -173,7 +172,7 @@ def test_the_stack_depth_is_what_evaluating_each_term_needs(expr):
     # write past the buffer, so it is checked against a plain simulation of each term's program.
     from dgsr.core.operators import ARITY
 
-    encoded = jit_scoring.encode_sum(expr.symbols)
+    encoded = scoring.encode_sum(expr.symbols)
     need = 0
     for _, term in additive_terms(expr):
         height = 0

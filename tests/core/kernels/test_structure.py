@@ -1,6 +1,6 @@
-"""core.jit_structure: the compiled analysis of a structure gives what the Python definitions give
-(the additive terms of linear_terms, the program of jit.encode_symbols, inner_constant_count's
-count, the scoring program of the terms), and the inner fit built from it takes exactly the steps
+"""core.kernels.structure: the compiled analysis of a structure gives what the Python definitions
+give (the additive terms of linear_terms, the program of kernels.codes.encode_symbols, the oracle's
+inner constant count, the scoring program of the terms), and the inner fit built from it takes exactly the steps
 of the fit of the model that weighted_sum writes out."""
 
 from __future__ import annotations
@@ -10,15 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dgsr.core import inner_fit, jit, jit_structure
+from dgsr.core import inner_fit
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
-from dgsr.core.linear_terms import _term_spans, weighted_sum
+from dgsr.core.kernels import structure
+from dgsr.core.kernels.codes import CODES_BINARY_LAST, CONST_CODE, encode_symbols
+from dgsr.core.linear_terms import term_spans, weighted_sum
 from dgsr.core.parser import parse
+from tests.core.kernels import oracle
 from tests.core.sum_strategies import N_VARS, SETTINGS, sums
 
-pytestmark = [pytest.mark.timeout(300, method="thread"),
-              pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")]
+pytestmark = pytest.mark.timeout(300, method="thread")
 
 X = np.random.default_rng(3).uniform(0.2, 2.0, size=(64, N_VARS))
 COLUMNS = as_columns(X)
@@ -28,14 +30,14 @@ Y = np.sin(1.3 * X[:, 0] * X[:, 1]) + 0.5 * X[:, 2]
 @SETTINGS
 @given(sums)
 def test_the_structure_is_what_the_python_definitions_give(expr):
-    shape = jit_structure.structure(expr.symbols)
-    ops, args = jit.encode_symbols(expr.symbols)
+    shape = structure.structure(expr.symbols)
+    ops, args = encode_symbols(expr.symbols)
     np.testing.assert_array_equal(shape.ops, ops)
     np.testing.assert_array_equal(shape.args, args)
-    spans = _term_spans(expr.symbols)
+    spans = term_spans(expr.symbols)
     assert [tuple(row) for row in shape.spans.tolist()] == [
         (int(sign), start, end, c0, c1, int(bool(variables))) for sign, start, end, c0, c1, variables in spans]
-    assert shape.inner_count == inner_fit._inner_count_of(expr.symbols)
+    assert shape.inner_count == oracle.inner_count(expr.symbols)
     # The scoring program: each term's postfix block, one after another, and the stack it needs.
     n = len(expr.symbols)
     blocks = [np.arange(n - end, n - start) for _, start, end, *_ in spans]
@@ -46,7 +48,7 @@ def test_the_structure_is_what_the_python_definitions_give(expr):
     for block in blocks:
         height = 0
         for op in ops[block]:
-            height += 1 if op >= jit._CONST_CODE else (-1 if op <= jit._CODES_BINARY_LAST else 0)
+            height += 1 if op >= CONST_CODE else (-1 if op <= CODES_BINARY_LAST else 0)
             heights.append(height)
     assert shape.depth == max(heights)
     varying = [i for i, span in enumerate(spans) if span[5]]
@@ -64,10 +66,10 @@ def test_the_inner_fit_takes_the_steps_of_the_written_out_model(expr, steps):
     last bit), and the copies of a repeated term take its one fitted copy's constants."""
     if inner_fit.inner_constant_count(expr) == 0:
         return
-    shape = jit_structure.structure(expr.symbols)
-    fitted, passes, status = jit_structure.fit_structure(shape, expr.constants, COLUMNS, Y, steps, tau=1e-3,
+    shape = structure.structure(expr.symbols)
+    fitted, passes, status = structure.fit_structure(shape, expr.constants, COLUMNS, Y, steps, tau=1e-3,
                                                          ftol=1.5e-8, exact=1e-26, rel_tol=1e-9)
-    written_out = inner_fit._fit_terms(expr, COLUMNS, Y, steps)  # the model as an expression, encoded
+    written_out = inner_fit.fit_written_out(expr, COLUMNS, Y, steps)  # the model as an expression, encoded
     if status == 2:  # collinear: the compiled call declines, the written-out fit takes the lstsq start
         return
     assert passes == written_out.passes
@@ -82,7 +84,7 @@ def test_a_repeated_term_is_recognised_by_its_constants_too():
     other = parse("sin(1.5*x0) + x1 + sin(1.6*x0)")
     y = np.sin(1.2 * X[:, 0]) + X[:, 1]
     for expr, copies_tied in ((same, True), (other, False)):
-        fitted, _, status = jit_structure.fit_structure(jit_structure.structure(expr.symbols), expr.constants,
+        fitted, _, status = structure.fit_structure(structure.structure(expr.symbols), expr.constants,
                                                         COLUMNS, y, 5, tau=1e-3, ftol=1.5e-8, exact=1e-26,
                                                         rel_tol=1e-9)
         assert status == 0 and fitted is not None

@@ -1,4 +1,4 @@
-"""core.jit_rows: the kernels' own sin, cos and exp over row arrays (loops that vectorise) stay
+"""core.kernels.rows: the kernels' own sin, cos and exp over row arrays (loops that vectorise) stay
 within two units in the last place of libm's (sin and cos: where the value is not tiny, and
 within 2**-52 everywhere), give libm's own bits where the fast reduction would lose digits, and
 IEEE's answers on the special rows; every operator's row loop agrees with numpy."""
@@ -8,9 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgsr.core import jit_rows as jit
-
-pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+from dgsr.core.kernels import rows as row_kernels
+from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST
 
 PHASES = [(0, np.sin), (1, np.cos)]
 DERIVATIVES = {0: np.cos, 1: lambda x: -np.sin(x)}
@@ -18,14 +17,14 @@ DERIVATIVES = {0: np.cos, 1: lambda x: -np.sin(x)}
 
 def _in_place(x: np.ndarray, phase: int) -> np.ndarray:
     a = np.array(x, dtype=np.float64)
-    jit._trig_in_place_jit(a, phase)
+    row_kernels.trig_in_place_jit(a, phase)
     return a
 
 
 def _with_slope(x: np.ndarray, phase: int) -> tuple[np.ndarray, np.ndarray]:
     a = np.array(x, dtype=np.float64)
     slope = np.full_like(a, 7.0)
-    jit._trig_with_slope_jit(a, slope, phase)
+    row_kernels.trig_with_slope_jit(a, slope, phase)
     return a, slope
 
 
@@ -85,27 +84,27 @@ def test_signed_zeros_and_small_arguments():
 
 def test_unary_kernel_matches_numpy_for_every_operator():
     x = np.random.default_rng(5).uniform(0.1, 3.0, 300)
-    for name, code in jit._CODES.items():
-        if code <= jit._CODES_BINARY_LAST:
+    for name, code in CODES.items():
+        if code <= CODES_BINARY_LAST:
             continue
         ref = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
                "inv": lambda v: 1.0 / v, "sq": lambda v: v * v}[name](x)
         a = x.copy()
-        jit._unary_in_place_jit(code, a)
+        row_kernels.unary_in_place_jit(code, a)
         np.testing.assert_allclose(a, ref, rtol=4.5e-16, atol=2.0 ** -52, err_msg=name)
         b, d = x.copy(), np.empty_like(x)
-        jit._unary_with_slope_jit(code, b, d)
+        row_kernels.unary_with_slope_jit(code, b, d)
         np.testing.assert_array_equal(b, a, err_msg=name)
 
 
 def _libm(code: int, x: np.ndarray) -> np.ndarray:
     """The one-row table (libm's scalar functions; numpy's own may be vectorised, other bits)."""
-    return np.array([jit._unary_value_jit(code, float(v)) for v in x])
+    return np.array([row_kernels.unary_value_jit(code, float(v)) for v in x])
 
 
 def _exp(x: np.ndarray) -> np.ndarray:
     a = np.array(x, dtype=np.float64)
-    jit._exp_in_place_jit(a)
+    row_kernels.exp_in_place_jit(a)
     return a
 
 
@@ -127,6 +126,6 @@ def test_exp_of_special_and_far_rows_is_libm_s():
         x[5] = odd
         np.testing.assert_array_equal(_exp(x), _libm(7, x))
     value, slope = rows.copy(), np.empty_like(rows)
-    jit._unary_with_slope_jit(7, value, slope)
+    row_kernels.unary_with_slope_jit(7, value, slope)
     np.testing.assert_array_equal(value, _exp(rows))
     np.testing.assert_array_equal(slope, value)

@@ -1,29 +1,23 @@
 """The operators of an encoded program over whole row arrays: the loops every kernel shares.
 
-Op codes (postfix programs, :func:`dgsr.core.jit.encode`): ``add sub mul div`` 0-3, the unary
-operators 4-11, a constant 20, a variable 21. :func:`_binary_value` and :func:`_unary_value` are
-the one-row table (the policy's kernels call it inside their own loops);
-:func:`_binary_in_place`, :func:`_unary_in_place` and :func:`_unary_with_slope` take a whole
-node over all rows with the operator chosen outside the row loop, so the loops vectorise.
-``sin``, ``cos`` and ``exp`` there are the package's own (:func:`_trig_in_place`,
-:func:`_exp_in_place`), within two units in the last place of libm's (tests/core/test_jit_rows.py),
-because libm's are scalar calls. All compiled with :func:`dgsr.core.jit_compile.compile_kernel`
-(None without numba).
+Op codes: :mod:`dgsr.core.kernels.codes`. :func:`binary_value_jit` and :func:`unary_value_jit`
+are the one-row table (the policy's kernels call it inside their own loops);
+:func:`binary_in_place_jit`, :func:`unary_in_place_jit` and :func:`unary_with_slope_jit` take a
+whole node over all rows with the operator chosen outside the row loop, so the loops vectorise.
+``sin``, ``cos`` and ``exp`` there are the package's own (:func:`trig_in_place_jit`,
+:func:`exp_in_place_jit`), within two units in the last place of libm's
+(tests/core/kernels/test_rows.py), because libm's are scalar calls. All compiled with
+:func:`dgsr.core.kernels.compiler.compile_kernel`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dgsr.core.jit_compile import AVAILABLE, compile_kernel
-from dgsr.core.operators import OPERATORS
+from dgsr.core.kernels.compiler import compile_kernel
 
-# Op codes of the encoded program (postfix order: the prefix sequence reversed).
-_CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "sin": 4, "cos": 5, "tan": 6, "exp": 7, "log": 8,
-          "sqrt": 9, "inv": 10, "sq": 11}
-_CONST_CODE, _VAR_CODE = 20, 21
-_CODES_BINARY_LAST = 3  # codes 0..3 are the binary operators
-assert set(_CODES) == set(OPERATORS), "every operator needs an op code"
+__all__ = ["binary_in_place_jit", "binary_value_jit", "exp_in_place_jit", "trig_in_place_jit", "trig_with_slope_jit",
+           "unary_in_place_jit", "unary_value_jit", "unary_with_slope_jit"]
 
 
 def _binary_value(op, a, b):  # pragma: no cover - compiled below
@@ -170,12 +164,12 @@ def _unary_in_place(op, a):  # pragma: no cover - compiled below
     """``a[r] = op(a[r])`` for the unary op code ``op`` (4-11), one loop per operator."""
     n = a.shape[0]
     if op == 4 or op == 5:
-        _trig_in_place_jit(a, op - 4)
+        trig_in_place_jit(a, op - 4)
     elif op == 6:
         for r in range(n):
             a[r] = np.tan(a[r])
     elif op == 7:
-        _exp_in_place_jit(a)
+        exp_in_place_jit(a)
     elif op == 8:
         for r in range(n):
             a[r] = np.log(a[r])
@@ -194,14 +188,14 @@ def _unary_with_slope(op, a, d):  # pragma: no cover - compiled below
     """:func:`_unary_in_place` with each row's derivative into ``d``."""
     n = a.shape[0]
     if op == 4 or op == 5:
-        _trig_with_slope_jit(a, d, op - 4)
+        trig_with_slope_jit(a, d, op - 4)
     elif op == 6:
         for r in range(n):
             out = np.tan(a[r])
             a[r] = out
             d[r] = 1.0 + out * out
     elif op == 7:
-        _exp_in_place_jit(a)
+        exp_in_place_jit(a)
         for r in range(n):
             d[r] = a[r]
     elif op == 8:
@@ -243,22 +237,16 @@ def _binary_in_place(op, a, b):  # pragma: no cover - compiled below
             b[r] = a[r] / b[r]
 
 
-if AVAILABLE:
-    _compile = compile_kernel
-    # Plain compiled calls: LLVM inlines them into the row loops (numba's IR-level inline='always'
-    # measured slower, 45 against 34 microseconds for the scoring kernel, and compiled longer).
-    _binary_value_jit = _compile(_binary_value)
-    _unary_value_jit = _compile(_unary_value)
-    _reduced_sin_cos_jit = _compile(_reduced_sin_cos)
-    _quadrant_value_jit = _compile(_quadrant_value)
-    _all_within_jit = _compile(_all_within)
-    _trig_in_place_jit = _compile(_trig_in_place)
-    _trig_with_slope_jit = _compile(_trig_with_slope)
-    _exp_in_place_jit = _compile(_exp_in_place)
-    _unary_in_place_jit = _compile(_unary_in_place)
-    _unary_with_slope_jit = _compile(_unary_with_slope)
-    _binary_in_place_jit = _compile(_binary_in_place)
-else:
-    _binary_value_jit = _unary_value_jit = _reduced_sin_cos_jit = _quadrant_value_jit = None
-    _all_within_jit = _trig_in_place_jit = _trig_with_slope_jit = _exp_in_place_jit = None
-    _unary_in_place_jit = _unary_with_slope_jit = _binary_in_place_jit = None
+# Plain compiled calls: LLVM inlines them into the row loops (numba's IR-level inline='always'
+# measured slower, 45 against 34 microseconds for the scoring kernel, and compiled longer).
+binary_value_jit = compile_kernel(_binary_value)
+unary_value_jit = compile_kernel(_unary_value)
+_reduced_sin_cos_jit = compile_kernel(_reduced_sin_cos)
+_quadrant_value_jit = compile_kernel(_quadrant_value)
+_all_within_jit = compile_kernel(_all_within)
+trig_in_place_jit = compile_kernel(_trig_in_place)
+trig_with_slope_jit = compile_kernel(_trig_with_slope)
+exp_in_place_jit = compile_kernel(_exp_in_place)
+unary_in_place_jit = compile_kernel(_unary_in_place)
+unary_with_slope_jit = compile_kernel(_unary_with_slope)
+binary_in_place_jit = compile_kernel(_binary_in_place)

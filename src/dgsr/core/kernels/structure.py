@@ -6,15 +6,13 @@ scoring program cut out of its encoding, and the inner fit's model program and i
 750-row search that was about 250 of the 800-1,000 microseconds a child costs, more than both
 compiled kernels together (docs/notes/speed_plan.md). Here it is one compiled pass over the
 prefix op codes (:func:`structure`, memoised by structure), and the inner fit builds its model
-program from the result in one compiled call and fits it with :mod:`dgsr.core.jit`'s kernel
+program from the result in one compiled call and fits it with :func:`dgsr.core.kernels.fit.fit_jit`
 (:func:`fit_structure`).
 
 The results are those of the Python definitions they replace, bit for bit:
-:func:`dgsr.core.linear_terms._term_spans` (the terms), :func:`dgsr.core.jit.encode_symbols`
+:func:`dgsr.core.linear_terms.term_spans` (the terms), :func:`dgsr.core.kernels.codes.encode_symbols`
 (the program) and ``weighted_sum`` over the distinct varying terms (the inner fit's model, in
-the layout ``w_0, <u_0's constants>, w_1, ..., b``); the tests hold them equal. Like the other
-kernels this needs numba (:data:`dgsr.core.jit.AVAILABLE`); without it the search takes the
-numpy path and never calls this module.
+the layout ``w_0, <u_0's constants>, w_1, ..., b``); the tests hold them equal.
 """
 
 from __future__ import annotations
@@ -24,19 +22,24 @@ from functools import lru_cache
 
 import numpy as np
 
-from dgsr.core import jit
+from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST, CONST_CODE, VAR_CODE, prefix_codes
+from dgsr.core.kernels.compiler import compile_kernel
+from dgsr.core.kernels.fit import fit_jit
 
-# Op codes (jit._CODES): add, sub, mul, div are 0-3; constants and variables are pushes.
+__all__ = ["C0", "C1", "COLLINEAR", "END", "SIGN", "START", "VARYING", "Structure", "analyse_jit", "fit_structure",
+           "model_jit", "structure"]
+
+# Op codes (codes.CODES): add, sub, mul, div are 0-3; constants and variables are pushes.
 _ADD, _SUB, _MUL, _DIV = 0, 1, 2, 3
-_BINARY_LAST = jit._CODES_BINARY_LAST
-_CONST, _VAR = jit._CONST_CODE, jit._VAR_CODE
-assert (jit._CODES["add"], jit._CODES["sub"], jit._CODES["mul"], jit._CODES["div"]) == (0, 1, 2, 3)
+_BINARY_LAST = CODES_BINARY_LAST
+_CONST, _VAR = CONST_CODE, VAR_CODE
+assert (CODES["add"], CODES["sub"], CODES["mul"], CODES["div"]) == (0, 1, 2, 3)
 
 # Columns of the span table: the term's sign (+1/-1), its prefix span [start, end), its constants
 # [c0, c1) (indices into the expression's constants), and 1 when it has a variable.
 SIGN, START, END, C0, C1, VARYING = range(6)
 
-#: :func:`fit_structure`'s status when the terms are numerically collinear (``jit._fit``'s 2).
+#: :func:`fit_structure`'s status when the terms are numerically collinear (:func:`dgsr.core.kernels.fit.fit_jit`'s 2).
 COLLINEAR = 2
 
 
@@ -44,7 +47,7 @@ COLLINEAR = 2
 class Structure:
     """What the search needs of a structure (read-only arrays).
 
-    ``ops``/``args``: the whole expression's postfix program (:func:`dgsr.core.jit.encode`);
+    ``ops``/``args``: the whole expression's postfix program (:func:`dgsr.core.kernels.codes.encode`);
     ``spans``: one row per top-level additive term (columns ``SIGN`` ... ``VARYING``);
     ``inner_count``: :func:`dgsr.core.inner_fit.inner_constant_count`; ``sum_ops``/``sum_args``:
     the terms' programs one after another, term ``i`` at ``starts[i]:starts[i + 1]``;
@@ -81,9 +84,10 @@ def _subtree_end(codes, start):  # pragma: no cover - compiled below
     return end
 
 
-def _analyse(codes):  # pragma: no cover - compiled below
-    """The fields of :class:`Structure`, in its order, from the prefix codes (``op << 32 |
-    column``, the encoding's table)."""
+def _postfix(codes):  # pragma: no cover - compiled below
+    """The whole expression's program (:func:`dgsr.core.kernels.codes.encode_symbols`) from its
+    prefix codes: postfix is the prefix read backwards; a constant's argument is its index in
+    prefix order."""
     n = codes.shape[0]
     ops = np.empty(n, dtype=np.int64)
     args = np.empty(n, dtype=np.int64)
@@ -91,7 +95,6 @@ def _analyse(codes):  # pragma: no cover - compiled below
     for i in range(n):
         if codes[i] >> 32 == _CONST:
             n_constants += 1
-    # Postfix is the prefix read backwards; a constant's argument is its index in prefix order.
     c = n_constants - 1
     for i in range(n):
         code = codes[n - 1 - i]
@@ -102,8 +105,15 @@ def _analyse(codes):  # pragma: no cover - compiled below
             c -= 1
         else:
             args[i] = code & 0xFFFFFFFF
-    # The terms: a term starts wherever a node is not add/sub while every node above it is; its
-    # sign is the product of the sub right-hand sides it lies in (pending slots of the spine).
+    return ops, args
+
+
+def _term_spans(codes):  # pragma: no cover - compiled below
+    """The span table (columns ``SIGN`` ... ``VARYING``), one row per top-level additive term.
+
+    A term starts wherever a node is not add/sub while every node above it is; its sign is the
+    product of the sub right-hand sides it lies in (pending slots of the spine)."""
+    n = codes.shape[0]
     spans = np.empty((n, 6), dtype=np.int64)
     slots = np.empty(n + 1, dtype=np.int64)
     slots[0] = 1
@@ -144,10 +154,13 @@ def _analyse(codes):  # pragma: no cover - compiled below
         spans[m, 5] = varying
         m += 1
         i = end
-    spans = spans[:m].copy()
-    # Inner constants: a varying term's constants but its own coefficient (c*t, t*c, t/c, c/t).
+    return spans[:m].copy()
+
+
+def _inner_count(codes, spans):  # pragma: no cover - compiled below
+    """The inner constants: a varying term's constants but its own coefficient (c*t, t*c, t/c, c/t)."""
     inner = 0
-    for t in range(m):
+    for t in range(spans.shape[0]):
         start, end, c0, c1 = spans[t, 1], spans[t, 2], spans[t, 3], spans[t, 4]
         if spans[t, 5] and c1 > c0:
             own = 0
@@ -157,7 +170,14 @@ def _analyse(codes):  # pragma: no cover - compiled below
                     codes[end - 1] >> 32 == _CONST and _subtree_end_jit(codes, start + 1) == end - 1)):
                 own = 1
             inner += c1 - c0 - own
-    # The terms' programs: each is a contiguous block of the whole postfix program.
+    return inner
+
+
+def _term_programs(ops, args, spans):  # pragma: no cover - compiled below
+    """The terms' programs one after another (each a contiguous block of the whole postfix
+    program): ``(sum_ops, sum_args, starts, depth)``."""
+    n = ops.shape[0]
+    m = spans.shape[0]
     total = 0
     for t in range(m):
         total += spans[t, 2] - spans[t, 1]
@@ -180,6 +200,13 @@ def _analyse(codes):  # pragma: no cover - compiled below
                 height -= 1
             depth = max(depth, height)
         starts[t + 1] = position
+    return sum_ops, sum_args, starts, depth
+
+
+def _term_fields(spans):  # pragma: no cover - compiled below
+    """Each term's sign and size, the varying terms and the size of ``weighted_sum`` over them:
+    ``(signs, lengths, varying, varying_size)``."""
+    m = spans.shape[0]
     signs = np.empty(m)
     lengths = np.empty(m, dtype=np.int64)
     n_varying = 0
@@ -195,6 +222,17 @@ def _analyse(codes):  # pragma: no cover - compiled below
             varying[v] = t
             varying_size += lengths[t] + 3
             v += 1
+    return signs, lengths, varying, varying_size
+
+
+def _analyse(codes):  # pragma: no cover - compiled below
+    """The fields of :class:`Structure`, in its order, from the prefix codes (``op << 32 |
+    column``, :data:`dgsr.core.kernels.codes.ENCODING`)."""
+    ops, args = _postfix_jit(codes)
+    spans = _term_spans_jit(codes)
+    inner = _inner_count_jit(codes, spans)
+    sum_ops, sum_args, starts, depth = _term_programs_jit(ops, args, spans)
+    signs, lengths, varying, varying_size = _term_fields_jit(spans)
     return ops, args, spans, inner, sum_ops, sum_args, starts, depth, signs, lengths, varying, varying_size
 
 
@@ -291,23 +329,23 @@ def _model(ops, args, spans, theta):  # pragma: no cover - compiled below
     return model_ops, model_args, params, weights_at, child_back, model_back
 
 
-_subtree_end_jit = jit.compile_kernel(_subtree_end)
-_analyse_jit = jit.compile_kernel(_analyse)
-_same_term_jit = jit.compile_kernel(_same_term)
-_model_jit = jit.compile_kernel(_model)
-
-
-def prefix_codes(symbols: tuple[str, ...]) -> np.ndarray:
-    """The prefix sequence as ``op code << 32 | column`` (the encoding's table)."""
-    return np.fromiter(map(jit._ENCODING.__getitem__, symbols), np.int64, len(symbols))
+_subtree_end_jit = compile_kernel(_subtree_end)
+_postfix_jit = compile_kernel(_postfix)
+_term_spans_jit = compile_kernel(_term_spans)
+_inner_count_jit = compile_kernel(_inner_count)
+_term_programs_jit = compile_kernel(_term_programs)
+_term_fields_jit = compile_kernel(_term_fields)
+analyse_jit = compile_kernel(_analyse)
+_same_term_jit = compile_kernel(_same_term)
+model_jit = compile_kernel(_model)
 
 
 @lru_cache(maxsize=1 << 15)
 def structure(symbols: tuple[str, ...]) -> Structure:
-    """The :class:`Structure` of a (non-empty, well-formed) prefix sequence (compiled; only when
-    :data:`dgsr.core.jit.AVAILABLE`). Memoised by structure: a child's inner fit and its scoring
+    """The :class:`Structure` of a (non-empty, well-formed) prefix sequence (compiled).
+    Memoised by structure: a child's inner fit and its scoring
     both read it."""
-    fields = _analyse_jit(prefix_codes(symbols))
+    fields = analyse_jit(prefix_codes(symbols))
     for field in fields:
         if isinstance(field, np.ndarray):
             field.setflags(write=False)
@@ -323,12 +361,12 @@ def fit_structure(shape: Structure, constants: tuple[float, ...], columns: np.nd
     status)``; :data:`COLLINEAR` when the terms are numerically collinear (the caller then needs the
     minimum-norm least-squares start), 1 when a term is non-finite on some row."""
     theta = np.array(constants, dtype=np.float64)
-    # The model is built in one compiled call and fitted by jit's kernel in another: calling the
+    # The model is built in one compiled call and fitted by fit_jit in another: calling the
     # kernel from inside the first would compile the whole Levenberg-Marquardt loop a second time.
-    model_ops, model_args, params, weights_at, child_back, model_back = _model_jit(shape.ops, shape.args,
+    model_ops, model_args, params, weights_at, child_back, model_back = model_jit(shape.ops, shape.args,
                                                                                   shape.spans, theta)
-    best, improved, passes, status = jit._fit_jit(model_ops, model_args, params, weights_at, columns, y, steps,
-                                                  tau, ftol, exact, rel_tol)
+    best, improved, passes, status = fit_jit(model_ops, model_args, params, weights_at, columns, y, steps,
+                                             tau, ftol, exact, rel_tol)
     if not improved:
         return None, int(passes), int(status)
     theta[child_back] = best[model_back]
