@@ -386,15 +386,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def save(self, path: Any) -> Any:
         """Write the fitted model to ``path`` as a versioned JSON model file, atomically; returns
         the path. :meth:`from_file` reads it back in this or any later dgsr, with the same
-        predictions, ``equations_``, ``sympy()`` and ``latex()`` (:mod:`dgsr.estimator.model_file`)."""
+        predictions, ``equations_``, ``sympy()`` and ``latex()`` (:mod:`dgsr.estimator.model_file`).
+        Builds ``equations_`` if it was not read yet: the file keeps its simplified formulas."""
         return save_model(self, path)
 
     @classmethod
     def from_file(cls, path: Any) -> SymbolicRegressor:
         """The fitted estimator that :meth:`save` (or ``dgsr fit``, as ``model.json``) wrote to ``path``.
 
-        Raises ``ModelFileError`` (a ValueError) naming the file for a file that is not a model
-        file, or one of a newer schema than this dgsr reads."""
+        Raises :class:`dgsr.estimator.model_file.ModelFileError` (a ValueError) naming the file
+        for a file that is not a model file, or one of a newer schema than this dgsr reads."""
         return load_model(cls, path)
 
     def __getstate__(self) -> dict:
