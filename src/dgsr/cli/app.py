@@ -1,7 +1,7 @@
 """The ``dgsr`` command line: the argument parser and :func:`main`, which dispatches to a subcommand.
 
 Each built-in subcommand is a module of its own: ``dgsr fit`` (:mod:`dgsr.cli.fit`: a symbolic
-regressor on a CSV/TSV file, the front printed, ``front.csv`` and ``model.pkl`` written),
+regressor on a CSV/TSV file, the front printed, ``front.csv``, ``model.json`` and ``model.pkl`` written),
 ``dgsr predict`` (:mod:`dgsr.cli.predict`: a saved model applied to a table) and ``dgsr example``
 (:mod:`dgsr.cli.example`: the bundled datasets). Errors in files, columns or data are printed
 as one line (``dgsr: error: ...``, exit status 2), never as a traceback. Exit statuses: 0 done,

@@ -1,5 +1,5 @@
 """``dgsr fit``: fit a symbolic regressor to a table, print the front, write ``front.csv``,
-``model.pkl`` and ``front.png`` to ``--out``."""
+``model.json`` (the versioned model file), ``model.pkl`` and ``front.png`` to ``--out``."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def add_subparser(sub: Any) -> None:
                    help="largest formula, in nodes (default: the estimator's max_size, 60; on few rows, "
                         "no more nodes than rows)")
     p.add_argument("--out", default="run",
-                   help="folder for front.csv, model.pkl and front.png (default: run/); a folder that "
+                   help="folder for front.csv, model.json, model.pkl and front.png (default: run/); a folder that "
                         "already holds a run is refused unless --force")
     p.add_argument("--force", action="store_true", help="replace the run already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -68,7 +68,7 @@ def add_subparser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dgsr fit``: fit, write ``front.csv``, ``model.pkl`` and ``front.png``, print the front.
+    """``dgsr fit``: fit, write ``front.csv``, ``model.json``, ``model.pkl`` and ``front.png``, print the front.
 
     Returns 0 after a complete fit, 130 after an interrupted one and 143 after a SIGTERM (the best
     result written either way, ``stop_reason`` = ``interrupted`` in front.csv), and 141 when
@@ -129,11 +129,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_run(est: Any, front: Any, target: str, out: Path) -> tuple[list[str], list[str]]:
-    """Write ``front.csv``, ``model.pkl`` and (with matplotlib) ``front.png`` in ``out``; returns
-    the paths written, and a note for a plot that was not."""
+    """Write ``front.csv``, ``model.json``, ``model.pkl`` and (with matplotlib) ``front.png`` in
+    ``out``; returns the paths written, and a note for a plot that was not."""
     write_output(out / "front.csv", lambda fh: front.to_csv(fh, index=False), text=True)
+    try:
+        est.save(out / "model.json")  # atomic, as write_output's files
+    except OSError as err:
+        raise CLIError(f"cannot write {out / 'model.json'}: {err.strerror or err}") from None
     write_output(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
-    written, notes = [str(out / "front.csv"), str(out / "model.pkl")], []
+    written, notes = [str(out / "front.csv"), str(out / "model.json"), str(out / "model.pkl")], []
     try:
         if _write_plot(est, target, out / "front.png"):
             written.append(str(out / "front.png"))

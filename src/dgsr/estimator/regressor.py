@@ -35,7 +35,9 @@ from dgsr.estimator.input_checks import (
     validate_predict_data,
     validate_training_data,
 )
+from dgsr.estimator.model_file import load_model, save_model
 from dgsr.estimator.model_selection import choose_entry
+from dgsr.estimator.pickle_version import checked_state, with_version
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.search_cv import is_tiny
 from dgsr.estimator.warm_start import data_key
@@ -379,6 +381,29 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         Returns the matplotlib Axes; pass ``ax`` to draw into an existing figure.
         """
         return plot_front(self, ax, target)
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: Any) -> Any:
+        """Write the fitted model to ``path`` as a versioned JSON model file, atomically; returns
+        the path. :meth:`from_file` reads it back in this or any later dgsr, with the same
+        predictions, ``equations_``, ``sympy()`` and ``latex()`` (:mod:`dgsr.estimator.model_file`).
+        Builds ``equations_`` if it was not read yet: the file keeps its simplified formulas."""
+        return save_model(self, path)
+
+    @classmethod
+    def from_file(cls, path: Any) -> SymbolicRegressor:
+        """The fitted estimator that :meth:`save` (or ``dgsr fit``, as ``model.json``) wrote to ``path``.
+
+        Raises :class:`dgsr.estimator.model_file.ModelFileError` (a ValueError) naming the file
+        for a file that is not a model file, or one of a newer schema than this dgsr reads."""
+        return load_model(cls, path)
+
+    def __getstate__(self) -> dict:
+        # The pickle records which dgsr wrote it (dgsr.estimator.pickle_version).
+        return with_version(super().__getstate__())
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(checked_state(state, type(self).__name__))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
