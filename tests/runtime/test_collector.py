@@ -1,4 +1,4 @@
-"""search.collector: the garbage collector's thresholds are raised for a search and put back after."""
+"""runtime.collector: the garbage collector's thresholds are raised for a search and put back after."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from dgsr.search import collector
+from dgsr.runtime import collector
 
 
 @pytest.fixture
