@@ -4,7 +4,8 @@ dgsr runs one search per core: its matrix products are small, and a second BLAS 
 thread costs more than it brings, most of all on a busy machine (docs/DESIGN.md, "One BLAS
 thread"). Three kinds of setting, each with one function here:
 
-* a child process's environment (:func:`one_thread_env`), read by the libraries as they load;
+* a child process's environment (:func:`one_thread_env`; a script's own before numpy loads:
+  :func:`default_to_one_thread`), read by the libraries as they load;
 * a ``with`` block of this process (:func:`blas_threads`, :func:`torch_threads`), the previous
   counts restored after it, so a caller's own setting holds outside dgsr's calls;
 * a process dgsr owns, a pool worker or a benchmark run (:func:`pin_process_threads`), for the
@@ -31,6 +32,13 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUM
 def one_thread_env(threads: int = 1) -> dict[str, str]:
     """Environment variables that give a new process's numerical libraries ``threads`` threads each."""
     return dict.fromkeys(THREAD_ENV, str(threads))
+
+
+def default_to_one_thread() -> None:
+    """Every thread variable the environment does not set yet, set to 1: a script's first lines,
+    before numpy loads (a user's own ``OMP_NUM_THREADS=4`` still wins)."""
+    for var, value in one_thread_env().items():
+        os.environ.setdefault(var, value)
 
 
 @contextmanager
