@@ -20,13 +20,14 @@ CORE = Path(__file__).resolve().parents[2] / "src" / "dgsr" / "core"
 def _memoised_in_core() -> set[tuple[str, str]]:
     """(module, function) of every function of core/ decorated with an lru_cache or cache."""
     found = set()
-    for path in CORE.glob("*.py"):
+    for path in CORE.rglob("*.py"):
+        module = ".".join(("dgsr", "core", *path.relative_to(CORE).with_suffix("").parts))
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef):
                 for deco in node.decorator_list:
                     name = ast.unparse(deco.func if isinstance(deco, ast.Call) else deco)
                     if name.split(".")[-1] in ("lru_cache", "cache"):
-                        found.add((f"dgsr.core.{path.stem}", node.name))
+                        found.add((module, node.name))
     return found
 
 
