@@ -19,11 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from dgsr.runtime.threads import pin_process_threads
+
 from .datasets import parse_formula
 from .protocol import Split, r2_score
-
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-              "VECLIB_MAXIMUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -123,15 +122,9 @@ def get_method(name: str) -> Method:
 
 
 def limit_threads() -> None:
-    """One thread per run: libraries already imported are told directly, later ones read the env."""
-    import os
-
-    for var in THREAD_ENV:
-        os.environ[var] = "1"
-    import sys
-
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
+    """One thread per run: libraries already imported are told directly, later ones read the env
+    (:func:`dgsr.runtime.threads.pin_process_threads`; a run is a process of its own)."""
+    pin_process_threads(1)
 
 
 # ---------------------------------------------------------------- dgsr

@@ -92,9 +92,9 @@ def check_output_file(path: Path, inputs: Iterable[Path], force: bool, option: s
 
 
 def write_output(path: Path, write: Callable[[IO[Any]], Any], *, text: bool = False) -> None:
-    """Write ``path`` atomically (:func:`dgsr.core.files.atomic_write`); an OSError (disk full, a
+    """Write ``path`` atomically (:func:`dgsr.runtime.files.atomic_write`); an OSError (disk full, a
     folder in the way) becomes one line that names ``path``, not the temporary file."""
-    from dgsr.core.files import atomic_write
+    from dgsr.runtime.files import atomic_write
 
     try:
         atomic_write(path, write, text=text)

@@ -13,11 +13,11 @@ from dgsr.cli.errors import CLIError
 from dgsr.cli.example import example_path
 from dgsr.cli.files import check_out_given, check_run_folder, check_writable_folder, write_output
 from dgsr.cli.messages import FLAGS, cli_message, for_the_cli
-from dgsr.cli.signals import sigterm_as_interrupt
 from dgsr.cli.streams import silence_stdout
 from dgsr.cli.tables import column_list, front_frame, print_front, read_table
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.estimator.regressor import DEFAULT_SELECTION
+from dgsr.runtime.termination import sigterm_as_interrupt
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
 
 # FLAGS and cli_message live in dgsr.cli.messages; they stay importable from here.

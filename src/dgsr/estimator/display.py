@@ -12,11 +12,11 @@ import sympy
 from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.display import FrontTable, equation_text
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import front_scores
 from dgsr.core.simplify import complexity, round_floats, simplify
 from dgsr.estimator.front import front_row
 from dgsr.estimator.interrupts import note_interrupt
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 # Total seconds of SymPy simplification for the whole front, and per expression.
 _SIMPLIFY_TOTAL, _SIMPLIFY_EACH = 10.0, 1.0

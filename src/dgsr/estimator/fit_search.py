@@ -21,7 +21,6 @@ import numpy as np
 from dgsr.core.evaluate import as_columns, weighted_mean, weighted_var
 from dgsr.core.exponent_scaling import Scaling, fit_scaling
 from dgsr.core.expression import Expression
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import non_dominated, select
 from dgsr.estimator.cross_validation import (
     CV_MAX_ROWS,
@@ -45,6 +44,7 @@ from dgsr.estimator.model_selection import (
 from dgsr.estimator.polish import polish
 from dgsr.estimator.search_cv import NOISE_FREE_R2, SEARCH_CV_SHARE, runs_search_cv, size_limit
 from dgsr.estimator.warm_start import kept_archive, kept_structures
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
@@ -142,7 +142,7 @@ def constant_model(est: Any, rows: SearchRows) -> SearchOutcome:
 def search_model(est: Any, data: TrainingData, rows: SearchRows, previous: Any, start: float,
                  streams: list[np.random.Generator]) -> SearchOutcome:
     """Choose the columns, hold out validation rows when asked, search and refit the front."""
-    from dgsr.policies.registry import load_policy
+    from dgsr.estimator.policy_loading import load_policy
 
     feat_rng, search_rng, polish_rng = streams
     policy = load_policy(est.policy, device=est.device, operators=allowed_operators(est))
@@ -380,7 +380,7 @@ def run_units(est: Any, X: np.ndarray, y: np.ndarray, policy: Any, config: Any, 
               budget: Any, previous: Any, on_progress: Any, w: np.ndarray | None = None) -> Any:
     """The search's work units on ``n_jobs`` processes (:mod:`dgsr.search.parallel`), or expert iteration on
     this dataset when ``finetune`` is set."""
-    from dgsr.policies.registry import load_policy
+    from dgsr.estimator.policy_loading import load_policy
     from dgsr.search.parallel import run_parallel_search
 
     if est.finetune:

@@ -19,14 +19,10 @@ from sklearn.utils.validation import validate_data
 
 from dgsr.core.operators import resolve_operators
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
-from dgsr.policies.registry import BUILTIN_POLICIES
+from dgsr.estimator.policy_loading import BUILTIN_POLICIES
 from dgsr.search.config import MAX_SIZE_LIMIT
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
 from dgsr.search.workers import BACKENDS
-
-#: The policies a name selects (besides a ``.safetensors`` path or a Policy object). Its home
-#: should be :mod:`dgsr.policies.registry`, which resolves them; until it is there, this is the
-#: one copy the estimator and the command line use.
 
 
 @dataclass(frozen=True)

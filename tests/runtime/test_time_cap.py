@@ -8,7 +8,7 @@ import pytest
 import sympy
 
 from dgsr.core import simplify as simplify_module
-from dgsr.core.time_cap import can_cap, run_capped
+from dgsr.runtime.time_cap import can_cap, run_capped
 
 pytestmark = pytest.mark.skipif(not can_cap(), reason="needs POSIX interval timers in the main thread")
 
@@ -76,7 +76,7 @@ def test_an_alarm_landing_as_the_lift_starts_leaves_no_timer_behind(monkeypatch)
     # the inner `finally` and the first statement of the lift, the lift was skipped, and the
     # next alarm (RETRY_S later) escaped into the caller's code. Simulated: the first lift is
     # interrupted before it does anything.
-    from dgsr.core import time_cap
+    from dgsr.runtime import time_cap
 
     real_lift, calls = time_cap._lift, []
 

@@ -7,8 +7,8 @@ import signal
 
 import pytest
 
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt, raised_as, watching_ctrl_c
-from dgsr.core.time_cap import can_cap, run_capped
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt, raised_as, watching_ctrl_c
+from dgsr.runtime.time_cap import can_cap, run_capped
 from tests.ctrl_c import CTRL_C_SHAPES
 
 

@@ -1,8 +1,9 @@
 """SIGTERM as a first Ctrl-C: a batch scheduler's time limit (SIGTERM, then SIGKILL after a
 grace period) should end ``dgsr fit`` the way a user's Ctrl-C does, with the best result written.
 
-The handler is installed only for the ``with`` block and the previous one restored after it, so
-that a program calling :func:`dgsr.cli.main` keeps its own handling of SIGTERM.
+The handler is installed only for the ``with`` block and the previous one restored after it
+(also after an exception), so that a program calling :func:`dgsr.cli.main` keeps its own
+handling of SIGTERM.
 """
 
 from __future__ import annotations

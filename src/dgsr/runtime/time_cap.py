@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from dgsr.core.interrupts import raised_as
+from dgsr.runtime.interrupts import raised_as
 
 T = TypeVar("T")
 

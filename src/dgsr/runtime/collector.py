@@ -8,25 +8,42 @@ interpreter's default thresholds (700, 10, 10) a 10 s search on 750 rows ran abo
 duration of a search and puts the previous ones back afterwards. Nothing is switched off: cyclic
 garbage is still collected, in fewer, larger passes.
 
-The thresholds are the process's, so this module keeps the one piece of state that needs: how
-many searches (threads) are inside, so that the first in saves the thresholds and the last out
-restores them, and only if nobody else changed them meanwhile.
+The thresholds are the process's: a :class:`~dgsr.runtime.shared.SharedSetting` counts the
+searches (threads) inside, so that the first in saves the thresholds and the last out restores
+them, and only if nobody else changed them meanwhile.
 """
 
 from __future__ import annotations
 
 import gc
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from dgsr.runtime.shared import SharedSetting
 
 #: Allocations between young collections, and the generation-1 and -2 ratios, during a search.
 SEARCH_THRESHOLDS = (50_000, 20, 100)
 
-_lock = threading.Lock()
-_inside = 0
-_saved: tuple[int, int, int] | None = None
-_ours: tuple[int, int, int] | None = None
+Thresholds = tuple[int, int, int]
+
+
+def _raise() -> tuple[Thresholds, Thresholds | None]:
+    """(the thresholds before, ours or None when left alone)."""
+    saved = gc.get_threshold()
+    if saved[0] <= 0:  # the collector disabled by a threshold of 0: leave it so
+        return saved, None
+    ours = tuple(max(a, b) for a, b in zip(saved, SEARCH_THRESHOLDS))
+    gc.set_threshold(*ours)
+    return saved, ours  # type: ignore[return-value]
+
+
+def _restore(state: tuple[Thresholds, Thresholds | None]) -> None:
+    saved, ours = state
+    if ours is not None and gc.get_threshold() == ours:  # changed meanwhile by someone else: theirs stays
+        gc.set_threshold(*saved)
+
+
+_RAISED = SharedSetting(_raise, _restore)
 
 
 @contextmanager
@@ -35,20 +52,5 @@ def fewer_collections() -> Iterator[None]:
 
     A threshold of 0 (the collector disabled that way) is left alone. On leaving the last such
     block, the previous thresholds come back unless something else set new ones meanwhile."""
-    global _inside, _saved, _ours
-    with _lock:
-        if _inside == 0:
-            _saved = gc.get_threshold()
-            if _saved[0] > 0:
-                _ours = tuple(max(a, b) for a, b in zip(_saved, SEARCH_THRESHOLDS))  # type: ignore[assignment]
-                gc.set_threshold(*_ours)
-            else:
-                _ours = None
-        _inside += 1
-    try:
+    with _RAISED.held():
         yield
-    finally:
-        with _lock:
-            _inside -= 1
-            if _inside == 0 and _ours is not None and _saved is not None and gc.get_threshold() == _ours:
-                gc.set_threshold(*_saved)

@@ -1,4 +1,4 @@
-"""core.files: atomic writes leave the old file intact when the writer fails."""
+"""runtime.files: atomic writes leave the old file intact when the writer fails."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dgsr.core.files import atomic_write, atomic_write_path, atomic_write_text
+from dgsr.runtime.files import atomic_write, atomic_write_path, atomic_write_text
 
 
 def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path):

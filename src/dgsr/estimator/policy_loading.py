@@ -1,10 +1,15 @@
-"""Resolve the ``policy=`` argument of the estimator and the CLI into a :class:`~dgsr.search.policy.Policy`.
+"""Policy loading by name: the ``policy=`` argument of the estimator and the CLI turned into a
+:class:`~dgsr.search.policy.Policy`.
 
 ``"random"`` is the uniform :class:`~dgsr.policies.random.RandomPolicy`; ``"neural"`` the shipped
 pretrained weights (node values from accuracy: their critic is only pre-trained); a path to a
 ``.safetensors`` file a checkpoint (weights with the model config in the file's metadata,
 CONTRACTS §4); a Policy object passes through. The neural
 policy's module imports torch, so it is imported only when asked for.
+
+It lives in the estimator layer because it reaches every policy, the neural one included; the
+``policies/`` layer before ``neural/`` never imports it. Worker processes build their policy with
+``functools.partial(load_policy, ...)``, which pickles by this module's path.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import os
 
 from dgsr.neural import require_torch  # torch-free: only says how to install torch when it is absent
-from dgsr.policies.device import check_device
+from dgsr.neural.device import check_device
 from dgsr.search.policy import Policy
 
 #: The names ``policy=`` accepts besides a checkpoint path or a Policy object.
