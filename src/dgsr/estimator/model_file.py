@@ -43,10 +43,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
-from dgsr.core.files import atomic_write_text
 from dgsr.core.sympy_json import UnsupportedSympy, from_tree, to_tree
 from dgsr.estimator.display import simplify_seconds
 from dgsr.estimator.front import FrontEntry
+from dgsr.runtime.files import atomic_write_text
 
 FORMAT = "dgsr-model"
 #: Raised when a field changes meaning or a new one is needed to predict; a reader refuses

@@ -264,7 +264,7 @@ def run_parallel_search(
         Processes (or Ray tasks) at a time; ``"local"`` or ``"ray"``.
     make_policy:
         How a worker process builds its own policy: a picklable callable, such as a
-        ``functools.partial`` of :func:`dgsr.policies.load_policy`. Default: ``policy`` itself,
+        ``functools.partial`` of :func:`dgsr.estimator.policy_loading.load_policy`. Default: ``policy`` itself,
         pickled to the workers.
     archive:
         An archive to continue (warm start): the units' fronts are merged into it.
