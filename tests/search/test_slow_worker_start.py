@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from dgsr.estimator.regressor import SymbolicRegressor
-from dgsr.search import parallel
+from dgsr.search import unit_runners
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 
 
 def test_workers_still_starting_at_the_deadline_are_not_waited_for(monkeypatch):
-    real = parallel.spawn_pool
+    real = unit_runners.spawn_pool
 
     def slow_pool(n_workers, initializer=None, stoppable=False):
         # Every worker takes 8 s to start, as on cores shared by many processes.
@@ -25,7 +25,7 @@ def test_workers_still_starting_at_the_deadline_are_not_waited_for(monkeypatch):
     X = np.random.default_rng(0).uniform(-2, 2, (200, 2))
     y = X[:, 0] * X[:, 1] + np.sin(X[:, 0])
     SymbolicRegressor(policy="random", max_evaluations=300, max_time=None, random_state=0).fit(X, y)  # warm
-    monkeypatch.setattr(parallel, "spawn_pool", slow_pool)
+    monkeypatch.setattr(unit_runners, "spawn_pool", slow_pool)
     start = time.perf_counter()
     est = SymbolicRegressor(policy="random", n_jobs=2, max_time=2, max_evaluations=None, random_state=0).fit(X, y)
     wall = time.perf_counter() - start

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dgsr.estimator.regressor import SymbolicRegressor
-from dgsr.search import parallel
+from dgsr.search import parallel, unit_runners
 from dgsr.search.workers import available_cpus
 
 pytestmark = pytest.mark.timeout(300, method="thread")
@@ -22,13 +22,13 @@ pytestmark = pytest.mark.timeout(300, method="thread")
 
 def test_n_jobs_above_the_cpus_is_capped_with_a_warning(monkeypatch):
     started: list[int] = []
-    real = parallel.spawn_pool
+    real = unit_runners.spawn_pool
 
     def spy(n_workers, *args, **kwargs):
         started.append(n_workers)
         return real(n_workers, *args, **kwargs)
 
-    monkeypatch.setattr(parallel, "spawn_pool", spy)
+    monkeypatch.setattr(unit_runners, "spawn_pool", spy)
     monkeypatch.setattr(parallel, "UNIT_EVALUATIONS", 500)  # 4 units of a 2,000-evaluation search
     X = np.random.default_rng(0).uniform(-2, 2, (100, 2))
     y = X[:, 0] * X[:, 1]

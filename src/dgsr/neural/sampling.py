@@ -112,77 +112,105 @@ def sample_mutations(model: PolicyModel, memory: torch.Tensor, expression: Expre
     h = model.encode_expression(tokens, memory) if encoded is None else encoded
     mem, mem_mask = model.decoder_memory(memory, h, tokens, v.pad)
     keys = model.variable_keys(memory)  # [1, K, d] shared by the rows, or None
-    base = model.cross_kv(mem)  # per layer [1, H, S, d/H]: the K rows share it (expand = no copy)
-    cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in base]
-    # one unpadded expression and (per-variable encoder) unpadded memory: no mask, the fast kernel
-    base_mask = None if bool(mem_mask.all()) else mem_mask
-    mem_mask = None if base_mask is None else base_mask.expand(k, -1, -1, -1)
+    rows = _DecodingRows(model, mem, mem_mask, k)
     budget = max_size - expression.size - 1 if expression.size else max_size
     grammars = [ActionGrammar(v, expression.size, n_features, max_operand=max(budget, 1)) for _ in range(k)]
     rules = [_NestingMask(expression, g) for g in grammars] if rule_mask else None
-    caches: list[dict] = [{} for _ in model.dec_blocks]
     out_tokens: list[list[int]] = [[] for _ in range(k)]
     logprobs = np.zeros(k)
-    active = np.arange(k)  # rows of the original batch still decoding
     token = torch.full((k,), v.bos, dtype=torch.long, device=device)
     for position in range(model.config.max_action_tokens):
-        allowed_np = np.stack([grammars[i].allowed() for i in active])  # [A, V]
-        if mantissa_digits < MANTISSA_DIGITS:
-            allowed_np &= _coarse_mantissa_keep(mantissa_digits)
-        if token_keep is not None:
-            restricted = allowed_np & token_keep
-            ok = restricted.any(axis=1)
-            allowed_np[ok] = restricted[ok]
-        if rules is not None:
-            for j, row in enumerate(active):
-                before = allowed_np[j].copy()
-                rules[row].restrict(allowed_np[j])
-                if not allowed_np[j].any():
-                    # the rules leave nothing (e.g. only transcendental operators allowed, below
-                    # one): keep the grammar's choices, and let the search reject the mutation
-                    allowed_np[j] = before
+        allowed_np = _allowed_tokens(grammars, rules, rows.active, mantissa_digits, token_keep)  # [A, V]
         cols_np = np.flatnonzero(allowed_np.any(axis=0))  # tokens some row may take
         cols = torch.from_numpy(cols_np).to(device)
         contiguous = cols_np[-1] - cols_np[0] + 1 == len(cols_np)  # mantissa/exponent blocks: a view
         which = slice(int(cols_np[0]), int(cols_np[-1]) + 1) if contiguous else cols
-        logits = model.decode_step(token, position, caches, cross, mem_mask, which, keys).float()  # [A, C]
+        logits = model.decode_step(token, position, rows.caches, rows.cross, rows.mem_mask, which, keys).float()
         sub = allowed_np[:, cols_np]
         if not sub.all():
-            logits = logits.masked_fill(~torch.from_numpy(sub).to(device), float("-inf"))
-        logp = torch.log_softmax(logits, dim=-1)
-        if temperature > 0:
-            # inverse-CDF draw: much faster than torch.multinomial over a 10k-token mantissa block
-            cdf = torch.softmax(logits / temperature, dim=-1).cumsum(dim=-1)
-            u = torch.rand(len(cdf), 1, generator=generator, device=device).clamp_min(1e-7) * cdf[:, -1:]
-            choice = torch.searchsorted(cdf, u).squeeze(1).clamp_max(len(cols_np) - 1)
-        else:
-            choice = logits.argmax(dim=-1)
-        picked = logp.gather(1, choice[:, None]).squeeze(1).cpu().numpy()
+            logits = logits.masked_fill(~torch.from_numpy(sub).to(device), float("-inf"))  # [A, C]
+        choice, picked = _draw(logits, temperature, generator)
         choice = cols[choice]  # back to token ids
-        chosen = choice.cpu().numpy()
         keep = []
-        for j, row in enumerate(active):
-            t = int(chosen[j])
+        for j, (row, t) in enumerate(zip(rows.active, choice.cpu().numpy())):
             logprobs[row] += picked[j]
-            out_tokens[row].append(t)
+            out_tokens[row].append(int(t))
             if rules is not None:
-                rules[row].advance(t)
+                rules[row].advance(int(t))
             else:
-                grammars[row].advance(t)
+                grammars[row].advance(int(t))
             if not grammars[row].done:
                 keep.append(j)
         if not keep:
             break
-        if len(keep) < len(active):
+        if len(keep) < len(rows.active):
             idx = torch.tensor(keep, device=device)
-            for cache in caches:
-                cache["k"], cache["v"] = cache["k"][idx], cache["v"][idx]
-            cross = [(kk.expand(len(keep), -1, -1, -1), vv.expand(len(keep), -1, -1, -1)) for kk, vv in base]
-            mem_mask = None if base_mask is None else base_mask.expand(len(keep), -1, -1, -1)
+            rows.narrow(keep, idx)
             choice = choice[idx]
-            active = active[keep]
         token = choice
     return _collect(expression, out_tokens, logprobs, length_penalty, max_size)
+
+
+class _DecodingRows:
+    """The decoder state of the rows of a batch still decoding: their indices in the batch, the
+    self-attention caches, the cross-attention keys/values (computed once for the shared memory,
+    expanded over the rows: no copy) and the memory mask (None: no padding, the fast kernel)."""
+
+    def __init__(self, model: PolicyModel, mem: torch.Tensor, mem_mask: torch.Tensor, k: int):
+        self.base = model.cross_kv(mem)  # per layer [1, H, S, d/H]
+        # one unpadded expression and (per-variable encoder) unpadded memory: no mask
+        self.base_mask = None if bool(mem_mask.all()) else mem_mask
+        self.caches: list[dict] = [{} for _ in model.dec_blocks]
+        self.active = np.arange(k)  # rows of the original batch still decoding
+        self._expand(k)
+
+    def _expand(self, n: int) -> None:
+        self.cross = [(kk.expand(n, -1, -1, -1), vv.expand(n, -1, -1, -1)) for kk, vv in self.base]
+        self.mem_mask = None if self.base_mask is None else self.base_mask.expand(n, -1, -1, -1)
+
+    def narrow(self, keep: list[int], idx: torch.Tensor) -> None:
+        """Keep the rows at positions ``keep`` (``idx``, the same as a tensor) of the active ones."""
+        for cache in self.caches:
+            cache["k"], cache["v"] = cache["k"][idx], cache["v"][idx]
+        self._expand(len(keep))
+        self.active = self.active[keep]
+
+
+def _allowed_tokens(grammars: list[ActionGrammar], rules: list[_NestingMask] | None, active: np.ndarray,
+                    mantissa_digits: int, token_keep: np.ndarray | None) -> np.ndarray:
+    """The tokens each active row may take next [A, V]: its grammar's, narrowed to coarse
+    mantissas, to ``token_keep`` and by the nesting rules, except where that would leave none."""
+    allowed_np = np.stack([grammars[i].allowed() for i in active])
+    if mantissa_digits < MANTISSA_DIGITS:
+        allowed_np &= _coarse_mantissa_keep(mantissa_digits)
+    if token_keep is not None:
+        restricted = allowed_np & token_keep
+        ok = restricted.any(axis=1)
+        allowed_np[ok] = restricted[ok]
+    if rules is not None:
+        for j, row in enumerate(active):
+            before = allowed_np[j].copy()
+            rules[row].restrict(allowed_np[j])
+            if not allowed_np[j].any():
+                # the rules leave nothing (e.g. only transcendental operators allowed, below
+                # one): keep the grammar's choices, and let the search reject the mutation
+                allowed_np[j] = before
+    return allowed_np
+
+
+def _draw(logits: torch.Tensor, temperature: float, generator: torch.Generator | None
+          ) -> tuple[torch.Tensor, np.ndarray]:
+    """One column per row of ``logits`` [A, C] (sampled at ``temperature``, greedy at 0) and its
+    log-probability at temperature 1."""
+    logp = torch.log_softmax(logits, dim=-1)
+    if temperature > 0:
+        # inverse-CDF draw: much faster than torch.multinomial over a 10k-token mantissa block
+        cdf = torch.softmax(logits / temperature, dim=-1).cumsum(dim=-1)
+        u = torch.rand(len(cdf), 1, generator=generator, device=logits.device).clamp_min(1e-7) * cdf[:, -1:]
+        choice = torch.searchsorted(cdf, u).squeeze(1).clamp_max(logits.shape[1] - 1)
+    else:
+        choice = logits.argmax(dim=-1)
+    return choice, logp.gather(1, choice[:, None]).squeeze(1).cpu().numpy()
 
 
 def operator_token_keep(operators: tuple[str, ...] | None) -> np.ndarray | None:

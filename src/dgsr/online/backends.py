@@ -125,86 +125,111 @@ def drive(controller: Controller, trainer: TrainerHandle, executor: Executor, *,
 
     Returns the stop reason: ``"time"``, ``"trials"`` or ``"interrupted"`` (Ctrl-C; state saved).
     """
-    start = time.perf_counter()
-    in_flight: dict[Any, TrialSpec] = {}
-    config = controller.config
-
-    def elapsed() -> float:
-        return controller.elapsed_before + time.perf_counter() - start
-
-    def time_left() -> float | None:
-        return None if max_time is None else max_time - elapsed()
-
-    def may_dispatch() -> bool:
-        if max_trials is not None and controller.completed + len(in_flight) >= max_trials:
-            return False
-        return max_time is None or time_left() > 0
-
-    last_checkpoint = [time.perf_counter()]
-
-    def checkpoint() -> None:
-        last_checkpoint[0] = time.perf_counter()
-        if out is not None:
-            controller_elapsed = controller.elapsed_before
-            controller.elapsed_before = elapsed()
-            try:
-                write_checkpoint(out, controller, trainer)
-            finally:
-                controller.elapsed_before = controller_elapsed
-
+    run = _Drive(controller, trainer, executor, max_time, max_trials, out, on_trial, on_dispatch)
     reason = "trials"
     try:
-        while True:
-            while executor.free() > 0 and may_dispatch():
-                spec = controller.next_spec(trainer.version)
-                handle = executor.submit(spec, controller.datasets[spec.dataset], trainer.weights, time_left())
-                in_flight[handle] = spec
-                if on_dispatch is not None:
-                    on_dispatch(executor.describe(handle), spec)
-            if not in_flight:
-                reason = "trials" if max_trials is not None and controller.completed >= max_trials else "time"
-                break
-            for handle in executor.wait(list(in_flight), timeout=1.0):
-                spec = in_flight.pop(handle)
-                try:
-                    outcome = executor.result(handle)
-                except WorkerLost:
-                    controller.requeue(spec)
-                    continue
-                line = controller.record(outcome)
-                line.update({f"train_{k}": round(v, 5) for k, v in trainer.record(outcome).items()})
-                line["trainer_steps"] = trainer.version
-                line["elapsed"] = round(elapsed(), 2)
-                if out is not None:
-                    with open(out / "log.jsonl", "a") as fh:
-                        fh.write(json.dumps(line) + "\n")
-                if on_trial is not None:
-                    on_trial(line)
-                every = getattr(config, "checkpoint_seconds", math.inf)  # states saved before it existed
-                if (controller.completed % config.checkpoint_every == 0
-                        or time.perf_counter() - last_checkpoint[0] >= every):
-                    checkpoint()
+        reason = run.loop()
     except INTERRUPTS as err:
         if not is_interrupt(err):
             raise
         reason = "interrupted"
-        for spec in in_flight.values():  # lost with their workers: they run again after --resume
-            controller.requeue(spec)
-        in_flight.clear()
+        run.requeue_in_flight()  # lost with their workers: they run again after --resume
     except Exception:
-        for spec in in_flight.values():  # keep what is done; a resumed run re-runs these
-            controller.requeue(spec)
-        controller.elapsed_before = elapsed()
+        run.requeue_in_flight()  # keep what is done; a resumed run re-runs these
+        controller.elapsed_before = run.elapsed()
         if out is not None:  # best effort: the error being raised matters more than this checkpoint
             with contextlib.suppress(Exception):
                 write_checkpoint(out, controller, trainer)
         raise
     finally:
         executor.close()
-    controller.elapsed_before = elapsed()
+    controller.elapsed_before = run.elapsed()
     if out is not None:
         write_checkpoint(out, controller, trainer)
     return reason
+
+
+class _Drive:
+    """The state of :func:`drive`'s loop: the trials out on the executor, the run's clock and the
+    time of the last checkpoint."""
+
+    def __init__(self, controller: Controller, trainer: TrainerHandle, executor: Executor, max_time: float | None,
+                 max_trials: int | None, out: Path | None, on_trial: Callable[[dict], Any] | None,
+                 on_dispatch: Callable[[dict, TrialSpec], Any] | None):
+        self.controller, self.trainer, self.executor = controller, trainer, executor
+        self.max_time, self.max_trials, self.out = max_time, max_trials, out
+        self.on_trial, self.on_dispatch = on_trial, on_dispatch
+        self.start = time.perf_counter()
+        self.in_flight: dict[Any, TrialSpec] = {}
+        self.last_checkpoint = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Seconds of the whole run, resumes included."""
+        return self.controller.elapsed_before + time.perf_counter() - self.start
+
+    def time_left(self) -> float | None:
+        return None if self.max_time is None else self.max_time - self.elapsed()
+
+    def loop(self) -> str:
+        """Dispatch and record trials until the limits; the stop reason."""
+        controller, executor = self.controller, self.executor
+        while True:
+            while executor.free() > 0 and self._may_dispatch():
+                spec = controller.next_spec(self.trainer.version)
+                handle = executor.submit(spec, controller.datasets[spec.dataset], self.trainer.weights,
+                                         self.time_left())
+                self.in_flight[handle] = spec
+                if self.on_dispatch is not None:
+                    self.on_dispatch(executor.describe(handle), spec)
+            if not self.in_flight:
+                done = self.max_trials is not None and controller.completed >= self.max_trials
+                return "trials" if done else "time"
+            for handle in executor.wait(list(self.in_flight), timeout=1.0):
+                spec = self.in_flight.pop(handle)
+                try:
+                    outcome = executor.result(handle)
+                except WorkerLost:
+                    controller.requeue(spec)
+                    continue
+                self._record(outcome)
+
+    def _may_dispatch(self) -> bool:
+        if self.max_trials is not None and self.controller.completed + len(self.in_flight) >= self.max_trials:
+            return False
+        return self.max_time is None or self.time_left() > 0
+
+    def _record(self, outcome: TrialOutcome) -> None:
+        """Merge a finished trial, train on it, log it, and checkpoint when one is due."""
+        controller, config = self.controller, self.controller.config
+        line = controller.record(outcome)
+        line.update({f"train_{k}": round(v, 5) for k, v in self.trainer.record(outcome).items()})
+        line["trainer_steps"] = self.trainer.version
+        line["elapsed"] = round(self.elapsed(), 2)
+        if self.out is not None:
+            with open(self.out / "log.jsonl", "a") as fh:
+                fh.write(json.dumps(line) + "\n")
+        if self.on_trial is not None:
+            self.on_trial(line)
+        every = getattr(config, "checkpoint_seconds", math.inf)  # states saved before it existed
+        if (controller.completed % config.checkpoint_every == 0
+                or time.perf_counter() - self.last_checkpoint >= every):
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        self.last_checkpoint = time.perf_counter()
+        if self.out is not None:
+            controller_elapsed = self.controller.elapsed_before
+            self.controller.elapsed_before = self.elapsed()
+            try:
+                write_checkpoint(self.out, self.controller, self.trainer)
+            finally:
+                self.controller.elapsed_before = controller_elapsed
+
+    def requeue_in_flight(self) -> None:
+        """Put the trials still out back in the queue (their workers' results are lost)."""
+        for spec in self.in_flight.values():
+            self.controller.requeue(spec)
+        self.in_flight.clear()
 
 
 def write_checkpoint(out: Path, controller: Controller, trainer: Any) -> None:
@@ -292,41 +317,13 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
     out_path = Path(out) if out is not None else None
     state_path = out_path / STATE_FILE if out_path is not None else None
     if resume and state_path is not None and state_path.is_file():
-        state = load_state(state_path)
-        controller = Controller.from_state_dict(state["controller"])
-        trainer = OnlineTrainer.from_state_dict(state["trainer"], device=device)
-        # The search samples from torch's global generator, so exact resume restores it; this is
-        # the run's entry point, and a generator passed in instead would change the sampled numbers.
-        torch.set_rng_state(state["torch_rng"])
-        # Trials logged after the checkpoint are lost with the crash and run again: log them once.
-        atomic_write_text(out_path / "log.jsonl", "".join(json.dumps(line) + "\n" for line in controller.log))
+        controller, trainer = _resumed(out_path, state_path, device)
     else:
-        if model is None:
-            raise ValueError("a model is needed to start a run (resume needs OUT/state.pt)")
-        config = config or OnlineConfig()
-        controller = Controller(datasets, config)
-        trainer = OnlineTrainer(model, trainer_config or TrainerConfig(seed=config.seed), device=device)
-        for buf, cap in ((trainer.buffers.mutations, config.mutation_capacity),
-                         (trainer.buffers.critic, config.critic_capacity)):
-            buf.load_state_dict({"capacity": cap, "items": [], "total_added": 0})
-        if out_path is not None:
-            taken = [f for f in (STATE_FILE, "log.jsonl") if (out_path / f).exists()]
-            if taken and not force:
-                raise FileExistsError(f"{out_path} already holds a run ({', '.join(taken)}): pass --resume to "
-                                      "continue it, --force to replace it, or choose another --out")
-            out_path.mkdir(parents=True, exist_ok=True)
-            (out_path / "log.jsonl").unlink(missing_ok=True)
-    learn = controller.config.learn
-    model_config = trainer.model.config.to_dict()
+        controller, trainer = _started(datasets, model, config, trainer_config, out_path, device, force)
     started_ray = False
     if backend == "ray":
         started_ray = start_ray(ray_cpus or workers, address)
-        handle: Any = RayTrainer(trainer, learn)
-        executor: Any = RayExecutor(workers, controller.config, model_config)
-    else:
-        handle = LocalTrainer(trainer, learn)
-        executor = InProcessExecutor(trainer.model, controller.config, device) if workers == 1 else \
-            PoolExecutor(workers, controller.config, model_config)
+    handle, executor = _trainer_and_executor(backend, trainer, controller.config, workers, device)
     try:
         reason = drive(controller, handle, executor, max_time=max_time, max_trials=max_trials, out=out_path,
                        on_trial=on_trial, on_dispatch=on_dispatch)
@@ -341,6 +338,53 @@ def run_online(datasets: Sequence[Dataset], *, model: PolicyModel | None = None,
     return OnlineResult(results=controller.results(), trials=controller.completed, trainer_steps=trainer.steps,
                         elapsed=controller.elapsed_before, stop_reason=reason, requeued=controller.requeued,
                         log=list(controller.log), out=out_path, controller=controller, trainer=trainer)
+
+
+def _resumed(out: Path, state_path: Path, device: str) -> tuple[Controller, OnlineTrainer]:
+    """The controller and trainer of the run checkpointed at ``state_path``."""
+    state = load_state(state_path)
+    controller = Controller.from_state_dict(state["controller"])
+    trainer = OnlineTrainer.from_state_dict(state["trainer"], device=device)
+    # The search samples from torch's global generator, so exact resume restores it; this is
+    # the run's entry point, and a generator passed in instead would change the sampled numbers.
+    torch.set_rng_state(state["torch_rng"])
+    # Trials logged after the checkpoint are lost with the crash and run again: log them once.
+    atomic_write_text(out / "log.jsonl", "".join(json.dumps(line) + "\n" for line in controller.log))
+    return controller, trainer
+
+
+def _started(datasets: Sequence[Dataset], model: PolicyModel | None, config: OnlineConfig | None,
+             trainer_config: TrainerConfig | None, out: Path | None, device: str,
+             force: bool) -> tuple[Controller, OnlineTrainer]:
+    """The controller and trainer of a new run (``out`` made ready for it)."""
+    if model is None:
+        raise ValueError("a model is needed to start a run (resume needs OUT/state.pt)")
+    config = config or OnlineConfig()
+    controller = Controller(datasets, config)
+    trainer = OnlineTrainer(model, trainer_config or TrainerConfig(seed=config.seed), device=device)
+    for buf, cap in ((trainer.buffers.mutations, config.mutation_capacity),
+                     (trainer.buffers.critic, config.critic_capacity)):
+        buf.load_state_dict({"capacity": cap, "items": [], "total_added": 0})
+    if out is not None:
+        taken = [f for f in (STATE_FILE, "log.jsonl") if (out / f).exists()]
+        if taken and not force:
+            raise FileExistsError(f"{out} already holds a run ({', '.join(taken)}): pass --resume to "
+                                  "continue it, --force to replace it, or choose another --out")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "log.jsonl").unlink(missing_ok=True)
+    return controller, trainer
+
+
+def _trainer_and_executor(backend: str, trainer: OnlineTrainer, config: OnlineConfig, workers: int,
+                          device: str) -> tuple[Any, Any]:
+    """The trainer handle and the executor of ``backend`` (Ray already started for ``"ray"``)."""
+    model_config = trainer.model.config.to_dict()
+    if backend == "ray":
+        return RayTrainer(trainer, config.learn), RayExecutor(workers, config, model_config)
+    handle = LocalTrainer(trainer, config.learn)
+    executor = InProcessExecutor(trainer.model, config, device) if workers == 1 else \
+        PoolExecutor(workers, config, model_config)
+    return handle, executor
 
 
 def throughput(result: OnlineResult) -> dict[str, float]:

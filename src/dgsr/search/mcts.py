@@ -29,7 +29,7 @@ import numpy as np
 
 from dgsr.core.budget import Budget
 from dgsr.core.pareto import ParetoArchive
-from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
+from dgsr.runtime.interrupts import INTERRUPTS, CtrlCWatch, is_interrupt
 from dgsr.search.config import CONSTANT_FITTING_MODES, SearchConfig
 from dgsr.search.evaluator import Evaluator
 from dgsr.search.policy import Policy
@@ -90,62 +90,89 @@ def run_search(
     archive = archive if archive is not None else ParetoArchive()
     X, y, sample_weight = _training_data(X, y, sample_weight)
     evaluator = Evaluator(X, y, config, budget, archive, rng, sample_weight)
-    stats: Counter[str] = Counter()
-    history: list[dict[str, float]] = []
-    trials: list[TrialRecord] = []
-    n_iterations = 0
-    idle = 0  # trials in a row that scored nothing new
-    stop_reason = None
-
-    def record_history(trial: int) -> None:
-        if not history or evaluator.best_r2 > history[-1]["best_r2"]:
-            history.append(history_point(budget.evaluations, budget.elapsed, evaluator.best_r2,
-                                         evaluator.best_size, trial))
-
-    def progress(trial: int) -> None:
-        if on_progress is not None:
-            on_progress(SearchProgress(budget.elapsed, budget.evaluations, evaluator.best_r2,
-                                       evaluator.best_size, trial))
-
+    trials = _Trials(X, y, policy, config, rng, budget, evaluator, on_progress)
     try:
         # Fewer collections, a Ctrl-C watch (a KeyboardInterrupt is caught below), one BLAS
         # thread and the structure memos, all put back after (dgsr.search.scope).
         with search_scope() as ctrl_c:
-            while stop_reason is None:
-                trial = len(trials)
-                if config.max_trials is not None and trial >= config.max_trials:
-                    stop_reason = "trials"
-                    break
-                trial_rng = np.random.default_rng(rng.integers(2**63))
-                search = Trial(trial, policy, policy.prepare(X, y, trial_rng), evaluator, config, trial_rng, stats)
-                trials.append(search.record)
-                fit_now = config.constant_fitting == "all"
-                while search.iterations < config.iterations_per_trial:
-                    stop_reason = "interrupted" if ctrl_c.seen else budget.exhausted(evaluator.best_r2)
-                    if stop_reason is not None or search.root.terminal:
-                        break
-                    search.iterate(fit_now)
-                    n_iterations += 1
-                    record_history(trial)
-                    if search.iterations % _PROGRESS_EVERY == 0:
-                        progress(trial + 1)
-                search.finish()
-                search.release()
-                record_history(trial)
-                idle = idle + 1 if search.record.evaluations == 0 else 0
-                if stop_reason is None and config.max_idle_trials is not None and idle >= config.max_idle_trials:
-                    stop_reason = "exhausted"
+            trials.run(ctrl_c)
     except INTERRUPTS as err:
         if not is_interrupt(err):
             raise
-        stop_reason = "interrupted"
-    record_history(len(trials))
-    if stop_reason is None:
-        stop_reason = budget.exhausted(evaluator.best_r2) or "trials"
-    progress(len(trials))
-    return SearchResult(archive=archive, best=archive.best(), n_evaluations=budget.evaluations,
-                        n_trials=len(trials), n_iterations=n_iterations, elapsed=budget.elapsed,
-                        stop_reason=stop_reason, history=history, mutation_stats=dict(stats), trials=trials)
+        trials.stop_reason = "interrupted"
+    return trials.result(archive)
+
+
+class _Trials:
+    """One search's trials and what they add up to: the history of improvements, the trial
+    records, the mutation statistics, the iteration count and, once known, the stop reason."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, policy: Policy, config: SearchConfig,
+                 rng: np.random.Generator, budget: Budget, evaluator: Evaluator,
+                 on_progress: Callable[[SearchProgress], Any] | None):
+        self.X, self.y, self.policy, self.config, self.rng = X, y, policy, config, rng
+        self.budget, self.evaluator, self.on_progress = budget, evaluator, on_progress
+        self.stats: Counter[str] = Counter()
+        self.history: list[dict[str, float]] = []
+        self.records: list[TrialRecord] = []
+        self.n_iterations = 0
+        self.idle = 0  # trials in a row that scored nothing new
+        self.stop_reason: str | None = None
+
+    def run(self, ctrl_c: CtrlCWatch) -> None:
+        """Run trials until one of the budget's limits, ``max_trials``, ``max_idle_trials`` or a Ctrl-C."""
+        while self.stop_reason is None:
+            trial = len(self.records)
+            if self.config.max_trials is not None and trial >= self.config.max_trials:
+                self.stop_reason = "trials"
+                break
+            self._trial(trial, ctrl_c)
+
+    def _trial(self, trial: int, ctrl_c: CtrlCWatch) -> None:
+        config, evaluator = self.config, self.evaluator
+        trial_rng = np.random.default_rng(self.rng.integers(2**63))
+        search = Trial(trial, self.policy, self.policy.prepare(self.X, self.y, trial_rng), evaluator, config,
+                       trial_rng, self.stats)
+        self.records.append(search.record)
+        fit_now = config.constant_fitting == "all"
+        while search.iterations < config.iterations_per_trial:
+            self.stop_reason = "interrupted" if ctrl_c.seen else self.budget.exhausted(evaluator.best_r2)
+            if self.stop_reason is not None or search.root.terminal:
+                break
+            search.iterate(fit_now)
+            self.n_iterations += 1
+            self.record_history(trial)
+            if search.iterations % _PROGRESS_EVERY == 0:
+                self.progress(trial + 1)
+        search.finish()
+        search.release()
+        self.record_history(trial)
+        self.idle = self.idle + 1 if search.record.evaluations == 0 else 0
+        if self.stop_reason is None and config.max_idle_trials is not None and self.idle >= config.max_idle_trials:
+            self.stop_reason = "exhausted"
+
+    def record_history(self, trial: int) -> None:
+        """A history point when the best R² improved."""
+        evaluator = self.evaluator
+        if not self.history or evaluator.best_r2 > self.history[-1]["best_r2"]:
+            self.history.append(history_point(self.budget.evaluations, self.budget.elapsed, evaluator.best_r2,
+                                              evaluator.best_size, trial))
+
+    def progress(self, trial: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(SearchProgress(self.budget.elapsed, self.budget.evaluations, self.evaluator.best_r2,
+                                            self.evaluator.best_size, trial))
+
+    def result(self, archive: ParetoArchive) -> SearchResult:
+        """The search's result, once it stopped (the stop reason completed from the budget)."""
+        self.record_history(len(self.records))
+        if self.stop_reason is None:
+            self.stop_reason = self.budget.exhausted(self.evaluator.best_r2) or "trials"
+        self.progress(len(self.records))
+        return SearchResult(archive=archive, best=archive.best(), n_evaluations=self.budget.evaluations,
+                            n_trials=len(self.records), n_iterations=self.n_iterations, elapsed=self.budget.elapsed,
+                            stop_reason=self.stop_reason, history=self.history, mutation_stats=dict(self.stats),
+                            trials=self.records)
 
 
 def _training_data(X: Any, y: Any, sample_weight: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -17,13 +17,12 @@ of ``UNIT_EVALUATIONS`` are drawn until the time runs out.
 Backends: ``"local"``, a ``spawn`` process pool of ``n_jobs`` workers (spawn, because forking a
 process that may hold torch threads is unsafe), or ``"ray"``: each unit a Ray task with one CPU,
 on the cluster named by ``RAY_ADDRESS`` or a local Ray instance started here. ``n_jobs=1`` runs
-in this process, with a live progress display.
+in this process, with a live progress display. All three are runners of
+:mod:`dgsr.search.unit_runners` driven by one scheduling loop (:class:`_Schedule`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import contextlib
 import functools
 import math
 import time
@@ -36,24 +35,12 @@ import numpy as np
 
 from dgsr.core.budget import Budget
 from dgsr.core.pareto import ParetoArchive
-from dgsr.core.structure_memos import STRUCTURE_MEMOS
-from dgsr.runtime.collector import fewer_collections
 from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 from dgsr.search.policy import Policy
 from dgsr.search.results import history_point
-from dgsr.search.workers import (
-    WAIT_SLICE_SECONDS,
-    available_cpus,
-    check_backend,
-    discard_pool,
-    forget_pool,
-    spawn_pool,
-    start_ray,
-    stop_workers,
-    stoppable_work,
-    wait_in_slices,
-)
+from dgsr.search.unit_runners import InProcessRunner, PoolRunner, RayRunner, UnitRunner
+from dgsr.search.workers import available_cpus, check_backend, stoppable_work
 
 #: Evaluations per work unit (a few trials of the default 1,000 iterations).
 UNIT_EVALUATIONS = 25_000
@@ -278,92 +265,112 @@ def run_parallel_search(
     check_backend(backend)
     n_jobs = resolve_n_jobs(n_jobs) if backend == "ray" else local_processes(n_jobs, budget.max_evaluations)
     start = time.perf_counter()
-    deadline = None if budget.max_time is None else start + budget.max_time
+    clock = _Clock(None if budget.max_time is None else start + budget.max_time)
     merger = _Merger(archive if archive is not None else ParetoArchive(), start, on_progress)
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
-
-    def time_left() -> float | None:
-        return None if deadline is None else deadline - time.perf_counter()
-
-    def make(index: int, seed: np.random.Generator, evals: float | None) -> _Task:
-        left = time_left()
-        return _Task(index, seed, evals, left, budget.target_r2, None if left is None else time.time() + left)
-
-    interrupted = False
+    runner: UnitRunner
     if n_jobs == 1:
+        def run_here(task: _Task) -> UnitResult:
+            return _run_unit(task, X, y, sample_weight, policy, config, _offset_progress(on_progress, merger, start))
+        runner = InProcessRunner(run_here)
+    else:
+        make_policy = make_policy if make_policy is not None else functools.partial(_same_policy, policy)
+        runner = (RayRunner if backend == "ray" else PoolRunner)(n_jobs, _worker_run, (X, y, sample_weight),
+                                                                  make_policy, config)
+    interrupted = _Schedule(runner, n_jobs, _tasks(budget, rng), merger, clock, budget.target_r2).run()
+    return merger.result(interrupted, clock.out_of_time())
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """The fit's shared time budget: ``deadline`` on ``time.perf_counter()``'s clock (None: no limit)."""
+
+    deadline: float | None
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.perf_counter()
+
+    def out_of_time(self) -> bool:
+        left = self.left()
+        return left is not None and left <= 0
+
+
+class _Schedule:
+    """The one scheduling loop: keeps up to ``capacity`` units out on ``runner``, in unit order,
+    and merges what comes back until the units run out, the time does, one reaches the target
+    or one finds nothing new (``"exhausted"``); a Ctrl-C keeps what the running units found.
+
+    With the in-process runner a unit runs when it is submitted, so this is the plain loop over
+    the units one after the other."""
+
+    def __init__(self, runner: UnitRunner, capacity: int, tasks: Iterator[tuple[int, np.random.Generator,
+                 float | None]], merger: _Merger, clock: _Clock, target_r2: float | None):
+        self.runner, self.capacity, self.tasks = runner, capacity, tasks
+        self.merger, self.clock, self.target_r2 = merger, clock, target_r2
+        self.in_flight: dict[Any, int] = {}  # handle -> unit index
+        self.no_more = False  # start no further unit
+        self.interrupted = False
+
+    def run(self) -> bool:
+        """Run the units; whether a Ctrl-C stopped the fit."""
         try:
-            # One raised threshold for all the units: put back between two of them, the
-            # collector would at once scan everything the first one left (about 0.13 s a unit).
-            # The structure memos too are emptied once, after the last unit.
-            with fewer_collections(), STRUCTURE_MEMOS.in_use():
-                for index, seed, evals in _tasks(budget, rng):
-                    left = time_left()
-                    if merger.done() or (left is not None and left <= 0):
-                        break
-                    merger.add(_run_unit(make(index, seed, evals), X, y, sample_weight, policy, config,
-                                         _offset_progress(on_progress, merger, start)), budget.target_r2)
-                    if merger.reasons[-1] == "interrupted":
-                        interrupted = True
-                        break
-                    if merger.reasons[-1] == "exhausted":  # another unit would search the same small space
-                        break
+            while True:
+                self._fill()
+                if not self.in_flight:
+                    break
+                left = self.clock.left()
+                finished = self.runner.wait(list(self.in_flight),
+                                            None if left is None else max(left, 0.0) + LATE_UNIT_SECONDS)
+                if not finished:
+                    # Past the deadline with units still out (workers still starting on busy cores):
+                    # stop them, keep what they found, and leave them behind.
+                    _collect_stopped(self.runner, self.in_flight, self.merger, LATE_UNIT_SECONDS)
+                    break
+                self._take(finished)
+                if self.interrupted or self.merger.done():
+                    break
         except INTERRUPTS as err:
             if not is_interrupt(err):
                 raise
-            interrupted = True
-        left = time_left()
-        return merger.result(interrupted, left is not None and left <= 0)
+            self.interrupted = True
+            _collect_stopped(self.runner, self.in_flight, self.merger, STOP_GRACE_SECONDS)
+        finally:
+            self.runner.close(busy=bool(self.in_flight))
+        return self.interrupted
 
-    make_policy = make_policy if make_policy is not None else functools.partial(_same_policy, policy)
-    runner = _RayRunner(n_jobs) if backend == "ray" else _PoolRunner(n_jobs)
-    data = (X, y, sample_weight)
-    in_flight: dict[Any, int] = {}
-    tasks = _tasks(budget, rng)
-    exhausted = False
-    try:
-        while True:
-            while not exhausted and len(in_flight) < n_jobs and not merger.done():
-                left = time_left()
-                if left is not None and left <= 0:
-                    exhausted = True
-                    break
-                item = next(tasks, None)
-                if item is None:
-                    exhausted = True
-                    break
-                if merger.target_at is not None and item[0] > merger.target_at:
-                    exhausted = True  # a unit already reached the target: later units are not needed
-                    break
-                handle = runner.submit(make(*item), data, make_policy, config)
-                in_flight[handle] = item[0]
-            if not in_flight:
+    def _fill(self) -> None:
+        """Submit units, in order, while the runner has room and more are wanted."""
+        while not self.no_more and len(self.in_flight) < self.capacity and not self.merger.done():
+            left = self.clock.left()
+            if left is not None and left <= 0:
+                self.no_more = True
                 break
-            left = time_left()
-            finished = runner.wait(list(in_flight), None if left is None else max(left, 0.0) + LATE_UNIT_SECONDS)
-            if not finished:
-                # Past the deadline with units still out (workers still starting on busy cores):
-                # stop them, keep what they found, and leave them behind.
-                _collect_stopped(runner, in_flight, merger, LATE_UNIT_SECONDS)
+            item = next(self.tasks, None)
+            if item is None:
+                self.no_more = True
                 break
-            for handle in finished:
-                index = in_flight.pop(handle)
-                result = runner.result(handle)
-                if merger.target_at is None or index <= merger.target_at:
-                    merger.add(result, budget.target_r2)
-                if result.stop_reason == "exhausted":
-                    exhausted = True  # no more units: another would search the same small space
-            if merger.done():
+            index, seed, evals = item
+            if self.merger.target_at is not None and index > self.merger.target_at:
+                self.no_more = True  # a unit already reached the target: later units are not needed
                 break
-    except INTERRUPTS as err:
-        if not is_interrupt(err):
-            raise
-        interrupted = True
-        _collect_stopped(runner, in_flight, merger, STOP_GRACE_SECONDS)
-    finally:
-        runner.close(busy=bool(in_flight))
-    left = time_left()
-    return merger.result(interrupted, left is not None and left <= 0)
+            left = self.clock.left()
+            task = _Task(index, seed, evals, left, self.target_r2, None if left is None else time.time() + left)
+            self.in_flight[self.runner.submit(task)] = index
+
+    def _take(self, finished: list[Any]) -> None:
+        """Merge the finished units (those after a unit that reached the target are dropped)."""
+        for handle in finished:
+            index = self.in_flight.pop(handle)
+            result = self.runner.result(handle)
+            if self.merger.target_at is None or index <= self.merger.target_at:
+                self.merger.add(result, self.target_r2)
+            if result.stop_reason == "exhausted":
+                self.no_more = True  # no more units: another would search the same small space
+            elif result.stop_reason == "interrupted":
+                # Only a Ctrl-C stops a unit here: the in-process unit's own (a worker's comes
+                # from this loop's stop, after it).
+                self.interrupted = True
 
 
 #: Seconds a Ctrl-C waits for the running units to stop and send back what they found.
@@ -406,86 +413,3 @@ def _offset_progress(on_progress: Callable[[SearchProgress], Any] | None, merger
     return show
 
 
-class _PoolRunner:
-    """Units on a local ``spawn`` process pool."""
-
-    def __init__(self, n_jobs: int):
-        self.pool = spawn_pool(n_jobs, stoppable=True)
-
-    def submit(self, task: _Task, data: Any, make_policy: Callable[[], Policy], config: SearchConfig) -> Any:
-        return self.pool.submit(_worker_run, task, data, make_policy, config)
-
-    def wait(self, handles: list[Any], timeout: float | None = None) -> list[Any]:
-        """The handles done (at least one, unless ``timeout`` seconds passed first: then none)."""
-        return sorted(wait_in_slices(handles, timeout, cf.FIRST_COMPLETED), key=handles.index)
-
-    def result(self, handle: Any) -> UnitResult:
-        return handle.result()
-
-    def collect(self, handles: list[Any], grace: float) -> list[tuple[Any, UnitResult]]:
-        """Stop the running units (each returns what it found so far) and the results of those
-        that come back within ``grace`` seconds; a unit that failed is left out."""
-        end = time.monotonic() + grace
-        done: set[Any] = set()
-        while handles and time.monotonic() < end:
-            # Asked again each slice: a worker still starting is not ready for the signal yet,
-            # and one that was between two steps may have missed it (each unit stops once).
-            if not stop_workers(self.pool):
-                return []
-            done = wait_in_slices(handles, min(WAIT_SLICE_SECONDS, end - time.monotonic()), cf.ALL_COMPLETED)
-            if len(done) == len(handles):
-                break
-        out = []
-        for handle in sorted(done, key=handles.index):
-            with contextlib.suppress(Exception):  # a unit that ended in an error: nothing to keep
-                out.append((handle, handle.result()))
-        return out
-
-    def close(self, busy: bool = False) -> None:
-        """Shut the pool down: idle workers exit in the background (the fit does not wait for
-        them), busy ones are killed (their units are not needed)."""
-        if busy:  # units still running (target reached, Ctrl-C): not needed any more
-            discard_pool(self.pool)
-        else:
-            self.pool.shutdown(wait=False)
-        forget_pool(self.pool)
-
-
-class _RayRunner:
-    """Units as Ray tasks (one CPU each) on ``RAY_ADDRESS``'s cluster or a local Ray started here."""
-
-    def __init__(self, n_jobs: int):
-        import ray
-
-        self.ray = ray
-        self.started = start_ray(n_jobs)
-        self.remote = ray.remote(num_cpus=1)(_worker_run)
-        self.data_ref: Any = None
-        self.in_flight: set[Any] = set()
-
-    def submit(self, task: _Task, data: Any, make_policy: Callable[[], Policy], config: SearchConfig) -> Any:
-        if self.data_ref is None:  # the data goes to the object store once
-            self.data_ref = self.ray.put(data)
-        handle = self.remote.remote(task, self.data_ref, make_policy, config)
-        self.in_flight.add(handle)
-        return handle
-
-    def wait(self, handles: list[Any], timeout: float | None = None) -> list[Any]:
-        ready, _ = self.ray.wait(handles, num_returns=1, timeout=timeout)
-        return ready
-
-    def result(self, handle: Any) -> UnitResult:
-        self.in_flight.discard(handle)
-        return self.ray.get(handle)
-
-    def collect(self, handles: list[Any], grace: float) -> list[tuple[Any, UnitResult]]:
-        """Ray tasks cannot be asked to stop early: nothing more is collected after a Ctrl-C."""
-        return []
-
-    def close(self, busy: bool = False) -> None:
-        if busy:
-            for handle in self.in_flight:
-                with contextlib.suppress(Exception):
-                    self.ray.cancel(handle, force=True)
-        if self.started:
-            self.ray.shutdown()

@@ -177,78 +177,20 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    ckpt_path = out / "ckpt.pt"
-    log_path = out / "log.jsonl"
-    step = 0
-    if not (resume and ckpt_path.is_file()):
-        if ckpt_path.exists() or log_path.exists():
-            raise FileExistsError(f"{out} already holds a pre-training run (ckpt.pt or log.jsonl): pass "
-                                  "--resume to continue it, or choose another --out")
-        # Weight initialisation and dropout draw from torch's global generator (module constructors
-        # take none), so this entry point seeds it, and a resume restores it below: passing a
-        # torch.Generator instead would change every number a given seed produces.
-        torch.manual_seed(config.seed)
-    if resume and ckpt_path.is_file():
-        state = load_training_state(ckpt_path)
-        config = TrainConfig(**state["train_config"])
-        model = PolicyModel(ModelConfig.from_dict(state["model_config"])).to(dev)
-        model.load_state_dict(state["model"])
-        optimizer = adamw(model, config.lr, config.weight_decay)
-        optimizer.load_state_dict(state["optimizer"])
-        step = int(state["step"])
-        torch.set_rng_state(state["torch_rng"])  # the global generator again (see above): exact resume
-        _truncate_log(log_path, step)
-    elif init is not None:
-        config = resolve_data(config)
-        model, info = init_model(init, _wanted_model(config, model_config), dev)
-        model.train()
-        optimizer = adamw(model, config.lr, config.weight_decay)
-        step = int(info.get("steps", 0))
-        for group in optimizer.param_groups:
-            group["initial_lr"] = config.lr  # what LambdaLR expects when it starts mid-schedule
-    else:
-        config = resolve_data(config)
-        model = PolicyModel(_wanted_model(config, model_config)).to(dev)
-        optimizer = adamw(model, config.lr, config.weight_decay)
+    config, model, optimizer, step = _begin(config, out, resume, init, model_config, dev)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_at(s, config), last_epoch=step - 1)
-    val = validation_batches(config)
-    val_permuted = validation_batches(config, permute_y=True)
-    val_teacher = teacher_validation_batches(config)
-    val_teacher_permuted = teacher_validation_batches(config, permute_y=True)
-    val_paths = (path_validation_batches(config), path_validation_batches(config, permute_y=True)) \
-        if config.val_paths else None
+    validation = _Validation(config)
     start, record = time.time(), {}
     model.train()
     with BatchPrefetcher(config, step, workers) as coming:
         while step < steps:
             if max_seconds is not None and time.time() - start > max_seconds:
                 break
-            batch = next(coming).to(dev)
-            parts = losses(model, batch, config.critic_weight, mantissa_weight=config.mantissa_weight,
-                           aux_weight=config.aux_weight)
-            optimizer.zero_grad(set_to_none=True)
-            parts["loss"].backward()
-            grad_norm, _ = clipped_step(model, optimizer, config.grad_clip)
-            scheduler.step()
             step += 1
-            record = {"step": step, "time": round(time.time() - start, 2), "lr": scheduler.get_last_lr()[0],
-                      "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
+            record = _step(model, optimizer, scheduler, next(coming).to(dev), config, step, start)
             if step % config.eval_every == 0 or step == steps:
-                held_out = evaluate_batches(model, val, dev, config.critic_weight, config.aux_weight)
-                record.update({k: round(v, 6) for k, v in held_out.items()})
-                permuted = evaluate_batches(model, val_permuted, dev, config.critic_weight)
-                record["val_data_gap"] = round(permuted["val_action_loss"] - held_out["val_action_loss"], 6)
-                taught = evaluate_batches(model, val_teacher, dev, config.critic_weight)["val_action_loss"]
-                taught_permuted = evaluate_batches(model, val_teacher_permuted, dev,
-                                                   config.critic_weight)["val_action_loss"]
-                record["val_teacher_loss"] = round(taught, 6)
-                record["val_teacher_gap"] = round(taught_permuted - taught, 6)
-                if val_paths is not None:
-                    held, shuffled = (evaluate_batches(model, b, dev, config.critic_weight)["val_action_loss"]
-                                      for b in val_paths)
-                    record["val_paths_loss"] = round(held, 6)
-                    record["val_paths_gap"] = round(shuffled - held, 6)
-            with open(log_path, "a") as fh:
+                record.update(validation.scores(model, dev))
+            with open(out / "log.jsonl", "a") as fh:
                 fh.write(json.dumps(record) + "\n")
             if progress:
                 _progress(record, steps)
@@ -259,6 +201,88 @@ def train(config: TrainConfig, out: str | Path, steps: int, *, resume: bool = Fa
     if progress:
         print(file=sys.stderr)
     return record
+
+
+def _begin(config: TrainConfig, out: Path, resume: bool, init: str | Path | None,
+           model_config: ModelConfig | None, dev: torch.device
+           ) -> tuple[TrainConfig, PolicyModel, torch.optim.Optimizer, int]:
+    """(config, model, optimizer, step) of the run in ``out``: resumed from its checkpoint, started
+    from the model file ``init``, or new."""
+    ckpt_path, log_path = out / "ckpt.pt", out / "log.jsonl"
+    if resume and ckpt_path.is_file():
+        state = load_training_state(ckpt_path)
+        config = TrainConfig(**state["train_config"])
+        model = PolicyModel(ModelConfig.from_dict(state["model_config"])).to(dev)
+        model.load_state_dict(state["model"])
+        optimizer = adamw(model, config.lr, config.weight_decay)
+        optimizer.load_state_dict(state["optimizer"])
+        step = int(state["step"])
+        torch.set_rng_state(state["torch_rng"])  # the global generator again (see below): exact resume
+        _truncate_log(log_path, step)
+        return config, model, optimizer, step
+    if ckpt_path.exists() or log_path.exists():
+        raise FileExistsError(f"{out} already holds a pre-training run (ckpt.pt or log.jsonl): pass "
+                              "--resume to continue it, or choose another --out")
+    # Weight initialisation and dropout draw from torch's global generator (module constructors
+    # take none), so this entry point seeds it, and a resume restores it above: passing a
+    # torch.Generator instead would change every number a given seed produces.
+    torch.manual_seed(config.seed)
+    config = resolve_data(config)
+    if init is None:
+        model = PolicyModel(_wanted_model(config, model_config)).to(dev)
+        return config, model, adamw(model, config.lr, config.weight_decay), 0
+    model, info = init_model(init, _wanted_model(config, model_config), dev)
+    model.train()
+    optimizer = adamw(model, config.lr, config.weight_decay)
+    for group in optimizer.param_groups:
+        group["initial_lr"] = config.lr  # what LambdaLR expects when it starts mid-schedule
+    return config, model, optimizer, int(info.get("steps", 0))
+
+
+def _step(model: PolicyModel, optimizer: torch.optim.Optimizer, scheduler: Any, batch: Batch,
+          config: TrainConfig, step: int, start: float) -> dict[str, Any]:
+    """One optimiser step on ``batch``; the log record of step ``step`` (counted from 1)."""
+    parts = losses(model, batch, config.critic_weight, mantissa_weight=config.mantissa_weight,
+                   aux_weight=config.aux_weight)
+    optimizer.zero_grad(set_to_none=True)
+    parts["loss"].backward()
+    grad_norm, _ = clipped_step(model, optimizer, config.grad_clip)
+    scheduler.step()
+    return {"step": step, "time": round(time.time() - start, 2), "lr": scheduler.get_last_lr()[0],
+            "grad_norm": float(grad_norm), **{k: round(float(v.detach()), 5) for k, v in parts.items()}}
+
+
+class _Validation:
+    """The held-out batches a run scores at each evaluation step: the corpus's, the teacher's and
+    (``config.val_paths``) the held-out path files', each also with the data's ``y`` permuted (the
+    gap says how much the policy reads the data)."""
+
+    def __init__(self, config: TrainConfig):
+        self.config = config
+        self.corpus = validation_batches(config)
+        self.corpus_permuted = validation_batches(config, permute_y=True)
+        self.teacher = teacher_validation_batches(config)
+        self.teacher_permuted = teacher_validation_batches(config, permute_y=True)
+        self.paths = (path_validation_batches(config), path_validation_batches(config, permute_y=True)) \
+            if config.val_paths else None
+
+    def scores(self, model: PolicyModel, dev: torch.device) -> dict[str, float]:
+        """The validation entries of a log record."""
+        config = self.config
+        held_out = evaluate_batches(model, self.corpus, dev, config.critic_weight, config.aux_weight)
+        record = {k: round(v, 6) for k, v in held_out.items()}
+        permuted = evaluate_batches(model, self.corpus_permuted, dev, config.critic_weight)
+        record["val_data_gap"] = round(permuted["val_action_loss"] - held_out["val_action_loss"], 6)
+        taught = evaluate_batches(model, self.teacher, dev, config.critic_weight)["val_action_loss"]
+        taught_permuted = evaluate_batches(model, self.teacher_permuted, dev, config.critic_weight)["val_action_loss"]
+        record["val_teacher_loss"] = round(taught, 6)
+        record["val_teacher_gap"] = round(taught_permuted - taught, 6)
+        if self.paths is not None:
+            held, shuffled = (evaluate_batches(model, b, dev, config.critic_weight)["val_action_loss"]
+                              for b in self.paths)
+            record["val_paths_loss"] = round(held, 6)
+            record["val_paths_gap"] = round(shuffled - held, 6)
+        return record
 
 
 def _truncate_log(path: Path, step: int) -> None:

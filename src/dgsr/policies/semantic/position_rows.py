@@ -187,127 +187,165 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
         spread = spread_with if not scale_path else spread_without
         compiled_backprop.desired_jit(ops, parent, ends, values, root, pos, desired)
         compiled_backprop.gradient_jit(ops, parent, ends, values, pos, g2)
-        count = 0
-        for r in range(n):
-            g = g2[r] * g2[r]
-            ok[r] = np.isfinite(desired[r]) and np.isfinite(values[pos, r]) and np.isfinite(g)
-            g2[r] = g if ok[r] else 0.0
-            if ok[r]:
-                count += 1
+        count = _usable_rows_jit(desired, values[pos], g2, ok)
         usable[i] = count >= max(5, n // 3)
         if not usable[i]:
             continue
-        first_ok = 0
-        while not ok[first_ok]:  # a usable position has at least five usable rows
-            first_ok += 1
-        # Unary mutations: the sums over the usable rows.
-        sw = 0.0
-        swd = 0.0
+        _unary_row_matches_jit(desired, values[pos], g2, ok, spread, scale_path, additive_path, unary_codes, outs,
+                               unary[i])
+        _binary_rows_jit(desired, values[pos], g2, ok, count, additive_path, targets[i], weights[i])
+
+
+def _usable_rows(desired, current, g2, ok):  # pragma: no cover - compiled below
+    """Mark in ``ok`` the rows where ``D``, ``A`` and ``g2`` (the gradient, squared here in place;
+    0 on the other rows) are finite; how many there are."""
+    count = 0
+    for r in range(current.shape[0]):
+        g = g2[r] * g2[r]
+        ok[r] = np.isfinite(desired[r]) and np.isfinite(current[r]) and np.isfinite(g)
+        g2[r] = g if ok[r] else 0.0
+        if ok[r]:
+            count += 1
+    return count
+
+
+def _unary_row_matches(desired, current, g2, ok, spread, scale_path, additive_path, unary_codes, outs,
+                       match):  # pragma: no cover - compiled below
+    """:func:`_unary_matches` of one position, into ``match`` (``outs``: scratch, one value per row)."""
+    n = current.shape[0]
+    sw = 0.0
+    swd = 0.0
+    for r in range(n):
+        if ok[r]:
+            sw += g2[r]
+            swd += g2[r] * desired[r]
+    dm = swd / sw
+    for u in range(unary_codes.shape[0]):
+        match[u] = np.nan  # until a finite match is found below
+    # The root does not move with this node on any row: nothing to match (see _unary_matches).
+    for u in range(unary_codes.shape[0] if sw > 0 else 0):
+        defined = True
+        flat = True
+        first = np.nan
         for r in range(n):
             if ok[r]:
-                sw += g2[r]
-                swd += g2[r] * desired[r]
-        dm = swd / sw
-        for u in range(unary_codes.shape[0]):
-            unary[i, u] = np.nan  # until a finite match is found below
-        # The root does not move with this node on any row: nothing to match (see _unary_matches).
-        for u in range(unary_codes.shape[0] if sw > 0 else 0):
-            defined = True
-            flat = True
-            first = np.nan
-            for r in range(n):
-                if ok[r]:
-                    outs[r] = unary_value_jit(unary_codes[u], values[pos, r])
-                    if not np.isfinite(outs[r]):
-                        defined = False
-                        break
-                    if np.isnan(first):
-                        first = outs[r]
-                    elif outs[r] != first:
-                        flat = False
-            if not defined or (additive_path and flat):  # see _unary_matches
-                continue
-            if additive_path:  # free c and d
-                swo = 0.0
-                for r in range(n):
-                    if ok[r]:
-                        swo += outs[r] * g2[r]
-                om = swo / sw
-                cov = 0.0
-                var = 0.0
-                sdd = 0.0
-                for r in range(n):
-                    if ok[r]:
-                        oc = outs[r] - om
-                        dc = desired[r] - dm
-                        cov += oc * g2[r] * dc
-                        var += oc * oc * g2[r]
-                        sdd += g2[r] * dc * dc
-                sse = sdd - cov * cov / var
-            elif scale_path:  # free c
-                cov = 0.0
-                var = 0.0
-                sdd = 0.0
-                for r in range(n):
-                    if ok[r]:
-                        cov += outs[r] * g2[r] * desired[r]
-                        var += outs[r] * outs[r] * g2[r]
-                        sdd += g2[r] * desired[r] * desired[r]
-                sse = sdd - cov * cov / var
-            else:
-                sse = 0.0
-                for r in range(n):
-                    if ok[r]:
-                        e = outs[r] - desired[r]
-                        sse += e * e * g2[r]
-            match = -np.log10(_clip_share_jit(sse / spread))
-            unary[i, u] = match if np.isfinite(match) else np.nan
-        # Binary kinds: what B should be, and how much each row counts.
-        if additive_path:
-            tm = 0.0
-            vm = 0.0
-            for r in range(n):
-                if ok[r]:
-                    tm += desired[r]
-                    vm += values[pos, r]
-            tm /= count
-            vm /= count
-            vv = 0.0
-            tv = 0.0
-            for r in range(n):
-                if ok[r]:
-                    vc = values[pos, r] - vm
-                    vv += vc * vc
-                    tv += vc * (desired[r] - tm)
-            flat = True
-            for r in range(n):
-                if ok[r] and values[pos, r] != values[pos, first_ok]:
-                    flat = False
+                outs[r] = unary_value_jit(unary_codes[u], current[r])
+                if not np.isfinite(outs[r]):
+                    defined = False
                     break
-            slope = tv / vv if vv > 0 and not flat else 0.0
-            if not np.isfinite(slope):  # see _residual
-                slope = 0.0
-            for r in range(n):
-                targets[i, 0, r] = desired[r] - tm - slope * (values[pos, r] - vm) if ok[r] else np.nan
-                targets[i, 1, r] = np.nan
-        else:
-            for r in range(n):
-                targets[i, 0, r] = desired[r] - values[pos, r]
-                targets[i, 1, r] = desired[r] + values[pos, r]
+                if np.isnan(first):
+                    first = outs[r]
+                elif outs[r] != first:
+                    flat = False
+        if not defined or (additive_path and flat):  # see _unary_matches
+            continue
+        sse = _unary_sse_jit(desired, g2, ok, outs, sw, dm, scale_path, additive_path)
+        value = -np.log10(_clip_share_jit(sse / spread))
+        match[u] = value if np.isfinite(value) else np.nan
+
+
+def _unary_sse(desired, g2, ok, outs, sw, dm, scale_path, additive_path):  # pragma: no cover - compiled below
+    """The weighted squared error of ``outs`` against ``D`` with the free factor and offset the
+    position absorbs (``sw``, ``dm``: the sum of the weights and the weighted mean of ``D``)."""
+    n = outs.shape[0]
+    if additive_path:  # free c and d
+        swo = 0.0
         for r in range(n):
-            d = desired[r]
-            a = values[pos, r]
-            a2 = a * a
-            w = g2[r]
-            targets[i, 2, r] = d / a
-            targets[i, 3, r] = a / d
-            targets[i, 4, r] = d * a
-            weights[i, 0, r] = w * 1.0
-            weights[i, 1, r] = w * 1.0
-            weights[i, 2, r] = w * a2
-            weights[i, 3, r] = w * (d**4.0 / a2)  # libm pow, as numpy's desired**4
-            weights[i, 4, r] = w * (1.0 / a2)
+            if ok[r]:
+                swo += outs[r] * g2[r]
+        om = swo / sw
+        cov = 0.0
+        var = 0.0
+        sdd = 0.0
+        for r in range(n):
+            if ok[r]:
+                oc = outs[r] - om
+                dc = desired[r] - dm
+                cov += oc * g2[r] * dc
+                var += oc * oc * g2[r]
+                sdd += g2[r] * dc * dc
+        return sdd - cov * cov / var
+    if scale_path:  # free c
+        cov = 0.0
+        var = 0.0
+        sdd = 0.0
+        for r in range(n):
+            if ok[r]:
+                cov += outs[r] * g2[r] * desired[r]
+                var += outs[r] * outs[r] * g2[r]
+                sdd += g2[r] * desired[r] * desired[r]
+        return sdd - cov * cov / var
+    sse = 0.0
+    for r in range(n):
+        if ok[r]:
+            e = outs[r] - desired[r]
+            sse += e * e * g2[r]
+    return sse
+
+
+def _binary_rows(desired, current, g2, ok, count, additive_path, targets, weights):  # pragma: no cover
+    """The target and weight rows of each binary kind at one position (``targets``, ``weights``: [kind, row])."""
+    n = current.shape[0]
+    if additive_path:
+        _residual_row_jit(desired, current, ok, count, targets[0])
+        for r in range(n):
+            targets[1, r] = np.nan
+    else:
+        for r in range(n):
+            targets[0, r] = desired[r] - current[r]
+            targets[1, r] = desired[r] + current[r]
+    for r in range(n):
+        d = desired[r]
+        a = current[r]
+        a2 = a * a
+        w = g2[r]
+        targets[2, r] = d / a
+        targets[3, r] = a / d
+        targets[4, r] = d * a
+        weights[0, r] = w * 1.0
+        weights[1, r] = w * 1.0
+        weights[2, r] = w * a2
+        weights[3, r] = w * (d**4.0 / a2)  # libm pow, as numpy's desired**4
+        weights[4, r] = w * (1.0 / a2)
+
+
+def _residual_row(desired, current, ok, count, out):  # pragma: no cover - compiled below
+    """:func:`_residual` of ``D`` in ``A`` over the ``count`` usable rows, into ``out``."""
+    n = current.shape[0]
+    first_ok = 0
+    while not ok[first_ok]:  # a usable position has at least five usable rows
+        first_ok += 1
+    tm = 0.0
+    vm = 0.0
+    for r in range(n):
+        if ok[r]:
+            tm += desired[r]
+            vm += current[r]
+    tm /= count
+    vm /= count
+    vv = 0.0
+    tv = 0.0
+    for r in range(n):
+        if ok[r]:
+            vc = current[r] - vm
+            vv += vc * vc
+            tv += vc * (desired[r] - tm)
+    flat = True
+    for r in range(n):
+        if ok[r] and current[r] != current[first_ok]:
+            flat = False
+            break
+    slope = tv / vv if vv > 0 and not flat else 0.0
+    if not np.isfinite(slope):  # see _residual
+        slope = 0.0
+    for r in range(n):
+        out[r] = desired[r] - tm - slope * (current[r] - vm) if ok[r] else np.nan
 
 
 _clip_share_jit = compile_kernel(_clip_share)
+_usable_rows_jit = compile_kernel(_usable_rows)
+_unary_sse_jit = compile_kernel(_unary_sse)
+_unary_row_matches_jit = compile_kernel(_unary_row_matches)
+_residual_row_jit = compile_kernel(_residual_row)
+_binary_rows_jit = compile_kernel(_binary_rows)
 _position_rows_jit = compile_kernel(_position_rows)
