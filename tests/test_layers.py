@@ -10,22 +10,29 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dgsr"
-#: In the order data flows; a module may import from its own layer and those before it.
-LAYERS = ("core", "search", "policies", "neural", "training", "online", "estimator", "cli", "bench")
-#: Imports that go up a layer on purpose, with the reason.
-UPWARD_ALLOWED = {
-    # load_policy turns the name "neural" (or a checkpoint path) into the neural policy; imported
-    # only when asked for, so torch loads only then.
-    ("policies.registry", "neural"),
-}
+#: In the order data flows; a module may import from its own layer and those before it. No
+#: exception: an import from a later layer fails the test wherever it is.
+LAYERS = ("runtime", "core", "search", "policies", "neural", "training", "online", "estimator", "cli", "bench")
 TORCH_LAYERS = {"neural", "training", "online"}
 #: Other modules that import torch, each for one stated reason.
 TORCH_ALLOWED = {
-    "cli.search", "cli.pretrain",  # entry points: set the process's torch thread count for their command
     "estimator.export",  # to_torch(): the user asked for a torch function
-    "bench.methods",  # one thread per method in benchmark runs (CONTRACTS §2)
-    "policies.device",  # checks the neural policy's torch device (only called for that policy)
+    "bench.methods",  # the neural method loads torch before its thread pool is sized (CONTRACTS §2)
 }
+#: Standard modules whose use changes the process's state (signal handlers, the collector's
+#: thresholds, native thread pools): process infrastructure, which lives in ``runtime/``. Outside
+#: it only where named in :data:`PROCESS_MODULES_ALLOWED`.
+PROCESS_MODULES = {"signal", "gc", "threadpoolctl"}
+PROCESS_MODULES_ALLOWED = {
+    ("search.workers", "signal"),  # a pool worker's own handlers (its process, for its life) and its stop signal
+    ("bench.runner", "signal"),  # names the signal that ended a benchmark run
+}
+#: The numerics write no files and arm no alarms themselves: atomic writes and time caps are runtime's.
+CORE_FORBIDDEN = PROCESS_MODULES | {"tempfile"}
+#: Calls that change process-wide state; only ``runtime/`` makes them (inside ``with`` blocks that
+#: undo them), besides a pool worker's setup of its own process.
+PROCESS_CALLS = {("signal", "signal"), ("gc", "set_threshold"), ("gc", "disable"), ("gc", "freeze")}
+PROCESS_CALLS_ALLOWED = {"search.workers"}
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -38,12 +45,15 @@ def _modules() -> list[tuple[str, Path]]:
 
 
 def _imports(path: Path) -> list[str]:
+    """Every module ``path`` imports, relative imports resolved to ``dgsr.`` names."""
+    package = path.relative_to(SRC.parent).with_suffix("").parts[:-1]  # the package holding the module
     names = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else ()
+            names.append(".".join([*base, *([node.module] if node.module else [])]))
     return names
 
 
@@ -66,9 +76,42 @@ def test_imports_follow_the_layer_order(module, path):
         target = _layer(name[len("dgsr."):])
         if target is None:
             continue
-        up = LAYERS.index(target) > LAYERS.index(own)
-        sub = ".".join(module.split(".")[:2])
-        assert not up or (sub, target) in UPWARD_ALLOWED, f"{module} imports {name} from a later layer"
+        assert LAYERS.index(target) <= LAYERS.index(own), f"{module} imports {name} from a later layer"
+
+
+def test_relative_imports_are_resolved():
+    # bench/ imports its siblings relatively: the layer check must see those imports too.
+    assert "dgsr.bench.datasets" in _imports(SRC / "bench" / "runner.py")
+    assert "dgsr.online.backends" in _imports(SRC / "online" / "__init__.py")
+
+
+@pytest.mark.parametrize("module, path", [(m, p) for m, p in _modules() if _layer(m) == "runtime"],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_runtime_imports_nothing_from_the_other_layers(module, path):
+    others = [n for n in _imports(path) if n.startswith("dgsr.") and not n.startswith("dgsr.runtime")]
+    assert not others, f"{module} imports {others}"
+
+
+@pytest.mark.parametrize("module, path", _modules(), ids=lambda v: v if isinstance(v, str) else "")
+def test_process_infrastructure_stays_in_runtime(module, path):
+    if _layer(module) == "runtime":
+        return
+    for name in _imports(path):
+        root = name.split(".")[0]
+        if root in PROCESS_MODULES:
+            assert (module, root) in PROCESS_MODULES_ALLOWED, f"{module} imports {root}: use dgsr.runtime"
+        if _layer(module) == "core":
+            assert root not in CORE_FORBIDDEN, f"{module} imports {root}: use dgsr.runtime"
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name):
+            call = (node.func.value.id, node.func.attr)
+            assert call not in PROCESS_CALLS or module in PROCESS_CALLS_ALLOWED, f"{module} calls {'.'.join(call)}"
+            assert call != ("os", "replace") or _layer(module) != "core", f"{module} writes files: use runtime.files"
+        if isinstance(node, ast.Assign):  # warnings.showwarning = ...: only runtime.warning_display
+            for target in node.targets:
+                assert not (isinstance(target, ast.Attribute) and target.attr == "showwarning"), \
+                    f"{module} reassigns warnings.showwarning: use dgsr.runtime.warning_display"
 
 
 @pytest.mark.parametrize("module, path", _modules(), ids=lambda v: v if isinstance(v, str) else "")

@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from dgsr.runtime.threads import default_to_one_thread  # light: imports no numpy
+
+default_to_one_thread()  # before numpy loads
 
 import numpy as np
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import os
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from dgsr.runtime.threads import default_to_one_thread  # light: imports no numpy
+
+default_to_one_thread()  # before numpy loads
 
 import argparse
 import statistics

@@ -25,7 +25,7 @@ import numpy as np
 
 from dgsr.bench.protocol import expression_r2
 from dgsr.core.budget import Budget
-from dgsr.policies import load_policy
+from dgsr.estimator.policy_loading import load_policy
 from dgsr.search import SearchConfig, run_search
 
 SQRT12 = np.sqrt(12.0)

@@ -11,10 +11,9 @@ sign of a test R² near the linear model's can be noise; this says how much.
 
 from __future__ import annotations
 
-import os
+from dgsr.runtime.threads import default_to_one_thread  # light: imports no numpy
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+default_to_one_thread()  # before numpy loads
 
 import argparse
 import warnings

@@ -24,7 +24,7 @@ from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.bench.protocol import expression_r2
 from dgsr.core.budget import Budget
 from dgsr.core.pareto import select
-from dgsr.policies.registry import load_policy
+from dgsr.estimator.policy_loading import load_policy
 from dgsr.search.mcts import SearchConfig, run_search
 
 VARIANTS: dict[str, dict] = {

@@ -13,10 +13,9 @@ this script from each, alternating, on an otherwise idle core:
 
 from __future__ import annotations
 
-import os
+from dgsr.runtime.threads import default_to_one_thread  # light: imports no numpy
 
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+default_to_one_thread()  # before numpy loads
 
 import argparse
 import functools

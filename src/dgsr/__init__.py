@@ -19,7 +19,7 @@ def __getattr__(name: str):
 
         return SymbolicRegressor
     if name == "load_policy":
-        from dgsr.policies.registry import load_policy
+        from dgsr.estimator.policy_loading import load_policy
 
         return load_policy
     raise AttributeError(f"module 'dgsr' has no attribute {name!r}")

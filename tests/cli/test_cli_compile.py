@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import dgsr
-from dgsr.core import jit
+from dgsr.core.kernels import compiler
 
 SRC = str(Path(dgsr.__file__).resolve().parents[1])
 
@@ -25,7 +25,7 @@ def _run(env_extra: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.skipif(not jit.AVAILABLE, reason="the compiled kernels are off (no numba or DGSR_NO_JIT)")
+@pytest.mark.skipif(not compiler.AVAILABLE, reason="the compiled kernels are off (no numba or DGSR_NO_JIT)")
 def test_compile_fills_an_empty_cache_and_a_second_run_only_loads(tmp_path):
     cache = tmp_path / "numba-cache"
     first = _run({"NUMBA_CACHE_DIR": str(cache)})

@@ -9,6 +9,7 @@ import pytest
 from dgsr.core.evaluate import as_columns, evaluate, r2_score
 from dgsr.core.inner_fit import fit_inner_constants, inner_constant_count
 from dgsr.core.parser import parse
+from tests.core.kernels import oracle
 
 
 @pytest.mark.parametrize("text, inner", [
@@ -63,12 +64,9 @@ def test_a_non_finite_start_is_returned_unchanged():
     assert fit.expression is start
 
 
-@pytest.mark.parametrize("jit_off", [False, True])
-def test_a_repeated_term_is_fitted_once_and_its_copies_share_the_fit(jit_off, monkeypatch):
-    from dgsr.core import jit
-
-    if jit_off:
-        monkeypatch.setattr(jit, "AVAILABLE", False)
+@pytest.mark.parametrize("fit_inner_constants", [fit_inner_constants, oracle.fit_inner_constants],
+                         ids=["compiled", "numpy oracle"])
+def test_a_repeated_term_is_fitted_once_and_its_copies_share_the_fit(fit_inner_constants):
     X, y = _law_data()
     columns = as_columns(X)
     # the sine twice (a sum grown term by term), x2 twice: collinear weights
@@ -88,20 +86,19 @@ def test_terms_known_to_be_collinear_take_the_minimum_norm_start_with_the_same_r
     # x2/x2 is 1 on every row, collinear with the intercept: the compiled fit reports the terms
     # collinear, and a caller that already knows it (the search's one-call valuation) skips that
     # kernel: the same constants and passes as running it again.
-    from dgsr.core import jit, jit_structure
     from dgsr.core.inner_fit import INNER_FIT_TOLERANCES
+    from dgsr.core.kernels import structure
+    from dgsr.core.kernels.fit import fit_weighted_terms
 
-    if not jit.AVAILABLE:
-        pytest.skip("the collinear status comes from the compiled kernels")
     X, y = _law_data()
     columns = np.ascontiguousarray(as_columns(X))
     start = parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5)) + x2 + x2/x2")
-    shape = jit_structure.structure(start.symbols)
-    _, _, status = jit_structure.fit_structure(shape, start.constants, columns, y, 10, **INNER_FIT_TOLERANCES)
-    assert status == jit_structure.COLLINEAR
+    shape = structure.structure(start.symbols)
+    _, _, status = structure.fit_structure(shape, start.constants, columns, y, 10, **INNER_FIT_TOLERANCES)
+    assert status == structure.COLLINEAR
     terms = [parse("sin(1.1*(x0 - 0.3)*(x1 + 0.5))"), parse("x2"), parse("x2/x2")]
-    rerun, rerun_passes = jit.fit_weighted_terms(terms, columns, y, 10, **INNER_FIT_TOLERANCES)
-    known, known_passes = jit.fit_weighted_terms(terms, columns, y, 10, collinear=True, **INNER_FIT_TOLERANCES)
+    rerun, rerun_passes = fit_weighted_terms(terms, columns, y, 10, **INNER_FIT_TOLERANCES)
+    known, known_passes = fit_weighted_terms(terms, columns, y, 10, collinear=True, **INNER_FIT_TOLERANCES)
     assert known.tolist() == rerun.tolist() and known_passes == rerun_passes
     fit = fit_inner_constants(start, columns, y, steps=10)
     assert fit.passes == rerun_passes > 1

@@ -1,4 +1,4 @@
-"""core.jit_rows / core.jit: the compiled row loops agree with the operator table. numba cannot
+"""core.kernels.rows / .forward: the compiled row loops agree with the operator table. numba cannot
 call the table's Python functions, so each operator is written again per op code; these tests
 run every compiled value and slope path of every operator in OPERATORS on random arguments and
 compare them with the table's numpy value and derivative (finite rows only). The compiled sin,
@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgsr.core import jit, jit_rows
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import rows
+from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST, encode
+from dgsr.core.kernels.forward import run_encoded
 from dgsr.core.operators import BINARY, OPERATORS, UNARY
-
-pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 
 SEED = 11
 N = 500
@@ -34,40 +34,40 @@ def _arguments(rng: np.random.Generator) -> np.ndarray:
 
 
 def test_every_operator_has_an_op_code_of_its_arity():
-    assert set(jit_rows._CODES) == set(OPERATORS)
-    for name, code in jit_rows._CODES.items():
-        assert (code <= jit_rows._CODES_BINARY_LAST) == (OPERATORS[name].arity == 2)
-    assert len(set(jit_rows._CODES.values())) == len(OPERATORS)
+    assert set(CODES) == set(OPERATORS)
+    for name, code in CODES.items():
+        assert (code <= CODES_BINARY_LAST) == (OPERATORS[name].arity == 2)
+    assert len(set(CODES.values())) == len(OPERATORS)
 
 
 @pytest.mark.parametrize("name", UNARY)
 def test_compiled_unary_rows_are_the_tables_value_and_derivative(name):
-    op, code = OPERATORS[name], jit_rows._CODES[name]
+    op, code = OPERATORS[name], CODES[name]
     a = _arguments(np.random.default_rng(SEED))
     with np.errstate(all="ignore"):
         value = op.numpy_fn(a)
         slope = op.derivative(a, value)
     # The one-row table (semantic policy kernels) and the in-place loop (scoring kernels).
-    _close(np.array([jit_rows._unary_value_jit(code, x) for x in a]), value)
+    _close(np.array([rows.unary_value_jit(code, x) for x in a]), value)
     in_place = a.copy()
-    jit_rows._unary_in_place_jit(code, in_place)
+    rows.unary_in_place_jit(code, in_place)
     _close(in_place, value)
     # The loop with slopes (the inner fit's Jacobians).
     with_slope, d = a.copy(), np.empty(N)
-    jit_rows._unary_with_slope_jit(code, with_slope, d)
+    rows.unary_with_slope_jit(code, with_slope, d)
     _close(with_slope, value)
     _close(d, slope)
 
 
 @pytest.mark.parametrize("name", BINARY)
 def test_compiled_binary_rows_are_the_tables_value(name):
-    op, code = OPERATORS[name], jit_rows._CODES[name]
+    op, code = OPERATORS[name], CODES[name]
     a, b = _arguments(np.random.default_rng(SEED)), _arguments(np.random.default_rng(SEED + 1))
     with np.errstate(all="ignore"):
         value = op.numpy_fn(a, b)
-    _close(np.array([jit_rows._binary_value_jit(code, x, y) for x, y in zip(a, b)]), value)
+    _close(np.array([rows.binary_value_jit(code, x, y) for x, y in zip(a, b)]), value)
     in_place = b.copy()
-    jit_rows._binary_in_place_jit(code, a, in_place)
+    rows.binary_in_place_jit(code, a, in_place)
     _close(in_place, value)
 
 
@@ -83,8 +83,8 @@ def test_run_encoded_gives_the_tables_value_and_partials(name):
     rng = np.random.default_rng(SEED)
     X = rng.uniform(-4.0, 4.0, (N, 2))
     expr = Expression.combine(name, *(_shifted(i) for i in range(op.arity)))
-    ops, args = jit.encode(expr)
-    value, jac = jit.run_encoded(ops, args, np.zeros(op.arity), as_columns(X))
+    ops, args = encode(expr)
+    value, jac = run_encoded(ops, args, np.zeros(op.arity), as_columns(X))
     with np.errstate(all="ignore"):
         operands = [X[:, i] for i in range(op.arity)]
         table_value = op.numpy_fn(*operands)

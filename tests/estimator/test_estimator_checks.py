@@ -1,4 +1,4 @@
-"""scikit-learn's estimator checks (DESIGN §4 habit 9), every one, with a tiny search budget.
+"""scikit-learn's estimator checks (docs/DESIGN.md, "Estimator"), every one, with a tiny search budget.
 
 ``max_evaluations`` binds long before ``max_time``, so results are reproducible for a fixed
 ``random_state``, which the idempotence and dtype-invariance checks rely on.

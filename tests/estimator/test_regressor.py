@@ -231,8 +231,8 @@ def test_front_scores_by_hand():
 
 
 def test_load_policy():
+    from dgsr.estimator.policy_loading import load_policy
     from dgsr.policies.random import RandomPolicy
-    from dgsr.policies.registry import load_policy
 
     assert isinstance(load_policy("random"), RandomPolicy)
     mine = RandomPolicy()

@@ -8,21 +8,21 @@ import numpy as np
 import pytest
 
 from dgsr import SymbolicRegressor
-from dgsr.core import jit
+from dgsr.core.kernels import compiler
 from dgsr.estimator import warm_up
 
-pytestmark = pytest.mark.skipif(not jit.AVAILABLE, reason="the compiled kernels are off (no numba or DGSR_NO_JIT)")
+pytestmark = pytest.mark.skipif(not compiler.AVAILABLE, reason="the compiled kernels are off (no numba or DGSR_NO_JIT)")
 
 
 # Run in a fresh process: in the suite's own process earlier tests have compiled everything already.
 _SCRIPT = """
 import numpy as np
 from dgsr import SymbolicRegressor
-from dgsr.core import jit
+from dgsr.core.kernels import compiler
 from dgsr.estimator.warm_up import warm_up_kernels
 
 warm_up_kernels()
-before = jit.compiled_signatures()
+before = compiler.compiled_signatures()
 rng = np.random.default_rng(3)
 X = rng.uniform(1.0, 2.0, size=(300, 4))
 targets = (2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2],
@@ -30,7 +30,7 @@ targets = (2.5 * np.sin(1.3 * (X[:, 0] - 0.4) * (X[:, 1] + 0.7)) + X[:, 2],
            np.exp(-0.8 * X[:, 0]) * np.cos(2.1 * X[:, 1] + 0.3))
 for seed, y in enumerate(targets):
     SymbolicRegressor(max_time=60, max_evaluations=1500, random_state=seed).fit(X, y)
-after = jit.compiled_signatures()
+after = compiler.compiled_signatures()
 print({name: (before.get(name, 0), n) for name, n in after.items() if n != before.get(name, 0)})
 """
 
@@ -101,7 +101,7 @@ def test_compiling_is_not_counted_against_max_time_and_loading_is(monkeypatch, c
     monkeypatch.setattr(budget_module, "Budget", Recorded)
     monkeypatch.setattr(warm_up, "_warmed", False)
     monkeypatch.setattr(warm_up, "_run_warm_up", lambda: time.sleep(1.5))
-    monkeypatch.setattr(jit, "compile_misses", lambda: next(misses))
+    monkeypatch.setattr(compiler, "compile_misses", lambda: next(misses))
     X = np.random.default_rng(2).uniform(1.0, 2.0, size=(80, 2))
     SymbolicRegressor(max_time=4, max_evaluations=300, random_state=0,  # the whole budget to one search:
                           cv_max_rows=0).fit(X, X[:, 0] + X[:, 1])

@@ -239,7 +239,7 @@ def test_critic_encodings_are_reused_exactly(tiny_model):
 def test_accuracy_values_never_call_the_critic(tiny_model, tmp_path):
     """use_critic=False: the search scores nodes by accuracy and never runs the critic head."""
     from dgsr.core.budget import Budget
-    from dgsr.policies.registry import load_policy
+    from dgsr.estimator.policy_loading import load_policy
     from dgsr.search.mcts import SearchConfig, run_search
 
     class NoCritic(NeuralPolicy):

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from dgsr.cli.app import main
+from dgsr.estimator.policy_loading import load_policy
 from dgsr.neural.checkpoint import save_model
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
-from dgsr.policies.registry import load_policy
 
 
 @pytest.mark.timeout(120, method="thread")

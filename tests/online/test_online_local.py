@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from dgsr.estimator.policy_loading import load_policy
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
 from dgsr.online import Dataset, OnlineConfig, TrainerConfig, run_online
 from dgsr.online.controller import Controller
 from dgsr.online.state import load_state
-from dgsr.policies.registry import load_policy
 from tests.ctrl_c import CTRL_C_SHAPES
 
 # Evaluation-capped trials without constant fitting: no wall-clock dependence, so runs repeat exactly.

@@ -9,15 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dgsr.core import jit
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import compiler
 from dgsr.core.operators import OPERATORS
 from dgsr.policies.semantic.compiled_backprop import CompiledBackprop, NumpyBackprop
 
 SEED = 3
 N = 400
-needs_jit = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+needs_jit = pytest.mark.skipif(not compiler.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 
 
 def _case(name: str) -> tuple[Expression, np.ndarray, np.ndarray]:

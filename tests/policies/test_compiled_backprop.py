@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from dgsr.core import jit
 from dgsr.core.evaluate import as_columns
+from dgsr.core.kernels import compiler
 from dgsr.core.parser import parse
 from dgsr.policies.semantic.compiled_backprop import CompiledBackprop, NumpyBackprop
 from dgsr.policies.semantic.policy import SemanticPolicy
 from tests.policies.expression_strategies import N_VARS, examples, trees
 
 pytestmark = [pytest.mark.timeout(300, method="thread"),
-              pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")]
+              pytest.mark.skipif(not compiler.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")]
 
 SETTINGS = examples(200)
 
@@ -86,7 +86,7 @@ def test_the_compiled_root_targets_equal_the_numpy_definitions_to_rounding(case)
     from dgsr.policies.semantic.backprop import root_target, spread
     from dgsr.policies.semantic.compiled_backprop import root_targets
 
-    if not jit.AVAILABLE:
+    if not compiler.AVAILABLE:
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(3)
     y = rng.normal(size=100) * 3 + 2

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dgsr.core import jit
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import compiler
 from dgsr.core.operators import UNARY
 from dgsr.core.parser import parse
 from dgsr.policies.semantic.compiled_backprop import CompiledBackprop, NumpyBackprop
@@ -20,7 +20,7 @@ from dgsr.policies.semantic.position_rows import KINDS, position_rows, position_
 from tests.policies.expression_strategies import N_VARS, examples, trees
 
 pytestmark = pytest.mark.timeout(300, method="thread")
-needs_jit = pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+needs_jit = pytest.mark.skipif(not compiler.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 
 SETTINGS = examples(150)
 

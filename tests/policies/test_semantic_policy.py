@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import sympy
 
-from dgsr.core import jit
 from dgsr.core.budget import Budget
 from dgsr.core.evaluate import as_columns, evaluate
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import compiler
 from dgsr.core.parser import parse
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.backprop import chain_gradient, desired_values, invert, node_values, parents
@@ -414,7 +414,7 @@ def test_the_candidates_constants_are_the_weighted_least_squares_ones():
         assert syy == pytest.approx(float(w @ y**2), rel=1e-12)
 
 
-@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+@pytest.mark.skipif(not compiler.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 def test_the_compiled_match_table_equals_numpys_bit_for_bit(monkeypatch):
     # Undefined entries too: a constant operand (no spread), a target with under 5 rows weighted,
     # one with no spread, a non-finite target row and a zero denominator.
@@ -434,7 +434,7 @@ def test_the_compiled_match_table_equals_numpys_bit_for_bit(monkeypatch):
     weights[3, 4:] = 0.0
     denominator = np.array([[1.0], [2.0], [0.5], [1.0], [0.0], [np.inf], [3.0]])
     compiled = matching.match_operands(targets, weights, lib, denominator)
-    monkeypatch.setattr(matching, "_match_table_jit", None)
+    monkeypatch.setattr(compiler, "AVAILABLE", False)
     reference = matching.match_operands(targets, weights, lib, denominator)
     np.testing.assert_array_equal(compiled.match, reference.match)
     assert np.isneginf(compiled.match[[1, 3]]).all() and np.isfinite(compiled.match[0]).any()

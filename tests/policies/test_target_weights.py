@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dgsr.core import jit
+from dgsr.core.kernels import compiler
 from dgsr.policies.semantic.target_weights import clean_weights, clean_weights_numpy
 
 pytestmark = pytest.mark.timeout(300, method="thread")
@@ -18,7 +18,7 @@ SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=
 entries = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, -0.0, np.nan, np.inf, -np.inf, 1e305, 1e-300]))
 
 
-@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+@pytest.mark.skipif(not compiler.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 @SETTINGS
 @given(st.integers(1, 4).flatmap(lambda rows: st.integers(1, 12).flatmap(lambda cols: st.tuples(
     hnp.arrays(np.float64, (rows, cols), elements=entries), hnp.arrays(np.float64, (rows, cols), elements=entries)))))
@@ -41,7 +41,7 @@ def test_masked_rows_weigh_nothing_and_no_row_weighs_more_than_a_thousand_median
     assert np.all(out[0, [0, 1, 2, 4, 6]] == 1.0)
 
 
-@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
+@pytest.mark.skipif(not compiler.AVAILABLE, reason="numba is not installed (or DGSR_NO_JIT is set)")
 @pytest.mark.parametrize("levels", [2, 5, 1000])
 def test_compiled_medians_of_long_rows_with_many_ties_equal_the_numpy_definition(levels):
     # The policy's rows are 100 long; few distinct values make the selection's partitions unequal.

@@ -19,11 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from dgsr.runtime.threads import pin_process_threads
+
 from .datasets import parse_formula
 from .protocol import Split, r2_score
-
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-              "VECLIB_MAXIMUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["pair_operands"] = False
         elif token.startswith("cv"):  # the cross-validation regime of model_selection="cv"
             options["cv_max_rows"] = int(token[len("cv"):])
-        elif token == "nojit":  # the numpy path instead of the compiled inner-fit kernels (dgsr.core.jit)
+        elif token == "nojit":  # the numpy scoring and policy paths (dgsr.core.kernels.compiler.AVAILABLE)
             options["jit"] = False
         elif token in ("random", "neural", "semantic"):
             options["policy"] = token
@@ -123,15 +122,9 @@ def get_method(name: str) -> Method:
 
 
 def limit_threads() -> None:
-    """One thread per run: libraries already imported are told directly, later ones read the env."""
-    import os
-
-    for var in THREAD_ENV:
-        os.environ[var] = "1"
-    import sys
-
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
+    """One thread per run: libraries already imported are told directly, later ones read the env
+    (:func:`dgsr.runtime.threads.pin_process_threads`; a run is a process of its own)."""
+    pin_process_threads(1)
 
 
 # ---------------------------------------------------------------- dgsr
@@ -152,9 +145,9 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
 
         kwargs: dict[str, Any] = {"max_time": budget.time, "random_state": budget.seed, "verbose": False, **options}
         if not kwargs.pop("jit", True):
-            from dgsr.core import jit
+            from dgsr.core.kernels import compiler
 
-            jit.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
+            compiler.AVAILABLE = False  # this run's own spawned process (runner.py): nothing else sees it
         # Tokens that set the semantic policy's own options (the rest keep its defaults).
         policy_options = {k: kwargs.pop(k) for k in ("parametric_operands", "additive_roots", "power_laws",
                                                       "inner_chains", "free_exponents", "pair_operands")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.time_cap import TimeCapExceeded, run_capped
+from dgsr.runtime.time_cap import TimeCapExceeded, run_capped
 
 MAX_TRAIN_ROWS = 10_000
 TEST_FRACTION = 0.25

@@ -21,8 +21,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from dgsr.runtime.threads import one_thread_env
+
 from .datasets import DatasetRef, list_datasets, load_problem, parse_formula, quick_datasets
-from .methods import THREAD_ENV, RunBudget, get_method
+from .methods import RunBudget, get_method
 
 RESULTS_FILE = "runs.jsonl"
 SIZE_CAP_S = 10.0  # cap on simplifying one model for its size
@@ -254,8 +256,7 @@ def run_benchmark(specs: Iterable[RunSpec], out_dir: str | os.PathLike, *, jobs:
     results = out / RESULTS_FILE
     done = {run_key(r) for r in read_rows(results) if "method" in r and (not retry_failed or r.get("status") == "ok")}
     queue = [s for s in specs if s.key() not in done]
-    for var in THREAD_ENV:  # inherited by spawned workers before they import numpy or torch
-        os.environ[var] = "1"
+    os.environ.update(one_thread_env())  # inherited by spawned workers before they import numpy or torch
     ctx = mp.get_context("spawn")
     written: list[dict[str, Any]] = []
     running: list[_Active] = []

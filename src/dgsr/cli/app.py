@@ -1,7 +1,7 @@
 """The ``dgsr`` command line: the argument parser and :func:`main`, which dispatches to a subcommand.
 
 Each built-in subcommand is a module of its own: ``dgsr fit`` (:mod:`dgsr.cli.fit`: a symbolic
-regressor on a CSV/TSV file, the front printed, ``front.csv`` and ``model.pkl`` written),
+regressor on a CSV/TSV file, the front printed, ``front.csv``, ``model.json`` and ``model.pkl`` written),
 ``dgsr predict`` (:mod:`dgsr.cli.predict`: a saved model applied to a table) and ``dgsr example``
 (:mod:`dgsr.cli.example`: the bundled datasets). Errors in files, columns or data are printed
 as one line (``dgsr: error: ...``, exit status 2), never as a traceback. Exit statuses: 0 done,
@@ -42,10 +42,11 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from dgsr.cli.errors import CLIError
-from dgsr.cli.signals import Terminated, sigterm_as_interrupt
 from dgsr.cli.streams import silence_stdout
-from dgsr.core.interrupts import is_interrupt, raised_as
 from dgsr.neural import TorchMissingError
+from dgsr.runtime.interrupts import is_interrupt, raised_as
+from dgsr.runtime.termination import Terminated, sigterm_as_interrupt
+from dgsr.runtime.warning_display import showing_warnings_with
 
 __all__ = ["BUILTINS", "PLUGINS", "SUMMARIES", "CLIError", "build_parser", "main"]
 
@@ -89,8 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if getattr(args, "func", None) is None:
                 parser.print_help()
                 return 0
-            with warnings.catch_warnings():
-                warnings.showwarning = _show_warning
+            with warnings.catch_warnings(), showing_warnings_with(_show_warning):
                 status = args.func(args)
             sys.stdout.flush()  # a reader that left is met here, not in the interpreter's last flush
             return int(status or 0)

@@ -22,14 +22,14 @@ def add_subparser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Warm the kernels up and say whether they were compiled or only loaded, and where they are kept."""
-    from dgsr.core import jit
+    from dgsr.core.kernels import compiler
     from dgsr.estimator.warm_up import warm_up_kernels
 
-    if not jit.AVAILABLE:
-        print("the compiled kernels are off (DGSR_NO_JIT is set, or numba is not installed): nothing to compile")
+    if not compiler.AVAILABLE:
+        print("the compiled kernels are off (DGSR_NO_JIT is set): nothing to compile")
         return 0
     warm = warm_up_kernels()
-    path = jit.cache_path()
+    path = compiler.cache_path()
     where = f" (numba keeps them in its cache, e.g. {path})" if path else ""
     if warm.compiled:
         print(f"compiled the numerical kernels in {warm.seconds:.1f} s{where}")

@@ -13,7 +13,7 @@ from typing import IO, Any
 from dgsr.cli.errors import CLIError
 
 #: The files ``dgsr fit`` writes in ``--out``; a folder holding any of them holds a run.
-RUN_FILES = ("front.csv", "model.pkl", "front.png")
+RUN_FILES = ("front.csv", "model.json", "model.pkl", "front.png")
 
 
 def check_input_file(path: Path, what: str) -> None:
@@ -92,9 +92,9 @@ def check_output_file(path: Path, inputs: Iterable[Path], force: bool, option: s
 
 
 def write_output(path: Path, write: Callable[[IO[Any]], Any], *, text: bool = False) -> None:
-    """Write ``path`` atomically (:func:`dgsr.core.files.atomic_write`); an OSError (disk full, a
+    """Write ``path`` atomically (:func:`dgsr.runtime.files.atomic_write`); an OSError (disk full, a
     folder in the way) becomes one line that names ``path``, not the temporary file."""
-    from dgsr.core.files import atomic_write
+    from dgsr.runtime.files import atomic_write
 
     try:
         atomic_write(path, write, text=text)
@@ -103,17 +103,25 @@ def write_output(path: Path, write: Callable[[IO[Any]], Any], *, text: bool = Fa
 
 
 def load_fitted_model(path: Path) -> Any:
-    """Unpickle a fitted :class:`~dgsr.SymbolicRegressor` written by ``dgsr fit``, with a clear
-    error for anything else (not to be confused with :func:`dgsr.neural.checkpoint.load_model`,
-    which reads policy weights)."""
+    """A fitted :class:`~dgsr.SymbolicRegressor` from a file written by ``dgsr fit``: the JSON
+    model file (``model.json``, :meth:`~dgsr.SymbolicRegressor.from_file`) or the pickle
+    (``model.pkl``), told apart by their first byte, with a clear error for anything else (not to
+    be confused with :func:`dgsr.neural.checkpoint.load_model`, which reads policy weights)."""
+    from dgsr.estimator.model_file import ModelFileError
     from dgsr.estimator.regressor import SymbolicRegressor
 
     check_input_file(path, "model")
-    not_model = f"{path} is not a model written by `dgsr fit`"
     with open(path, "rb") as fh:
-        if fh.read(1) != b"\x80":  # every pickle of protocol 2 or later starts so; text never does
-            raise CLIError(f"{not_model} (it is not a pickle)")
-        fh.seek(0)
+        first = fh.read(64).lstrip()[:1]
+    if first == b"{":  # a JSON object: the model file, whose reader names the problem itself
+        try:
+            return SymbolicRegressor.from_file(path)
+        except ModelFileError as err:
+            raise CLIError(str(err)) from None
+    not_model = f"{path} is not a model written by `dgsr fit`"
+    if first != b"\x80":  # every pickle of protocol 2 or later starts so; text never does
+        raise CLIError(f"{not_model} (neither a JSON model file nor a pickle)")
+    with open(path, "rb") as fh:
         try:
             est = pickle.load(fh)
         except Exception as err:  # noqa: BLE001 (a damaged or foreign pickle fails in many ways)

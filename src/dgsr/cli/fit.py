@@ -1,5 +1,5 @@
 """``dgsr fit``: fit a symbolic regressor to a table, print the front, write ``front.csv``,
-``model.pkl`` and ``front.png`` to ``--out``."""
+``model.json`` (the versioned model file), ``model.pkl`` and ``front.png`` to ``--out``."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from dgsr.cli.errors import CLIError
 from dgsr.cli.example import example_path
 from dgsr.cli.files import check_out_given, check_run_folder, check_writable_folder, write_output
 from dgsr.cli.messages import FLAGS, cli_message, for_the_cli
-from dgsr.cli.signals import sigterm_as_interrupt
 from dgsr.cli.streams import silence_stdout
 from dgsr.cli.tables import column_list, front_frame, print_front, read_table
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.estimator.regressor import DEFAULT_SELECTION
+from dgsr.runtime.termination import sigterm_as_interrupt
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
 
 # FLAGS and cli_message live in dgsr.cli.messages; they stay importable from here.
@@ -60,7 +60,7 @@ def add_subparser(sub: Any) -> None:
                    help="largest formula, in nodes (default: the estimator's max_size, 60; on few rows, "
                         "no more nodes than rows)")
     p.add_argument("--out", default="run",
-                   help="folder for front.csv, model.pkl and front.png (default: run/); a folder that "
+                   help="folder for front.csv, model.json, model.pkl and front.png (default: run/); a folder that "
                         "already holds a run is refused unless --force")
     p.add_argument("--force", action="store_true", help="replace the run already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -68,7 +68,7 @@ def add_subparser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``dgsr fit``: fit, write ``front.csv``, ``model.pkl`` and ``front.png``, print the front.
+    """``dgsr fit``: fit, write ``front.csv``, ``model.json``, ``model.pkl`` and ``front.png``, print the front.
 
     Returns 0 after a complete fit, 130 after an interrupted one and 143 after a SIGTERM (the best
     result written either way, ``stop_reason`` = ``interrupted`` in front.csv), and 141 when
@@ -130,11 +130,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_run(est: Any, front: Any, target: str, out: Path) -> tuple[list[str], list[str]]:
-    """Write ``front.csv``, ``model.pkl`` and (with matplotlib) ``front.png`` in ``out``; returns
-    the paths written, and a note for a plot that was not."""
+    """Write ``front.csv``, ``model.json``, ``model.pkl`` and (with matplotlib) ``front.png`` in
+    ``out``; returns the paths written, and a note for a plot that was not."""
     write_output(out / "front.csv", lambda fh: front.to_csv(fh, index=False), text=True)
+    try:
+        est.save(out / "model.json")  # atomic, as write_output's files
+    except OSError as err:
+        raise CLIError(f"cannot write {out / 'model.json'}: {err.strerror or err}") from None
     write_output(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
-    written, notes = [str(out / "front.csv"), str(out / "model.pkl")], []
+    written, notes = [str(out / "front.csv"), str(out / "model.json"), str(out / "model.pkl")], []
     try:
         if _write_plot(est, target, out / "front.png"):
             written.append(str(out / "front.png"))

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dgsr.cli.errors import CLIError
+from dgsr.runtime.warning_display import showing_warnings_with
 
 #: The estimator's parameters as ``dgsr fit`` spells them (messages name the flag, not the parameter).
 FLAGS = {"max_time": "--time", "max_evaluations": "--evals", "random_state": "--seed", "policy": "--policy",
@@ -55,11 +56,9 @@ def for_the_cli(flags: Mapping[str, str] = FLAGS, errors: tuple[type[Exception],
     def show(message: Any, *rest: Any, **kwargs: Any) -> None:
         shown(reword(cli_message(str(message), flags)), *rest, **kwargs)
 
-    warnings.showwarning = show
-    try:
-        yield
-    except errors as err:
-        text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-        raise CLIError(reword(cli_message(str(text), flags))) from None
-    finally:
-        warnings.showwarning = shown
+    with showing_warnings_with(show):
+        try:
+            yield
+        except errors as err:
+            text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+            raise CLIError(reword(cli_message(str(text), flags))) from None

@@ -1,4 +1,5 @@
-"""``dgsr predict``: apply a ``model.pkl`` written by ``dgsr fit`` to the rows of a table."""
+"""``dgsr predict``: apply a model written by ``dgsr fit`` (``model.json`` or ``model.pkl``) to the
+rows of a table."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from dgsr.cli.tables import column_list, read_table
 def add_subparser(sub: Any) -> None:
     """Register ``dgsr predict``."""
     p = sub.add_parser("predict", help="apply a saved model to a CSV/TSV file",
-                       description="Predict with a model.pkl written by `dgsr fit` (only load model files "
-                                   "you trust: pickles can run code).")
-    p.add_argument("model", help="model.pkl from `dgsr fit`")
+                       description="Predict with a model written by `dgsr fit`: model.json (the versioned "
+                                   "model file, also written by SymbolicRegressor.save; it holds no code) or "
+                                   "model.pkl (only load pickles you trust: they can run code).")
+    p.add_argument("model", help="model.json or model.pkl from `dgsr fit`")
     p.add_argument("data", help="CSV or TSV file with the model's input columns, found by name (other columns "
                                 "are ignored); for a model fitted on an unnamed array (x0, x1, ...), columns "
                                 "named x0, x1, ..., else exactly that many columns, used in order")

@@ -8,6 +8,7 @@ from typing import Any
 
 from dgsr.neural import require_torch
 from dgsr.neural.model_config import ModelConfig
+from dgsr.runtime.threads import torch_threads
 from dgsr.training.pretrain_config import TrainConfig
 
 
@@ -64,12 +65,8 @@ def run(args: argparse.Namespace) -> int:
     # torch is imported here, not at the top: without it the command still parses and says how to
     # install it (the CLI skips a subcommand whose module fails to import).
     require_torch("dgsr pretrain")
-    import torch
+    from dgsr.training.pretrain import train  # loads torch, whose thread count --threads sets below
 
-    from dgsr.training.pretrain import train
-
-    if args.threads:
-        torch.set_num_threads(args.threads)  # a CLI process of its own: setting it globally is fine
     ModelConfig.preset(args.config)  # fail early on an unknown name
     for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--eval-every", args.eval_every),
                         ("--val-examples", args.val_examples), ("--points", args.points)):
@@ -86,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
                          aux_weight=args.aux_weight, encoder=args.encoder,
                          steps_per_problem=args.steps_per_problem, teacher_share=args.teacher_share,
                          paths=args.paths, paths_share=args.paths_share, val_paths=args.val_paths)
-    record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
-                   max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init,
-                   workers=args.workers)
+    with torch_threads(args.threads or None):  # for this command only: a caller's count comes back
+        record = train(config, args.out, args.steps, resume=args.resume, device=args.device,
+                       max_seconds=None if args.max_minutes is None else args.max_minutes * 60, init=args.init,
+                       workers=args.workers)
     print(json.dumps(record))
     return 0

@@ -133,11 +133,11 @@ def run(args: argparse.Namespace) -> int:
     from dgsr.neural import require_torch
 
     require_torch("dgsr search")
-    import torch
 
     from dgsr.cli.errors import CLIError
     from dgsr.online import OnlineConfig, TrainerConfig, run_online
     from dgsr.online.state import STATE_FILE
+    from dgsr.runtime.threads import torch_threads
 
     out = Path(args.out)
     resuming = args.resume and (out / STATE_FILE).is_file()
@@ -152,8 +152,6 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError("give one or more data files (or --synthetic N)")
     if args.workers < 1:
         raise CLIError("--workers must be >= 1")
-    if args.backend == "local" and args.workers == 1:
-        torch.set_num_threads(1)  # one core per search, as the benchmark protocol runs them (CONTRACTS §2)
     rng = np.random.default_rng(args.seed)
     datasets, model = [], None
     if not resuming:
@@ -173,11 +171,14 @@ def run(args: argparse.Namespace) -> int:
                   f"R2 {line['best_r2']:.4f}  K={line['k']} const={line['constants']} "
                   f"steps={line['trainer_steps']}", flush=True)
 
+    # One core per search, as the benchmark protocol runs them (CONTRACTS §2); for this command only.
+    threads = 1 if args.backend == "local" and args.workers == 1 else None
     try:
-        result = run_online(datasets, model=model, config=config, trainer_config=trainer_config,
-                            backend=args.backend, workers=args.workers, address=args.address, out=out,
-                            resume=resuming, max_time=args.time, max_trials=args.trials, device=args.device,
-                            on_trial=show, force=args.force)
+        with torch_threads(threads):
+            result = run_online(datasets, model=model, config=config, trainer_config=trainer_config,
+                                backend=args.backend, workers=args.workers, address=args.address, out=out,
+                                resume=resuming, max_time=args.time, max_trials=args.trials, device=args.device,
+                                on_trial=show, force=args.force)
     except ImportError as err:
         raise CLIError(f"{err}; `pip install ray` for --backend ray") from None
     _summary(result, out)

@@ -224,14 +224,13 @@ def fit_constants(
         Rows per objective call; iterations (gradient or Jacobian evaluations for LM) without
         improvement before stopping; iteration cap.
     y_var:
-        ``var(y)`` if already known (saves a pass over ``y``).
+        ``var(y)`` if already known (saves a pass over ``y``); the weighted one with ``sample_weight``.
     max_evaluations:
         Most evaluations (CONTRACTS §2 units, the final scoring on all rows included) the fit may
         spend (None or inf: no cap); at least the starting point and the final scoring are always
         computed.
     sample_weight:
-        Non-negative row weights ``[n_rows]`` (None: equal): the loss and the R² are weighted,
-        and ``y_var`` must then be the weighted variance.
+        Non-negative row weights ``[n_rows]`` (None: equal): the loss and the R² are weighted.
 
     Returns
     -------
@@ -248,28 +247,35 @@ def fit_constants(
         with np.errstate(all="ignore"):
             y_var = weighted_var(y, w)
     n_rows = columns.shape[1]
-    if n_rows == 0:
-        return ConstantFit(expr, -math.inf, 0.0, time.perf_counter() - start, False)
-    if expr.n_constants == 0:
-        r2 = r2_score(y, evaluate_columns(expr, columns), y_var, w)
-        return ConstantFit(expr, r2, 1.0, time.perf_counter() - start, False)
-
-    batch_w = w
-    if n_rows > batch_size:
-        if rng is None:
-            raise ValueError(f"rng is needed to draw {batch_size} of {n_rows} rows")
-        rows = np.sort(rng.choice(n_rows, size=batch_size, replace=False))
-        batch_columns, batch_y = columns[:, rows], y[rows]
-        batch_w = w[rows] if w is not None else None
-    else:
-        batch_columns, batch_y = columns, y
+    if n_rows == 0 or expr.n_constants == 0:  # nothing to fit: at most the one scoring
+        r2 = r2_score(y, evaluate_columns(expr, columns), y_var, w) if n_rows else -math.inf
+        return ConstantFit(expr, r2, 1.0 if n_rows else 0.0, time.perf_counter() - start, False)
+    batch_columns, batch_y, batch_w = _fitting_rows(columns, y, w, batch_size, rng)
     fraction = batch_y.shape[0] / n_rows
     capped = max_evaluations is not None and math.isfinite(max_evaluations)
     max_calls = max(1, int((max_evaluations - 1.0) / fraction)) if capped else None
     objective = _Objective(compile_expression(expr), batch_columns, batch_y, y_var,
                            deadline=start + max(time_limit, 0.0), max_calls=max_calls, weights=batch_w)
-    theta0 = np.asarray(expr.constants, dtype=np.float64)
+    initial = _optimise(objective, np.asarray(expr.constants, dtype=np.float64), method, patience, max_iter)
+    return _scored(expr, objective, initial, objective.calls * fraction, columns, y, y_var, w, start)
 
+
+def _fitting_rows(columns: np.ndarray, y: np.ndarray, w: np.ndarray | None, batch_size: int,
+                  rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The fixed row subset the optimiser sees: ``batch_size`` rows drawn once with ``rng`` (all
+    rows when there are no more), as ``(columns, y, weights)``."""
+    n_rows = columns.shape[1]
+    if n_rows <= batch_size:
+        return columns, y, w
+    if rng is None:
+        raise ValueError(f"rng is needed to draw {batch_size} of {n_rows} rows")
+    rows = np.sort(rng.choice(n_rows, size=batch_size, replace=False))
+    return columns[:, rows], y[rows], (w[rows] if w is not None else None)
+
+
+def _optimise(objective: _Objective, theta0: np.ndarray, method: Method, patience: int, max_iter: int) -> float:
+    """Run the optimiser from ``theta0`` until it ends or ``objective`` stops it; returns the
+    starting loss (+inf when the start is non-finite on the subset: then nothing else runs)."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         # scipy reports line-search and precision-loss failures as warnings; the best point
         # seen is kept whatever the optimiser's exit, so they carry no information here.
@@ -287,8 +293,14 @@ def fit_constants(
                     _run_lm(objective, theta0, patience, max_iter)
         except _Stop:
             pass
-    evaluations = objective.calls * fraction
+    return initial
 
+
+def _scored(expr: Expression, objective: _Objective, initial: float, evaluations: float, columns: np.ndarray,
+            y: np.ndarray, y_var: float, w: np.ndarray | None, start: float) -> ConstantFit:
+    """The fit's result: the best point seen if it lowered the subset loss (``initial``) by a
+    relative ``_REL_TOL`` and is finite on all rows, else the input, scored once on all rows
+    (not at all when the start was non-finite on the subset: it cannot be finite on all rows)."""
     if not math.isfinite(initial):
         return ConstantFit(expr, -math.inf, evaluations, time.perf_counter() - start, False,
                            objective.calls)

@@ -2,7 +2,7 @@
 
 Evaluation never raises and never warns: overflow, division by zero and domain errors produce
 non-finite values, and an expression that is non-finite on any training row is *invalid*
-(R² = -inf) and never returned (CONTRACTS §1, DESIGN §3 numerics).
+(R² = -inf) and never returned (CONTRACTS §1; docs/DESIGN.md, "Numerics").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Squares of values near 1e155 overflow float64 and variances of values near 1e-160 underflow, so
 the estimator searches on ``x_i / 2**e_i`` and ``y / 2**e_y`` with every column brought near 1
-(DESIGN, "Numeric range"). Powers of two make the scaling and its inverse exact: multiplying a
+(docs/DESIGN.md, "Numeric range"). Powers of two make the scaling and its inverse exact: multiplying a
 float by ``2**k`` only changes its exponent. The search itself never knows about it.
 
 A found expression ``f`` on scaled data means ``y = 2**e_y * f(x_0 / 2**e_0, ...)`` in user units.

@@ -17,6 +17,9 @@ from dgsr.core.evaluate import evaluate_columns, weighted_mean
 from dgsr.core.expression import Expression, MalformedExpression
 from dgsr.core.operators import ARITY, CONSTANT, SymbolTable
 
+__all__ = ["additive_terms", "first_occurrences", "fit_term_weights", "linear_scaling", "scale_expression",
+           "term_spans", "weighted_model", "weighted_sum"]
+
 
 def linear_scaling(values: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Closed-form least squares ``(a, b)`` minimising ``sum((a * values + b - y)^2)``.
@@ -61,7 +64,7 @@ def additive_terms(expr: Expression) -> list[tuple[float, Expression]]:
         return []
     symbols, constants = expr.symbols, expr.constants
     return [(sign, Expression._sliced(symbols[start:end], constants[c0:c1], variables))
-            for sign, start, end, c0, c1, variables in _term_spans(symbols)]
+            for sign, start, end, c0, c1, variables in term_spans(symbols)]
 
 
 _LEAF_CONSTANT, _UNARY, _BINARY = -1, -2, -3
@@ -74,7 +77,7 @@ _KIND = SymbolTable({CONSTANT: _LEAF_CONSTANT, **{s: _BINARY if a == 2 else _UNA
 
 
 @lru_cache(maxsize=1 << 15)
-def _term_spans(symbols: tuple[str, ...]) -> tuple[tuple[float, int, int, int, int, frozenset[int]], ...]:
+def term_spans(symbols: tuple[str, ...]) -> tuple[tuple[float, int, int, int, int, frozenset[int]], ...]:
     """``(sign, start, end, first constant, end of constants, variables)`` of each top-level
     additive term of a (non-empty) prefix sequence. It depends on the structure alone, and the
     search asks for the terms of every child twice (its inner fit and its score), so it is

@@ -3,8 +3,8 @@
 Each operator is defined once, in :data:`OPERATORS`: its numpy value, its partial derivatives,
 its inverse for semantic backpropagation, its SymPy form and its node cost. The numpy backends
 read it (evaluation, :mod:`dgsr.core.gradients`, :mod:`dgsr.policies.semantic.backprop`, SymPy
-export, infix/LaTeX formatting, tokens); the compiled kernels (:mod:`dgsr.core.jit_rows`,
-:mod:`dgsr.core.jit`, :mod:`dgsr.policies.semantic.compiled_backprop`) cannot call these Python
+export, infix/LaTeX formatting, tokens); the compiled kernels (:mod:`dgsr.core.kernels.rows`,
+:mod:`dgsr.core.kernels.forward`, :mod:`dgsr.policies.semantic.compiled_backprop`) cannot call these Python
 functions, so they keep one hand-written row loop per op code, and tests check them against this
 table (tests/core/test_operator_kernels.py, tests/policies/test_backprop_table.py).
 Adding an operator is one entry here plus its compiled rows (docs/DESIGN.md, "The operator table").

@@ -33,7 +33,8 @@ def more_accurate(mse: float, lowest: float, floor: float = 0.0) -> bool:
 
 @dataclass(frozen=True)
 class ParetoEntry:
-    """One expression of the archive: its size, mean squared error and R² on the search data."""
+    """One expression of a front: its size, mean squared error and R², on the search data (the
+    archive's) or on all training rows after refitting (the fitted estimator's front)."""
 
     size: int
     expression: Expression
@@ -41,13 +42,16 @@ class ParetoEntry:
     r2: float
 
 
-class _Entry(Protocol):
+class Entry(Protocol):
+    """What the front's rules read of an entry: a :class:`ParetoEntry`, or any object with these fields."""
+
     size: int
+    expression: Expression
     mse: float
     r2: float
 
 
-EntryT = TypeVar("EntryT", bound=_Entry)
+EntryT = TypeVar("EntryT", bound=Entry)
 
 
 class ParetoArchive:
@@ -98,7 +102,7 @@ def non_dominated(best_by_size: Mapping[int, EntryT], floor: float = 0.0) -> lis
     return out
 
 
-def front_scores(entries: Sequence[_Entry]) -> np.ndarray:
+def front_scores(entries: Sequence[Entry]) -> np.ndarray:
     """PySR's score: drop of log(loss) per unit of size from the previous entry (0 for the first).
 
     ``entries`` must be sorted by size, as a front is.
@@ -112,7 +116,7 @@ def front_scores(entries: Sequence[_Entry]) -> np.ndarray:
     return scores
 
 
-def select(entries: Sequence[_Entry], rule: str = "best") -> int:
+def select(entries: Sequence[Entry], rule: str = "best") -> int:
     """Index of the entry that ``rule`` picks from a front sorted by size.
 
     ``"accuracy"``: lowest loss. ``"score"``: largest score (:func:`front_scores`). ``"best"``:

@@ -10,7 +10,7 @@ import math
 
 import sympy
 
-from .time_cap import can_cap, run_capped
+from dgsr.runtime.time_cap import can_cap, run_capped
 
 
 def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:

@@ -99,7 +99,7 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
     y_mean = weighted_mean(rows.y, rows.w)
     if is_constant_target(rows.y):
         return _constant_result(rows, y_mean)
-    from dgsr.policies.registry import load_policy
+    from dgsr.estimator.policy_loading import load_policy
 
     policy = load_policy(config.policy, device=config.device, operators=config.allowed_operators())
     index = _searched_columns(config, policy, rows, names, feat_rng)

@@ -85,7 +85,7 @@ def run_units(config: FitConfig, X: np.ndarray, y: np.ndarray, policy: Any, sear
               w: np.ndarray | None = None) -> Any:
     """The search's work units on ``config.n_jobs`` processes (:mod:`dgsr.search.parallel`), or expert
     iteration on this dataset when ``config.finetune`` is set."""
-    from dgsr.policies.registry import load_policy
+    from dgsr.estimator.policy_loading import load_policy
     from dgsr.search.parallel import run_parallel_search
 
     if config.finetune:

@@ -9,22 +9,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
 from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
 from dgsr.core.expression import Expression
+from dgsr.core.pareto import ParetoEntry
 
-
-@dataclass(frozen=True)
-class FrontEntry:
-    """One expression of the final Pareto front (after refitting its constants on all rows)."""
-
-    size: int
-    expression: Expression
-    mse: float
-    r2: float
+#: One expression of the final Pareto front (after refitting its constants on all rows): the
+#: archive's entry type, under the name that estimators pickled by 0.10.0 and before refer to.
+FrontEntry = ParetoEntry
 
 
 def front_entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: float | None = None,

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgsr.core.evaluate import as_columns, weighted_var
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import select
 from dgsr.estimator.budget_plan import BudgetPlan
 from dgsr.estimator.cross_validation import cross_validated_choice, fold_labels, out_of_fold_errors
@@ -22,6 +21,7 @@ from dgsr.estimator.interrupts import FitLedger
 from dgsr.estimator.model_selection import squared_errors, validation_choice
 from dgsr.estimator.polish import polish
 from dgsr.estimator.search_cv import size_limit
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 #: Share of var(y) below which the front treats two losses as equal (an R² difference under 1e-15).
 _EXACT_FIT_FLOOR = 1e-15

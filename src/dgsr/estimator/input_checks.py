@@ -1,7 +1,7 @@
 """Input and parameter checks for :class:`dgsr.SymbolicRegressor`, run at the start of ``fit``.
 
 Every problem with the data is reported before any search starts, in words that name the
-offending column or row (DESIGN §5: "a clear error at the start of fit"). Shapes, emptiness,
+offending column or row (docs/DESIGN.md, "Estimator": a clear error at the start of fit). Shapes, emptiness,
 complex numbers and sparse input are delegated to scikit-learn's ``validate_data``, whose
 messages are the ones its estimator checks expect (``"1 sample(s)"``, ``"0 feature(s)"``);
 non-numeric columns and non-finite values get our own messages, which say where they are.
@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
-from dgsr.policies.registry import BUILTIN_POLICIES
+from dgsr.estimator.policy_loading import BUILTIN_POLICIES
 from dgsr.search.config import MAX_SIZE_LIMIT
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
 from dgsr.search.workers import BACKENDS
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
 
     from dgsr.estimator.fit_config import FitConfig
-
-#: The policies a name selects (besides a ``.safetensors`` path or a Policy object). Its home
-#: should be :mod:`dgsr.policies.registry`, which resolves them; until it is there, this is the
-#: one copy the estimator and the command line use.
 
 
 @dataclass(frozen=True)

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.linear_terms import weighted_sum
-from dgsr.core.pareto import SELECTION_RULES, select
+from dgsr.core.pareto import SELECTION_RULES, Entry, select
 from dgsr.estimator.user_warnings import warn_user
 
 #: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.core.pareto`,
@@ -56,12 +55,6 @@ MIN_SAMPLES_PER_PERIOD = 4
 POLE_PROBES = 4096
 #: "Equally good" for the pole preference under a training-loss rule: loss within this factor.
 POLE_LOSS_FACTOR = 1.01
-
-
-class _Entry(Protocol):
-    size: int
-    expression: Expression
-    mse: float
 
 
 def validation_split(n_rows: int, rng: np.random.Generator,
@@ -219,7 +212,7 @@ def has_pole(expr: Expression, probes: np.ndarray) -> bool:
     return False
 
 
-def as_good(entries: Sequence[_Entry], reference: int, errors: np.ndarray | None = None) -> np.ndarray:
+def as_good(entries: Sequence[Entry], reference: int, errors: np.ndarray | None = None) -> np.ndarray:
     """The one definition of "as good as entry ``reference``" that every selection step uses:
     within one standard error of the paired per-row difference of the held-out ``errors`` when
     there are any (validation rows or folds, :func:`one_se_eligible`), else a training loss at
@@ -230,7 +223,7 @@ def as_good(entries: Sequence[_Entry], reference: int, errors: np.ndarray | None
     return np.array([e.mse <= limit for e in entries])
 
 
-def prefer_pole_free(entries: Sequence[_Entry], chosen: int, probes: np.ndarray,
+def prefer_pole_free(entries: Sequence[Entry], chosen: int, probes: np.ndarray,
                      errors: np.ndarray | None = None) -> tuple[int, bool]:
     """``(index, has_pole)``: ``chosen``, or the smallest front entry without a pole that is
     :func:`as_good`. The flag says whether the returned entry has a pole."""
@@ -267,7 +260,7 @@ def undersampled_oscillation(expr: Expression, columns: np.ndarray) -> bool:
     return False
 
 
-def _choice(entries: Sequence[_Entry], allowed: np.ndarray, chosen: int | None, rule: str,
+def _choice(entries: Sequence[Entry], allowed: np.ndarray, chosen: int | None, rule: str,
             errors: np.ndarray | None, model_selection: str) -> int:
     """The one choice among the ``allowed`` entries: ``chosen`` when it is allowed, else ``rule``'s
     pick on the training loss, checked on held-out ``errors`` where there are any (``"cv"``: the
@@ -289,7 +282,7 @@ def _choice(entries: Sequence[_Entry], allowed: np.ndarray, chosen: int | None, 
 
 
 # ---------------------------------------------------------------------- the estimator's choice
-def choose_entry(entries: Sequence[_Entry], chosen: int | None, X: np.ndarray, model_selection: str,
+def choose_entry(entries: Sequence[Entry], chosen: int | None, X: np.ndarray, model_selection: str,
                  errors: np.ndarray | None = None) -> int:
     """The front entry ``predict`` uses, by one pipeline: the masks first (entries with an
     :func:`undersampled_oscillation` on ``X``, entries with a pole in the box of ``X``), then one

@@ -14,10 +14,10 @@ import numpy as np
 from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import weighted_var
 from dgsr.core.expression import Expression
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.estimator.budget_plan import BudgetPlan
 from dgsr.estimator.front import FrontEntry, front_entry, tidy_constants
 from dgsr.estimator.interrupts import FitLedger
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 # Refit cap per expression (the search's own fits stop at 1 s, Appendix E.2); longer here since
 # it runs once per front entry, on all rows.

@@ -7,8 +7,8 @@ under one budget plan (:mod:`dgsr.estimator.budget_plan`), refits the front's co
 training rows and selects an entry; ``fit`` copies the returned
 :class:`~dgsr.estimator.fit_front.FitResult` onto the estimator. ``equations_`` is built when
 first read. ``predict`` never returns NaN/inf for finite input (CONTRACTS §6). The estimator
-contract is scikit-learn's (DESIGN §4 habit 9): ``__init__`` only stores, fitted attributes end
-in ``_``, ``check_estimator`` is a test."""
+contract is scikit-learn's (docs/DESIGN.md, "Estimator"): ``__init__`` only stores, fitted
+attributes end in ``_``, ``check_estimator`` is a test."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.display import equation_latex
 from dgsr.core.exponent_scaling import is_constant_target
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.simplify import round_floats
 from dgsr.estimator.display import DIGITS, equation_line, equations_table, simplify_rows, simplify_seconds
 from dgsr.estimator.export import export_function
@@ -41,18 +40,21 @@ from dgsr.estimator.input_checks import (
     validate_training_data,
 )
 from dgsr.estimator.interrupts import warn_interrupted
+from dgsr.estimator.model_file import load_model, save_model
+from dgsr.estimator.pickle_version import checked_state, with_version
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.search_cv import is_tiny
 from dgsr.estimator.user_warnings import entry_point, warn_user
 from dgsr.estimator.warm_start import data_key
 from dgsr.estimator.warm_up import warm_up_kernels
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
 #: (data-aware proposals in closed form) beats the uniform random one at equal time and at equal
-#: evaluations; the shipped neural policy loses to both (docs/BENCHMARKS.md, "Semantic vs random policy").
+#: evaluations; the neural policy loses to both (docs/notes/benchmarks_history.md, "Semantic vs random").
 DEFAULT_POLICY = "semantic"
 #: The default model-selection rule, chosen by measurement on black-box, Feynman and scikit-learn
-#: data (docs/BENCHMARKS.md, "Model selection"; docs/DESIGN.md).
+#: data (docs/notes/benchmarks_history.md, "Model selection"; docs/DESIGN.md, "Model selection").
 DEFAULT_SELECTION = "cv"
 
 
@@ -449,6 +451,29 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "expression_")
         target = target if target is not None else getattr(self, "target_name_", None) or "y"
         return plot_front(self.equations_, self.best_index_, self.model_selection, target, ax)
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: Any) -> Any:
+        """Write the fitted model to ``path`` as a versioned JSON model file, atomically; returns
+        the path. :meth:`from_file` reads it back in this or any later dgsr, with the same
+        predictions, ``equations_``, ``sympy()`` and ``latex()`` (:mod:`dgsr.estimator.model_file`).
+        Builds ``equations_`` if it was not read yet: the file keeps its simplified formulas."""
+        return save_model(self, path)
+
+    @classmethod
+    def from_file(cls, path: Any) -> SymbolicRegressor:
+        """The fitted estimator that :meth:`save` (or ``dgsr fit``, as ``model.json``) wrote to ``path``.
+
+        Raises :class:`dgsr.estimator.model_file.ModelFileError` (a ValueError) naming the file
+        for a file that is not a model file, or one of a newer schema than this dgsr reads."""
+        return load_model(cls, path)
+
+    def __getstate__(self) -> dict:
+        # The pickle records which dgsr wrote it (dgsr.estimator.pickle_version).
+        return with_version(super().__getstate__())
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(checked_state(state, type(self).__name__))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

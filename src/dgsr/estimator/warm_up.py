@@ -50,7 +50,7 @@ def warm_up_kernels(announce: Callable[[], Any] | None = None, *, announce_after
     than loading. The warm-up's randomness is its own: no user stream is drawn.
     """
     global _warmed
-    from dgsr.core import jit
+    from dgsr.core.kernels import compiler as jit
 
     if _warmed or not jit.AVAILABLE:
         return WarmUp()
@@ -71,9 +71,9 @@ def warm_up_kernels(announce: Callable[[], Any] | None = None, *, announce_after
 
 
 def _run_warm_up() -> None:
-    from dgsr.core import jit_scoring
     from dgsr.core.budget import Budget
     from dgsr.core.inner_fit import fit_inner_constants
+    from dgsr.core.kernels import scoring as jit_scoring
     from dgsr.core.parser import parse
     from dgsr.policies.semantic.policy import SemanticPolicy
     from dgsr.search.mcts import SearchConfig, run_search

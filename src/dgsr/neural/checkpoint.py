@@ -38,9 +38,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from dgsr.core.files import atomic_write, atomic_write_path, atomic_write_text
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
+from dgsr.runtime.files import atomic_write, atomic_write_path, atomic_write_text
 
 FORMAT = "dgsr-policy-1"
 

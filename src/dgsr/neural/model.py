@@ -6,7 +6,7 @@ An encoder-decoder transformer in three parts (pre-LayerNorm blocks, as nanoGPT)
   the dataset, so :mod:`dgsr.neural.policy` computes it once per trial and reuses it for every
   expansion (a documented departure: the paper re-encodes a fresh point subset at each expansion):
 
-  - ``"variables"`` (the default for new models; a departure, see docs/DESIGN.md): ONE memory
+  - ``"variables"`` (the default for new models; a departure, see docs/notes/design_history.md): ONE memory
     token per variable plus one for y. The values are decoded from the point tokens; a shared MLP
     reads each point's ``(x_i, y)`` pair (rank-normalised, standardised and log-magnitude
     features, all of order 1), its outputs are averaged over the points, and per-column
@@ -27,7 +27,7 @@ Numeric inputs enter through layers with PyTorch's default initialisation: with 
 std-0.02 initialisation the first GELU is nearly linear, each point's embedding is nearly a sum
 of one term per column, and its mean over the points depends only on each column's marginal, so
 the gradient that would make the encoder read how y depends on x starts near zero (a saddle;
-docs/DESIGN.md). Mantissa and exponent embeddings start from a smooth sinusoidal code of the
+docs/notes/design_history.md). Mantissa and exponent embeddings start from a smooth sinusoidal code of the
 number they stand for, so that neighbouring values start close (10,000 mantissa rows are too
 many to learn from scratch in a CPU-sized training run).
 """

@@ -21,10 +21,9 @@ thread count set for the call (``num_threads``, default 1) and restored after it
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import Counter, OrderedDict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from dgsr.neural.sampling import (
     sample_mutations,
     score_mutations,
 )
+from dgsr.runtime.threads import torch_threads
 from dgsr.search.policy import Proposal
 
 #: The shipped default weights (CONTRACTS §6).
@@ -64,24 +64,6 @@ class NeuralContext:
     stats: Counter = field(default_factory=Counter)  # sampled / valid / rejected:<reason> / ...
     #: expression encodings [1, T, d] from the critic pass, reused when that node is expanded
     encodings: OrderedDict = field(default_factory=OrderedDict)
-
-
-@contextlib.contextmanager
-def torch_threads(num_threads: int | None) -> Iterator[None]:
-    """Run the block with torch on ``num_threads`` threads (None: leave it), restoring the count after.
-
-    torch's thread count is process-wide; a policy call sets it only for its own duration, so
-    the caller's setting is what holds between calls.
-    """
-    if num_threads is None:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _draw(value: float | tuple[float, float], rng: np.random.Generator) -> float:

@@ -34,10 +34,10 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from dgsr.core.files import atomic_write_text
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
+from dgsr.runtime.files import atomic_write_text
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 from dgsr.search.workers import BACKENDS, check_backend, start_ray
 
 from .controller import Controller, Dataset, DatasetResult, OnlineConfig, TrialOutcome, TrialSpec

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from dgsr.core.budget import Budget
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import ParetoArchive
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult
 from dgsr.search.results import history_point
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from dgsr.core.files import atomic_write_path
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
+from dgsr.runtime.files import atomic_write_path
+from dgsr.runtime.threads import pin_process_threads
 from dgsr.search.workers import discard_pool, spawn_pool
 
 from .controller import Dataset, OnlineConfig, TrialOutcome, TrialSpec, make_policy, run_trial
@@ -87,7 +88,7 @@ def _pool_run(config: OnlineConfig, model_config: dict, spec: TrialSpec, data_fi
 def _pool_init() -> None:
     # a pool process of its own: one thread per searcher, so the workers share the cores
     # (spawn_pool already sets OMP_NUM_THREADS=1 in the worker's environment)
-    torch.set_num_threads(1)
+    pin_process_threads(1)
 
 
 

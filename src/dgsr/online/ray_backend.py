@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-import torch
+from dgsr.runtime.threads import set_torch_threads
 
 from .controller import Dataset, OnlineConfig, TrialOutcome, TrialSpec
 from .local_backend import LocalTrainer, SearchWorker, WorkerLost
@@ -25,7 +25,7 @@ class RaySearchWorker(SearchWorker):
     def __init__(self, config: OnlineConfig, model_config: dict, name: str = "worker",
                  threads: int | None = 1):
         if threads:
-            torch.set_num_threads(threads)  # an actor is a process of its own: setting it globally is fine
+            set_torch_threads(threads)  # an actor is a process of its own: setting it globally is fine
         super().__init__(config, model_config, name)
 
 
@@ -107,7 +107,7 @@ class TrainerActor:
 
     def __init__(self, state: dict[str, Any], learn: bool, threads: int | None = 1):
         if threads:
-            torch.set_num_threads(threads)  # an actor is a process of its own: setting it globally is fine
+            set_torch_threads(threads)  # an actor is a process of its own: setting it globally is fine
         self.local = LocalTrainer(OnlineTrainer.from_state_dict(state), learn)
 
     def record(self, outcome: TrialOutcome) -> tuple[int, dict[str, float]]:

@@ -75,7 +75,7 @@ class SearchConfig:
         The Table 1 operators expressions may use (None: all). The search rejects any proposal
         that uses another one, whatever the policy (policies should not propose them: the
         random policy and the neural one take the same set as their ``operators`` argument,
-        see :func:`dgsr.policies.registry.load_policy`). Linear scaling and term weights build ``add``
+        see :func:`dgsr.estimator.policy_loading.load_policy`). Linear scaling and term weights build ``add``
         and ``mul`` nodes, so they are off unless both are allowed.
     """
 

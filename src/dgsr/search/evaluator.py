@@ -13,12 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dgsr.core import jit, jit_child, jit_scoring, jit_structure
 from dgsr.core.budget import Budget
 from dgsr.core.constants import DEFAULT_METHOD, fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns, evaluate_columns_unguarded
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import INNER_FIT_TOLERANCES, fit_inner_constants
+from dgsr.core.kernels import child as kernel_child
+from dgsr.core.kernels import compiler, scoring
+from dgsr.core.kernels.structure import COLLINEAR
 from dgsr.core.linear_terms import (
     additive_terms,
     first_occurrences,
@@ -55,7 +57,7 @@ class Evaluator:
         self.wy_centered = self.y_centered if self.w is None else self.w * self.y_centered
         self.y_var = float(np.dot(self.y_centered, self.wy_centered)) / self.n
         # The compiled scoring path (numba): unweighted rows only; the numpy path is the reference.
-        self.compiled = jit.AVAILABLE and self.w is None
+        self.compiled = compiler.AVAILABLE and self.w is None
         self.config = config
         self.budget = budget
         self.archive = archive
@@ -79,13 +81,13 @@ class Evaluator:
         form = self.fitted_forms.get(key)
         if form is None:
             if self.compiled and not expr.is_empty:
-                child = jit_child.fit_and_score(
+                child = kernel_child.fit_and_score(
                     expr.symbols, expr.constants, self.fit_columns, self.fit_y, self.config.inner_fit_steps,
                     self.columns, self.y, linear_terms=self.config.linear_terms and self.y_var > 0,
                     max_size=self.config.max_size, **INNER_FIT_TOLERANCES)
                 if child.score is not None:  # else collinear terms: the least-squares path below
                     return self._child_scored(expr, key, child)
-                collinear = child.fit_status == jit_structure.COLLINEAR  # known: that kernel is not run again
+                collinear = child.fit_status == COLLINEAR  # known: that kernel is not run again
             else:
                 collinear = False
             fit = fit_inner_constants(expr, self.fit_columns, self.fit_y, steps=self.config.inner_fit_steps,
@@ -95,7 +97,7 @@ class Evaluator:
             form = self._fitted_form(key, fit.expression, fit.passes)
         return self.score(form, False), form
 
-    def _child_scored(self, expr: Expression, key: tuple, child: jit_child.ChildScore) -> tuple[float, Expression]:
+    def _child_scored(self, expr: Expression, key: tuple, child: kernel_child.ChildScore) -> tuple[float, Expression]:
         """:meth:`score_child` from the compiled call's results: the same steps, caches and counts
         as the fit followed by :meth:`score`, with the scoring already done."""
         if child.passes:
@@ -162,21 +164,21 @@ class Evaluator:
             self.fitted.clear()
         self.cache[key] = r2
 
-    def _score_compiled(self, expr: Expression, child: jit_child.ChildScore | None = None) -> float:
-        """:meth:`score`'s unfitted branch in one compiled call (:func:`jit_scoring.score_sum`):
+    def _score_compiled(self, expr: Expression, child: kernel_child.ChildScore | None = None) -> float:
+        """:meth:`score`'s unfitted branch in one compiled call (:func:`scoring.score_sum`):
         the same values up to rounding; unweighted rows only. ``child``: that call's results
-        already computed with the child's inner fit (:func:`jit_child.fit_and_score`)."""
+        already computed with the child's inner fit (:func:`kernel_child.fit_and_score`)."""
         if child is None:
-            encoded = jit_scoring.encode_sum(expr.symbols)
+            encoded = scoring.encode_sum(expr.symbols)
             fit_terms = (self.config.linear_terms and encoded.varying.shape[0] >= 2
                          and encoded.varying_size <= self.config.max_size and self.y_var > 0)
-            result = jit_scoring.score_sum(encoded, expr.constants, self.columns, self.y, fit_terms)
+            result = scoring.score_sum(encoded, expr.constants, self.columns, self.y, fit_terms)
             varying, lengths = encoded.varying, encoded.lengths
         else:
             result, fit_terms, varying, lengths = child.score, child.fit_terms, child.varying, child.lengths
         self.budget.add(self.weight)
         r2 = self._score_moments(expr, result.mean, result.var, result.cov)
-        if not fit_terms or result.status == jit_scoring.FIT_NON_FINITE:
+        if not fit_terms or result.status == scoring.FIT_NON_FINITE:
             return r2
         if child is None:  # the weighted sum's size and its weights' finiteness (the compiled call reads them off)
             used = varying[result.distinct]
@@ -184,7 +186,7 @@ class Evaluator:
         else:
             size, finite = child.terms_size, child.weights_finite
         weights = None  # the fitted weights of the used terms, when not the scoring's own
-        if result.status == jit_scoring.FIT_COLLINEAR:  # numpy's minimum-norm least squares
+        if result.status == scoring.FIT_COLLINEAR:  # numpy's minimum-norm least squares
             fit = fit_term_weights(result.values[varying[result.distinct]], self.y)
             if fit is None:
                 return r2

@@ -26,16 +26,15 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from dgsr.core.budget import Budget
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt, watching_ctrl_c
 from dgsr.core.pareto import ParetoArchive
-from dgsr.search.collector import fewer_collections
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 from dgsr.search.config import CONSTANT_FITTING_MODES, SearchConfig
 from dgsr.search.evaluator import Evaluator
 from dgsr.search.policy import Policy
 from dgsr.search.results import SearchProgress, SearchResult, TrialRecord, history_point
+from dgsr.search.scope import search_scope
 from dgsr.search.tree import Trial, accuracy_value
 
 __all__ = ["CONSTANT_FITTING_MODES", "SearchConfig", "SearchProgress", "SearchResult", "TrialRecord",
@@ -109,13 +108,9 @@ def run_search(
                                        evaluator.best_size, trial))
 
     try:
-        # Fewer collections: the search's objects live as long as it does. A Ctrl-C raises
-        # KeyboardInterrupt (caught below); the watch also stops the search when that exception
-        # was lost, raised in a garbage-collector callback or a finalizer. One BLAS thread: the
-        # search's matrix products are small (tens of rows by hundreds of columns), where a
-        # second thread costs more than it brings, and on a busy machine a BLAS thread that
-        # waits for a core made each product 20 times slower (docs/DESIGN.md, "One BLAS thread").
-        with fewer_collections(), watching_ctrl_c() as ctrl_c, threadpool_limits(limits=1, user_api="blas"):
+        # Fewer collections, a Ctrl-C watch (a KeyboardInterrupt is caught below), one BLAS
+        # thread and the structure memos, all put back after (dgsr.search.scope).
+        with search_scope() as ctrl_c:
             while stop_reason is None:
                 trial = len(trials)
                 if config.max_trials is not None and trial >= config.max_trials:

@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 
 from dgsr.core.budget import Budget
-from dgsr.core.interrupts import INTERRUPTS, is_interrupt
 from dgsr.core.pareto import ParetoArchive
-from dgsr.search.collector import fewer_collections
+from dgsr.core.structure_memos import STRUCTURE_MEMOS
+from dgsr.runtime.collector import fewer_collections
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
 from dgsr.search.policy import Policy
 from dgsr.search.results import history_point
@@ -263,7 +264,7 @@ def run_parallel_search(
         Processes (or Ray tasks) at a time; ``"local"`` or ``"ray"``.
     make_policy:
         How a worker process builds its own policy: a picklable callable, such as a
-        ``functools.partial`` of :func:`dgsr.policies.load_policy`. Default: ``policy`` itself,
+        ``functools.partial`` of :func:`dgsr.estimator.policy_loading.load_policy`. Default: ``policy`` itself,
         pickled to the workers.
     archive:
         An archive to continue (warm start): the units' fronts are merged into it.
@@ -294,7 +295,8 @@ def run_parallel_search(
         try:
             # One raised threshold for all the units: put back between two of them, the
             # collector would at once scan everything the first one left (about 0.13 s a unit).
-            with fewer_collections():
+            # The structure memos too are emptied once, after the last unit.
+            with fewer_collections(), STRUCTURE_MEMOS.in_use():
                 for index, seed, evals in _tasks(budget, rng):
                     left = time_left()
                     if merger.done() or (left is not None and left <= 0):

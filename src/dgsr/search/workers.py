@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dgsr.runtime.threads import one_thread_env
+
 #: Where independent work can run: a local process pool, or Ray.
 BACKENDS = ("local", "ray")
 
@@ -49,8 +51,8 @@ def spawn_pool(n_workers: int, initializer: Callable[[], Any] | None = None,
                stoppable: bool = False) -> cf.Executor:
     """A process pool of ``n_workers`` fresh interpreters that run ``initializer`` first.
 
-    Each worker's numerical libraries use one thread: ``OMP_NUM_THREADS=1`` is in its environment
-    before numpy loads. Each worker dies with the process that made the pool (:func:`_die_with_parent`).
+    Each worker's numerical libraries use one thread: ``OMP_NUM_THREADS=1`` and its kin
+    (:func:`dgsr.runtime.threads.one_thread_env`) are in its environment before numpy loads. Each worker dies with the process that made the pool (:func:`_die_with_parent`).
     ``stoppable`` workers ignore Ctrl-C (the terminal sends it to the whole process group) and stop
     the work they run, as a Ctrl-C would, when the parent calls :func:`stop_workers`.
     """
@@ -60,7 +62,7 @@ def spawn_pool(n_workers: int, initializer: Callable[[], Any] | None = None,
     # default action of the stop signal ends a process, so only those may receive it.
     ready = tempfile.mkdtemp(prefix="dgsr-workers-") if stoppable and _STOP_SIGNAL is not None else None
     pool = ProcessPoolExecutor(n_workers, initializer=_die_with_parent, initargs=(os.getpid(), initializer, ready),
-                               env={"OMP_NUM_THREADS": "1"})
+                               env=one_thread_env())
     pool._dgsr_ready = ready  # type: ignore[attr-defined]
     return pool
 
@@ -76,11 +78,11 @@ _running = False
 def stoppable_work() -> Any:
     """Mark the block as work that :func:`stop_workers` may end with a ``KeyboardInterrupt``."""
     global _running
-    _running = True
+    previous, _running = _running, True
     try:
         yield
     finally:
-        _running = False
+        _running = previous  # as it was before the block, also after an exception
 
 
 def _stop_requested(signum: int, frame: Any) -> None:
@@ -131,6 +133,8 @@ def _die_with_parent(parent: int, initializer: Callable[[], Any] | None, ready: 
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), name="dgsr-parent-watch", daemon=True).start()
+    # The handlers below are this worker process's own for its whole life (the pool made it):
+    # no caller's state is changed, so none is put back.
     if ready is not None:  # the parent collects what the workers found: it alone decides when they stop
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(_STOP_SIGNAL, _stop_requested)

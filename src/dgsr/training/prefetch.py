@@ -16,6 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 import numpy as np
 
+from dgsr.runtime.threads import pin_process_threads
 from dgsr.training.batches import Batch, batch_examples, collate
 from dgsr.training.pretrain_config import TrainConfig
 
@@ -29,11 +30,9 @@ def step_batch(config: TrainConfig, step: int) -> Batch:
 def _worker_init() -> None:
     # One process per core: torch's and BLAS's own thread pools (the teacher's least squares run in
     # numpy) would put every core's worth of threads in each worker.
-    import torch
-    from threadpoolctl import threadpool_limits
+    import torch  # noqa: F401  (loaded first, so that its thread pool is sized too)
 
-    torch.set_num_threads(1)
-    threadpool_limits(1)
+    pin_process_threads(1)
 
 
 class BatchPrefetcher:

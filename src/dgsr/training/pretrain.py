@@ -41,12 +41,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from dgsr.core.files import atomic_write_text
 from dgsr.neural.checkpoint import load_model, load_training_state, save_model, save_training_state
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
 from dgsr.neural.sampling import token_groups
 from dgsr.neural.tokens import vocabulary
+from dgsr.runtime.files import atomic_write_text
 from dgsr.training.batches import (
     Batch,
     path_validation_batches,

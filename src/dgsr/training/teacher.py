@@ -52,7 +52,7 @@ SEARCH_EVALUATIONS = 2000
 def teacher_policy() -> SemanticPolicy:
     """The teacher: the semantic policy with no random share (its ranking only) and without
     parametric operands (the teacher of the shipped weights; their per-problem fits would
-    multiply the cost of labelling, docs/DESIGN.md)."""
+    multiply the cost of labelling, docs/notes/design_history.md)."""
     return SemanticPolicy(random_share=0.0, parametric_operands=False, additive_roots=False, power_laws=False)
 
 

@@ -9,8 +9,8 @@ not the arithmetic, cost: about half a millisecond per expansion. Here each is o
 
 Every step is the same elementwise arithmetic as the numpy definitions, in the same order (the
 same libm functions on this platform: the tests hold the two equal bit for bit), so the policy
-proposes exactly what it proposed before. Without numba (:data:`dgsr.core.jit.AVAILABLE` False)
-:func:`backprop_for` returns the numpy definitions behind the same interface.
+proposes exactly what it proposed before. With the kernels off
+(:data:`dgsr.core.kernels.compiler.AVAILABLE` False) :func:`backprop_for` returns the numpy definitions behind the same interface.
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ import math
 
 import numpy as np
 
-from dgsr.core import jit, jit_structure
 from dgsr.core.expression import Expression
+from dgsr.core.kernels import compiler
+from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST, CONST_CODE, VAR_CODE
+from dgsr.core.kernels.rows import binary_value_jit, unary_value_jit
+from dgsr.core.kernels.structure import structure
 from dgsr.policies.semantic.backprop import (
     chain_gradient,
     desired_values,
@@ -32,9 +35,9 @@ from dgsr.policies.semantic.backprop import (
 
 _ADD, _SUB, _MUL, _DIV = 0, 1, 2, 3
 _SIN, _COS, _TAN, _EXP, _LOG, _SQRT, _INV, _SQ = 4, 5, 6, 7, 8, 9, 10, 11
-_CONST, _VAR = jit._CONST_CODE, jit._VAR_CODE
-_BINARY_LAST = jit._CODES_BINARY_LAST
-assert [jit._CODES[s] for s in ("sin", "cos", "tan", "exp", "log", "sqrt", "inv", "sq")] == list(range(4, 12))
+_CONST, _VAR = CONST_CODE, VAR_CODE
+_BINARY_LAST = CODES_BINARY_LAST
+assert [CODES[s] for s in ("sin", "cos", "tan", "exp", "log", "sqrt", "inv", "sq")] == list(range(4, 12))
 _PI = math.pi
 _TWO_PI = 2.0 * math.pi
 
@@ -62,7 +65,7 @@ def _node_values(ops, args, theta, columns, values, parent, ends):  # pragma: no
         elif op <= _BINARY_LAST:
             a, b = stack[sp - 1], stack[sp - 2]  # the left child is on top
             for r in range(n):
-                values[i, r] = jit._binary_value_jit(op, values[a, r], values[b, r])
+                values[i, r] = binary_value_jit(op, values[a, r], values[b, r])
             parent[a] = i
             parent[b] = i
             ends[i] = ends[b]
@@ -70,7 +73,7 @@ def _node_values(ops, args, theta, columns, values, parent, ends):  # pragma: no
         else:
             a = stack[sp - 1]
             for r in range(n):
-                values[i, r] = jit._unary_value_jit(op, values[a, r])
+                values[i, r] = unary_value_jit(op, values[a, r])
             parent[a] = i
             ends[i] = ends[a]
             sp -= 1
@@ -192,10 +195,10 @@ def _gradient(ops, parent, ends, values, position, out):  # pragma: no cover - c
             out[r] = np.nan
 
 
-_node_values_jit = jit.compile_kernel(_node_values)
-_nearest_jit = jit.compile_kernel(_nearest)
-_desired_jit = jit.compile_kernel(_desired)
-_gradient_jit = jit.compile_kernel(_gradient)
+_node_values_jit = compiler.compile_kernel(_node_values)
+_nearest_jit = compiler.compile_kernel(_nearest)
+desired_jit = compiler.compile_kernel(_desired)
+gradient_jit = compiler.compile_kernel(_gradient)
 
 
 class CompiledBackprop:
@@ -203,7 +206,7 @@ class CompiledBackprop:
     ``parent`` (a list), and the desired values and chain gradient of any position."""
 
     def __init__(self, expr: Expression, columns: np.ndarray):
-        shape = jit_structure.structure(expr.symbols)
+        shape = structure(expr.symbols)
         self._ops = shape.ops[::-1].copy()  # always a writable copy: one compiled signature
         args = shape.args[::-1].copy()
         theta = np.array(expr.constants, dtype=np.float64) if expr.constants else np.zeros(1)
@@ -217,19 +220,19 @@ class CompiledBackprop:
     @property
     def tree(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The expression as the kernels read it: op codes, parents and subtree ends, in prefix
-        order (for other kernels that call :func:`_desired_jit` / :func:`_gradient_jit`)."""
+        order (for other kernels that call :func:`desired_jit` / :func:`gradient_jit`)."""
         return self._ops, self._parent, self._ends
 
     def desired(self, position: int, root: np.ndarray) -> np.ndarray:
         """:func:`backprop.desired_values` of ``position`` given the root's desired values."""
         out = np.empty(root.shape[0])
-        _desired_jit(self._ops, self._parent, self._ends, self.values, root, position, out)
+        desired_jit(self._ops, self._parent, self._ends, self.values, root, position, out)
         return out
 
     def gradient(self, position: int) -> np.ndarray:
         """:func:`backprop.chain_gradient` of ``position``."""
         out = np.empty(self.values.shape[1])
-        _gradient_jit(self._ops, self._parent, self._ends, self.values, position, out)
+        gradient_jit(self._ops, self._parent, self._ends, self.values, position, out)
         return out
 
 
@@ -251,7 +254,7 @@ class NumpyBackprop:
 
 def backprop_for(expr: Expression, columns: np.ndarray) -> CompiledBackprop | NumpyBackprop:
     """The compiled backpropagation when numba is there, else the numpy one (the same values)."""
-    return CompiledBackprop(expr, columns) if jit.AVAILABLE else NumpyBackprop(expr, columns)
+    return CompiledBackprop(expr, columns) if compiler.AVAILABLE else NumpyBackprop(expr, columns)
 
 
 def _root_target_into(y, f, intercept, out):  # pragma: no cover - compiled below
@@ -308,7 +311,7 @@ def _root_target_into(y, f, intercept, out):  # pragma: no cover - compiled belo
     return total if np.isfinite(total) and total > 0 else np.inf
 
 
-_root_target_into_jit = jit.compile_kernel(_root_target_into)
+_root_target_into_jit = compiler.compile_kernel(_root_target_into)
 
 
 def root_targets(y: np.ndarray, root_value: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float]]:
@@ -316,7 +319,7 @@ def root_targets(y: np.ndarray, root_value: np.ndarray) -> tuple[tuple[np.ndarra
     ``intercept`` False, then True) and their :func:`spread`, in two compiled calls when numba
     is there. Its sums run in row order rather than numpy's pairwise and BLAS orders, so the
     targets agree with the numpy definitions to rounding, not bit for bit."""
-    if _root_target_into_jit is None:
+    if not compiler.AVAILABLE:
         targets = (root_target(y, root_value, intercept=False), root_target(y, root_value, intercept=True))
         return targets, (spread(targets[0]), spread(targets[1]))
     without, with_offset = np.empty_like(y), np.empty_like(y)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgsr.core import jit
+from dgsr.core.kernels import compiler
 from dgsr.policies.semantic.operand_library import OperandLibrary
 
 
@@ -70,7 +70,7 @@ def match_operands(targets: np.ndarray, weights: np.ndarray, lib: OperandLibrary
         var_y = syy - sy * sy / n
         denominator = np.broadcast_to(np.asarray(denominator, dtype=np.float64), (len(targets), 1))
         counts = (weights > 0).sum(axis=1)
-        if _match_table_jit is not None:
+        if compiler.AVAILABLE:
             # The elementwise table in one compiled pass (the same operations in the same order,
             # so the same values): it cost twice the three products in numpy's many passes.
             ratio = np.empty(sx.shape)
@@ -106,7 +106,7 @@ def _match_table(var_y, n, sy, denominator, counts, sx, sxx, sxy, ratio, bad):  
             bad[t, j] = few or undefined or not var_x > 1e-12 * xx
 
 
-_match_table_jit = jit.compile_kernel(_match_table)
+_match_table_jit = compiler.compile_kernel(_match_table)
 
 
 def top_matches(match: np.ndarray, sizes: np.ndarray, extra: np.ndarray, penalty: float,
@@ -120,7 +120,7 @@ def top_matches(match: np.ndarray, sizes: np.ndarray, extra: np.ndarray, penalty
     value = np.empty(max(n_top, 0))
     if n_top <= 0:
         return index, value
-    if _top_matches_jit is not None:
+    if compiler.AVAILABLE:
         count = _top_matches_jit(match, sizes, extra, penalty, index, value)
         return index[:count], value[:count]
     with np.errstate(all="ignore"):
@@ -156,4 +156,4 @@ def _top_matches(match, sizes, extra, penalty, index, value):  # pragma: no cove
     return count
 
 
-_top_matches_jit = jit.compile_kernel(_top_matches)
+_top_matches_jit = compiler.compile_kernel(_top_matches)

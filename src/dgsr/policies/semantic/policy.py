@@ -56,7 +56,7 @@ _MAX_PENDING = 5000  # expressions whose pending candidates a trial's context re
 _POWER_LAW_ROWS = 1000  # rows the power-law exponents are fitted on
 #: Rows the parametric operands' constants are fitted on (the scoring rows are n_rows): on 100 rows
 #: a sine of a shifted product lands in a wrong local optimum in about one draw in five, on 300
-#: in none of 24 (three such laws, eight draws each; docs/DESIGN.md).
+#: in none of 24 (three such laws, eight draws each; docs/notes/design_history.md).
 _PARAMETRIC_FIT_ROWS = 300
 
 

@@ -27,13 +27,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dgsr.core import jit
+from dgsr.core.kernels.codes import CODES
+from dgsr.core.kernels.compiler import compile_kernel
+from dgsr.core.kernels.rows import unary_value_jit
 from dgsr.core.operators import NUMPY_FUNCTIONS, UNARY
 from dgsr.policies.semantic import compiled_backprop
 
 #: The binary mutation kinds, in the order of :attr:`PositionRows.targets`' second axis.
 KINDS: tuple[str, ...] = ("add", "rsub", "mul", "div", "rdiv")
-_UNARY_CODES = {op: jit._CODES[op] for op in UNARY}
+_UNARY_CODES = {op: CODES[op] for op in UNARY}
 
 
 @dataclass(frozen=True)
@@ -183,8 +185,8 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
         scale_path, additive_path = scale_paths[i], additive_paths[i]
         root = root_with if not scale_path else root_without
         spread = spread_with if not scale_path else spread_without
-        compiled_backprop._desired_jit(ops, parent, ends, values, root, pos, desired)
-        compiled_backprop._gradient_jit(ops, parent, ends, values, pos, g2)
+        compiled_backprop.desired_jit(ops, parent, ends, values, root, pos, desired)
+        compiled_backprop.gradient_jit(ops, parent, ends, values, pos, g2)
         count = 0
         for r in range(n):
             g = g2[r] * g2[r]
@@ -215,7 +217,7 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
             first = np.nan
             for r in range(n):
                 if ok[r]:
-                    outs[r] = jit._unary_value_jit(unary_codes[u], values[pos, r])
+                    outs[r] = unary_value_jit(unary_codes[u], values[pos, r])
                     if not np.isfinite(outs[r]):
                         defined = False
                         break
@@ -307,5 +309,5 @@ def _position_rows(ops, parent, ends, values, root_without, root_with, spread_wi
             weights[i, 4, r] = w * (1.0 / a2)
 
 
-_clip_share_jit = jit.compile_kernel(_clip_share)
-_position_rows_jit = jit.compile_kernel(_position_rows)
+_clip_share_jit = compile_kernel(_clip_share)
+_position_rows_jit = compile_kernel(_position_rows)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dgsr.core import jit
+from dgsr.core.kernels import compiler
 
 
 def _row_medians(a: np.ndarray) -> np.ndarray:
@@ -31,7 +31,7 @@ def clean_weights(weights: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Weights with masked rows (non-finite target or weight, or a target far outside its bulk)
     at zero, and each row's weights capped at 1,000 times their median so one row near a pole
     cannot decide a match. Compiled when numba is there (the same values, bit for bit)."""
-    if not jit.AVAILABLE:
+    if not compiler.AVAILABLE:
         return clean_weights_numpy(weights, targets)
     out = np.empty(weights.shape)
     _clean_weights_jit(np.ascontiguousarray(weights, dtype=np.float64), np.ascontiguousarray(targets, dtype=np.float64),
@@ -110,5 +110,5 @@ def _clean_weights(weights, targets, out):  # pragma: no cover - compiled below
 
 
 _LARGEST = float(np.finfo(np.float64).max)
-_median_jit = jit.compile_kernel(_median)
-_clean_weights_jit = jit.compile_kernel(_clean_weights)
+_median_jit = compiler.compile_kernel(_median)
+_clean_weights_jit = compiler.compile_kernel(_clean_weights)
