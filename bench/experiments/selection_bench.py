@@ -42,6 +42,8 @@ from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
 from dgsr.bench.protocol import make_split
 from dgsr.core.evaluate import as_columns, r2_score
 from dgsr.core.pareto import select
+from dgsr.estimator.budget_plan import plan_budget
+from dgsr.estimator.interrupts import FitLedger
 from dgsr.estimator.model_selection import choose_entry
 from dgsr.estimator.polish import polish
 from dgsr.estimator.regressor import SymbolicRegressor
@@ -101,9 +103,10 @@ def run_one(name: str, X: pd.DataFrame, y: np.ndarray, args: argparse.Namespace)
             front = list(val._front)
             X_val = search_units(val, split.X_train)
             if index != val.best_index_:  # refit on all training rows, as the estimator does for its choice
-                refit = polish(val, [front[index].expression], as_columns(X_val),
+                plan = plan_budget(val._fit_config(), len(split.y_train), time.perf_counter())
+                refit = polish([front[index].expression], as_columns(X_val),
                                val._scaling.scale_y(split.y_train), np.random.default_rng(args.seed),
-                               time.perf_counter())
+                               plan, FitLedger(evaluations=float(val.n_evaluations_)))
                 if refit:
                     front[index] = refit[0]
             # The estimator keeps no per-row validation errors, so "as good" in the pole and wave

@@ -258,12 +258,13 @@ def test_index_out_of_range_names_the_flag(tmp_path, table, model):
 
 
 def test_target_r2_has_one_domain_in_the_api_and_the_cli(tmp_path, table):
+    from dgsr.estimator.fit_config import config_from
     from dgsr.estimator.input_checks import validate_params
 
-    validate_params(dgsr.SymbolicRegressor(target_r2=-5))  # any finite value up to 1
+    validate_params(config_from(dgsr.SymbolicRegressor(target_r2=-5).get_params()))  # any finite value up to 1
     for bad in (-np.inf, np.nan, 1.5):
         with pytest.raises(ValueError, match="finite number <= 1"):
-            validate_params(dgsr.SymbolicRegressor(target_r2=bad))
+            validate_params(config_from(dgsr.SymbolicRegressor(target_r2=bad).get_params()))
     line = _one_error_line(_dgsr("fit", str(table), "--target-r2=-inf", "--out", str(tmp_path / "r"), *FAST,
                                  cwd=tmp_path))
     assert "--target-r2 must be a finite number <= 1, got -inf" in line
@@ -276,9 +277,10 @@ def test_a_huge_max_size_is_an_error_before_any_warning(tmp_path, table):
                                  *FAST, cwd=tmp_path))
     assert "--max-size must be in 1..60" in line
     with pytest.raises(ValueError, match="max_size must be in 1..60"):
+        from dgsr.estimator.fit_config import config_from
         from dgsr.estimator.input_checks import validate_params
 
-        validate_params(dgsr.SymbolicRegressor(max_size=10**9))
+        validate_params(config_from(dgsr.SymbolicRegressor(max_size=10**9).get_params()))
 
 
 # ---------------------------------------------------------------- item 9: CSV surprises

@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from dgsr.estimator import fit_search
+from dgsr.estimator import front_checks
+from dgsr.estimator.fit_config import config_from
 from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.estimator.search_cv import (
     chosen_limit,
@@ -116,7 +117,7 @@ def test_the_limit_keeps_a_noise_fit_out_where_the_constants_check_alone_keeps_i
     assert model.n_evaluations_ <= 20_000  # the fold searches spend the same budget
     # The same search (the same budget split) without the limit: the out-of-fold refits of the
     # front's constants keep a formula that fits these 40 rows' noise, chosen on them.
-    monkeypatch.setattr(fit_search, "size_limit", lambda *args, **kwargs: (None, 0.0, False))
+    monkeypatch.setattr(front_checks, "size_limit", lambda *args, **kwargs: (None, 0.0, False))
     unlimited = _fit(X, y, 3)
     assert [e.expression for e in unlimited._front] == [e.expression for e in model._front]
     assert unlimited._front[unlimited.best_index_].size > model.size_limit_
@@ -157,7 +158,7 @@ def test_a_ctrl_c_in_the_fold_searches_ends_the_fit_with_the_constants_check(mon
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fit_search, "size_limit", interrupted)
+    monkeypatch.setattr(front_checks, "size_limit", interrupted)
     with pytest.warns(UserWarning, match="Interrupted .* cross-validation"):
         model = SymbolicRegressor(max_time=None, max_evaluations=20_000, random_state=3).fit(X, y)
     assert model.stop_reason_ == "interrupted" and model.size_limit_ is None
@@ -210,10 +211,10 @@ def test_the_fold_searches_use_the_policy_without_its_chains():
     from dgsr.policies.semantic.policy import SemanticPolicy
 
     est = SymbolicRegressor(unary_operators=["exp"], binary_operators=["+", "*"])
-    policy = fold_policy(est)
+    policy = fold_policy(config_from(est.get_params()))
     assert isinstance(policy, SemanticPolicy) and policy.inner_chains == 0
     assert policy.operators == frozenset({"exp", "add", "mul"})  # the user's operators kept
     own = SemanticPolicy(inner_chains=4, n_rows=50)
-    copied = fold_policy(SymbolicRegressor(policy=own))
+    copied = fold_policy(config_from(SymbolicRegressor(policy=own).get_params()))
     assert copied.inner_chains == 0 and copied.n_rows == 50 and own.inner_chains == 4
-    assert fold_policy(SymbolicRegressor(policy="random")) == "random"
+    assert fold_policy(config_from(SymbolicRegressor(policy="random").get_params())) == "random"

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     Returns 0 after a complete fit, 130 after an interrupted one and 143 after a SIGTERM (the best
     result written either way, ``stop_reason`` = ``interrupted`` in front.csv), and 141 when
     stdout was closed (every file written all the same)."""
+    from dgsr.estimator.fit_config import config_from
     from dgsr.estimator.input_checks import validate_params
     from dgsr.estimator.regressor import SymbolicRegressor
 
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                             **({} if args.max_size is None else {"max_size": args.max_size}),
                             **({} if args.inner_fit_steps is None else {"inner_fit_steps": args.inner_fit_steps}))
     with for_the_cli():
-        validate_params(est)  # wrong options fail before any folder is made
+        validate_params(config_from(est.get_params()))  # wrong options fail before any folder is made
     out = Path(args.out)
     check_run_folder(out, [path], args.force)  # never over the data or an earlier run
     check_writable_folder(out, "--out")  # before the search, not after it; the folder is made when written

@@ -14,28 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import sympy
-from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.expression import Expression
-from dgsr.estimator.front import front_row
 
 #: Backend name -> the module SymPy's lambdify prints for (and the package that must be installed).
 BACKENDS: dict[str, str] = {"numpy": "numpy", "torch": "torch", "jax": "jax"}
-
-
-def export_row(est: Any, index: int | None, backend: str) -> Callable[[Any], Any]:
-    """Row ``index`` (None: the selected one) of a fitted estimator's front as ``f(X)`` of the same
-    ``X`` that ``predict`` takes (:func:`export_function`).
-
-    A DataFrame's columns are found by the names ``fit`` saw, whatever their order and whatever
-    other columns it has (a missing one is a ValueError); an array must have the fitted number
-    of columns, in the fitted order.
-    """
-    check_is_fitted(est, "expression_")
-    names = getattr(est, "feature_names_in_", None)
-    return export_function(est.expressions_[front_row(est, index)], list(est._feature_index), backend,
-                           feature_names=None if names is None else [str(n) for n in names],
-                           n_features=int(getattr(est, "n_features_in_", 0)) or None)
 
 
 def export_function(expr: Expression, columns: Sequence[int], backend: str = "numpy", *,

@@ -5,21 +5,24 @@ accurate first), else the training mean, with a warning naming the rows and what
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from dgsr.core.evaluate import evaluate
-from dgsr.estimator.display import equation_line
-from dgsr.estimator.front import front_row
+from dgsr.core.exponent_scaling import Scaling
+from dgsr.estimator.front import FrontEntry
 
 
-def predict_front(est: Any, X_sel: np.ndarray, index: int | None, strict: bool) -> np.ndarray:
-    """Predictions of row ``index`` (None: the selected one) of ``est``'s front on ``X_sel`` (the
-    selected columns, in the search's units), with the fallback above (``strict``: NaN there)."""
-    first = front_row(est, index)
-    order = _fallback_order(est, first)
-    out = _values(est, order[0], X_sel)
+def predict_front(front: Sequence[FrontEntry], scaling: Scaling | None, y_mean: float, first: int,
+                  X_sel: np.ndarray, strict: bool, describe: Callable[[int], str]) -> np.ndarray:
+    """Predictions of row ``first`` of ``front`` on ``X_sel`` (the selected columns, in the search's
+    units), in the user's units (``scaling``; None: the same units), with the fallback above
+    (``strict``: NaN there). ``y_mean`` is the training mean in the search's units; ``describe(i)``
+    names row ``i`` in the warning."""
+    order = _fallback_order(front, first)
+    out = _values(front[order[0]], scaling, X_sel)
     bad = ~np.isfinite(out)
     if not bad.any():
         return out
@@ -32,34 +35,32 @@ def predict_front(est: Any, X_sel: np.ndarray, index: int | None, strict: bool) 
     used = []
     for i in order[1:]:
         rows = np.flatnonzero(bad)
-        values = _values(est, i, X_sel[rows])
+        values = _values(front[i], scaling, X_sel[rows])
         ok = np.isfinite(values)
         if ok.any():
             out[rows[ok]] = values[ok]
             bad[rows[ok]] = False
-            used.append(f"row {i} of equations_ ({equation_line(est, i)}) on {_list_rows(rows[ok])}")
+            used.append(f"row {i} of equations_ ({describe(i)}) on {_list_rows(rows[ok])}")
         if not bad.any():
             break
     if bad.any():
-        scaling = getattr(est, "_scaling", None)
-        mean = est._y_mean if scaling is None else float(scaling.unscale_y(np.array(est._y_mean)))
+        mean = y_mean if scaling is None else float(scaling.unscale_y(np.array(y_mean)))
         out[bad] = mean
         used.append(f"the training mean ({mean:.6g}) on {_list_rows(np.flatnonzero(bad))}")
-    warnings.warn(f"The selected expression (row {first} of equations_: {equation_line(est, first)}) is undefined "
+    warnings.warn(f"The selected expression (row {first} of equations_: {describe(first)}) is undefined "
                   f"on {len(bad_rows)} of {len(out)} rows ({_list_rows(bad_rows)}); used instead: {'; '.join(used)}. "
                   "predict(..., strict=True) gives NaN there instead.", RuntimeWarning, stacklevel=3)
     return out
 
 
-def _values(est: Any, i: int, X_scaled: np.ndarray) -> np.ndarray:
-    """Front entry ``i`` on scaled inputs, in the user's units (non-finite where undefined)."""
-    values = evaluate(est._front[i].expression, X_scaled)
-    scaling = getattr(est, "_scaling", None)
+def _values(entry: FrontEntry, scaling: Scaling | None, X_scaled: np.ndarray) -> np.ndarray:
+    """A front entry on scaled inputs, in the user's units (non-finite where undefined)."""
+    values = evaluate(entry.expression, X_scaled)
     return values if scaling is None else scaling.unscale_y(values)
 
 
-def _fallback_order(est: Any, first: int) -> list[int]:
-    rest = sorted((i for i in range(len(est._front)) if i != first), key=lambda i: est._front[i].mse)
+def _fallback_order(front: Sequence[FrontEntry], first: int) -> list[int]:
+    rest = sorted((i for i in range(len(front)) if i != first), key=lambda i: front[i].mse)
     return [first, *rest]
 
 

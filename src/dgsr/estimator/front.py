@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -82,11 +81,12 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
     return expr.with_constants(values), spent
 
 
-def front_row(est: Any, index: int | None) -> int:
-    """Row of ``est.equations_`` that ``index`` names (None: the selected one); IndexError if none."""
+def front_row(n_rows: int, best_index: int, index: int | None) -> int:
+    """Row of a front of ``n_rows`` entries that ``index`` names (None: the selected one,
+    ``best_index``); IndexError if none."""
     if index is None:
-        return est.best_index_
-    n = len(est._front)
+        return best_index
+    n = n_rows
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not -n <= index < n:
         raise IndexError(f"index must be an integer row of equations_ (0..{n - 1}), got {index!r}")
     return int(index) % n

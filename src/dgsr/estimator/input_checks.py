@@ -12,17 +12,21 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from dgsr.core.operators import resolve_operators
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
 from dgsr.estimator.policy_loading import BUILTIN_POLICIES
 from dgsr.search.config import MAX_SIZE_LIMIT
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
 from dgsr.search.workers import BACKENDS
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
+
+    from dgsr.estimator.fit_config import FitConfig
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ class TrainingData:
     names: tuple[str, ...]
 
 
-def validate_training_data(estimator: Any, X: Any, y: Any) -> TrainingData:
+def validate_training_data(estimator: BaseEstimator, X: Any, y: Any) -> TrainingData:
     """Check and convert ``X, y`` for ``fit``; sets ``n_features_in_`` (and ``feature_names_in_``).
 
     Raises
@@ -100,7 +104,7 @@ def validate_sample_weight(sample_weight: Any, X: np.ndarray) -> np.ndarray | No
     return w * (len(w) / total)
 
 
-def validate_predict_data(estimator: Any, X: Any) -> np.ndarray:
+def validate_predict_data(estimator: BaseEstimator, X: Any) -> np.ndarray:
     """Check ``X`` for ``predict``: same columns as in ``fit``, numeric and finite."""
     _check_dataframe_columns(X)
     X_arr = validate_data(estimator, X, reset=False, dtype=np.float64, ensure_all_finite=False)
@@ -196,54 +200,53 @@ MAX_EVALUATIONS = 10**15
 MAX_N_SAMPLES = 1024
 
 
-def validate_params(est: Any) -> None:
-    """Check the estimator's hyper-parameters; raises ValueError/TypeError naming the parameter."""
-    seed = est.random_state
+def validate_params(config: FitConfig) -> None:
+    """Check the estimator's hyper-parameters (as ``config``); raises ValueError/TypeError naming the parameter."""
+    seed = config.random_state
     if not (seed is None or isinstance(seed, (np.random.Generator, np.random.RandomState))
             or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0)):
         raise ValueError(f"random_state must be None, a non-negative integer or a numpy Generator, "
                          f"got {seed!r}.")
-    _positive_number(est.max_time, "max_time", allow_none=True)
-    _positive_int(est.max_evaluations, "max_evaluations", allow_none=True)
-    if est.max_evaluations is not None and est.max_evaluations > MAX_EVALUATIONS:
+    _positive_number(config.max_time, "max_time", allow_none=True)
+    _positive_int(config.max_evaluations, "max_evaluations", allow_none=True)
+    if config.max_evaluations is not None and config.max_evaluations > MAX_EVALUATIONS:
         raise ValueError(f"max_evaluations must be at most {MAX_EVALUATIONS:.0e} (years of search; counts above "
-                         f"it are not exact in floating point), got {est.max_evaluations!r}.")
-    if est.max_time is None and est.max_evaluations is None:
+                         f"it are not exact in floating point), got {config.max_evaluations!r}.")
+    if config.max_time is None and config.max_evaluations is None:
         raise ValueError("At least one of max_time and max_evaluations must be set (both are None).")
-    _positive_int(est.n_samples, "n_samples")
-    if est.n_samples > MAX_N_SAMPLES:
+    _positive_int(config.n_samples, "n_samples")
+    if config.n_samples > MAX_N_SAMPLES:
         raise ValueError(f"n_samples must be at most {MAX_N_SAMPLES} (mutations asked of the policy per expansion; "
-                         f"an expansion rarely has that many distinct ones), got {est.n_samples!r}.")
-    _positive_int(est.iterations_per_trial, "iterations_per_trial")
-    _positive_number(est.p_uct, "p_uct", allow_zero=True)
-    _positive_int(est.max_size, "max_size")
-    if est.max_size > MAX_SIZE_LIMIT:  # here, before fit's warnings about it: an error first
-        raise ValueError(f"max_size must be in 1..{MAX_SIZE_LIMIT}, got {est.max_size!r}.")
-    steps = est.inner_fit_steps
+                         f"an expansion rarely has that many distinct ones), got {config.n_samples!r}.")
+    _positive_int(config.iterations_per_trial, "iterations_per_trial")
+    _positive_number(config.p_uct, "p_uct", allow_zero=True)
+    _positive_int(config.max_size, "max_size")
+    if config.max_size > MAX_SIZE_LIMIT:  # here, before fit's warnings about it: an error first
+        raise ValueError(f"max_size must be in 1..{MAX_SIZE_LIMIT}, got {config.max_size!r}.")
+    steps = config.inner_fit_steps
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
         raise ValueError(f"inner_fit_steps must be a non-negative integer, got {steps!r}.")
-    _positive_int(est.max_features, "max_features", allow_none=True)
-    n_jobs = est.n_jobs
+    _positive_int(config.max_features, "max_features", allow_none=True)
+    n_jobs = config.n_jobs
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None, a positive integer or a negative one (-1: every CPU), got {n_jobs!r}.")
-    if est.parallel_backend not in BACKENDS:
-        raise ValueError(f"parallel_backend must be 'local' or 'ray', got {est.parallel_backend!r}.")
-    if est.constant_fitting is not None and est.constant_fitting not in CONSTANT_FITTING_MODES:
+    if config.parallel_backend not in BACKENDS:
+        raise ValueError(f"parallel_backend must be 'local' or 'ray', got {config.parallel_backend!r}.")
+    if config.constant_fitting is not None and config.constant_fitting not in CONSTANT_FITTING_MODES:
         raise ValueError(f"constant_fitting must be None or one of {CONSTANT_FITTING_MODES}, "
-                         f"got {est.constant_fitting!r}.")
-    cv_max_rows = getattr(est, "cv_max_rows", 1000)
+                         f"got {config.constant_fitting!r}.")
+    cv_max_rows = config.cv_max_rows
     if isinstance(cv_max_rows, bool) or not isinstance(cv_max_rows, (int, np.integer)) or cv_max_rows < 0:
         raise ValueError(f"cv_max_rows must be an integer >= 0 (0: no cross-validation), got {cv_max_rows!r}.")
-    if est.model_selection not in _MODEL_SELECTION:
-        raise ValueError(f"model_selection must be one of {_MODEL_SELECTION}, got {est.model_selection!r}.")
-    r2 = est.target_r2
+    if config.model_selection not in _MODEL_SELECTION:
+        raise ValueError(f"model_selection must be one of {_MODEL_SELECTION}, got {config.model_selection!r}.")
+    r2 = config.target_r2
     # Any finite R² up to 1 (a negative one is reached at once: harmless); -inf and NaN are no target.
     if r2 is not None and (isinstance(r2, bool) or not isinstance(r2, numbers.Real)
                            or not (math.isfinite(r2) and r2 <= 1.0)):
         raise ValueError(f"target_r2 must be None or a finite number <= 1, got {r2!r}.")
-    resolve_operators(getattr(est, "operators", None), getattr(est, "unary_operators", None),
-                      getattr(est, "binary_operators", None))
-    policy = est.policy
+    config.allowed_operators()  # raises on unknown operator names
+    policy = config.policy
     if isinstance(policy, str) and policy not in BUILTIN_POLICIES and not policy.endswith(".safetensors"):
         names = ", ".join(repr(name) for name in BUILTIN_POLICIES)
         raise ValueError(f"policy must be {names}, a path to a .safetensors checkpoint or a Policy object, "

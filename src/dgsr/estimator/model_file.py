@@ -36,7 +36,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -47,6 +47,9 @@ from dgsr.core.sympy_json import UnsupportedSympy, from_tree, to_tree
 from dgsr.estimator.display import simplify_seconds
 from dgsr.estimator.front import FrontEntry
 from dgsr.runtime.files import atomic_write_text
+
+if TYPE_CHECKING:
+    from dgsr.estimator.regressor import SymbolicRegressor
 
 FORMAT = "dgsr-model"
 #: Raised when a field changes meaning or a new one is needed to predict; a reader refuses
@@ -67,7 +70,7 @@ def _dgsr_version() -> str:
 
 
 # ---------------------------------------------------------------------------- writing
-def save_model(est: Any, path: str | os.PathLike) -> Path:
+def save_model(est: SymbolicRegressor, path: str | os.PathLike) -> Path:
     """Write fitted ``est`` to ``path`` as a model file, atomically; returns the path.
 
     Builds ``equations_`` first if it is not built yet (its SymPy forms are part of the file)."""
@@ -75,7 +78,7 @@ def save_model(est: Any, path: str | os.PathLike) -> Path:
     return atomic_write_text(path, _json_text(model_document(est)) + "\n")
 
 
-def model_document(est: Any) -> dict[str, Any]:
+def model_document(est: SymbolicRegressor) -> dict[str, Any]:
     """The model file's content for fitted ``est`` (see the module docstring)."""
     params, not_saved = _json_params(est.get_params(deep=False))
     scaling = est._scaling
@@ -94,7 +97,7 @@ def model_document(est: Any) -> dict[str, Any]:
     return doc
 
 
-def _features(est: Any) -> dict[str, Any]:
+def _features(est: SymbolicRegressor) -> dict[str, Any]:
     names = getattr(est, "feature_names_in_", None)  # absent after a fit on an array
     return {"n_features_in": int(est.n_features_in_),
             "feature_names_in": None if names is None else [str(n) for n in names],
@@ -102,7 +105,7 @@ def _features(est: Any) -> dict[str, Any]:
             "selected_index": [int(i) for i in est._feature_index]}
 
 
-def _fit_record(est: Any) -> dict[str, Any]:
+def _fit_record(est: SymbolicRegressor) -> dict[str, Any]:
     losses = est.validation_loss_
     return {"n_evaluations": int(est.n_evaluations_), "stop_reason": est.stop_reason_,
             "n_trials": int(getattr(est, "n_trials_", 0)), "history": _plain(list(est.history_)),
@@ -110,7 +113,7 @@ def _fit_record(est: Any) -> dict[str, Any]:
             "size_limit": None if est.size_limit_ is None else int(est.size_limit_)}
 
 
-def _front_entries(est: Any) -> list[dict[str, Any]]:
+def _front_entries(est: SymbolicRegressor) -> list[dict[str, Any]]:
     table = est.equations_  # built now if it was not: the file keeps the forms this estimator shows
     column = table.get("sympy") if hasattr(table, "get") else None
     if column is not None and len(column) != len(est._front):
@@ -274,7 +277,7 @@ def _front_entry(entry: dict[str, Any]) -> FrontEntry:
     return FrontEntry(expr.size, expr, _float(search["mse"]), _float(entry["r2"]))
 
 
-def _restore_fit_record(est: Any, fit: dict[str, Any]) -> None:
+def _restore_fit_record(est: SymbolicRegressor, fit: dict[str, Any]) -> None:
     est.n_evaluations_ = int(fit["n_evaluations"])
     est.stop_reason_ = str(fit["stop_reason"])
     est.n_trials_ = int(fit["n_trials"])

@@ -25,7 +25,6 @@ Three pieces the estimator combines after a search (docs/DESIGN.md, "Model selec
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,6 +33,7 @@ from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.linear_terms import weighted_sum
 from dgsr.core.pareto import SELECTION_RULES, Entry, select
+from dgsr.estimator.user_warnings import warn_user
 
 #: Every ``model_selection`` the estimator accepts: the front-only rules of :mod:`dgsr.core.pareto`,
 #: ``"validation"`` (rows held out from the search, :func:`validation_choice`) and ``"cv"``
@@ -305,7 +305,7 @@ def choose_entry(entries: Sequence[Entry], chosen: int | None, X: np.ndarray, mo
         alternative = _choice(entries, clean, None, rule, errors, model_selection)
         if as_good(entries, pick, errors)[alternative]:
             return alternative
-    warnings.warn("The selected expression has a pole (or is undefined) inside the range of the training "
-                  "data and no equally good expression of the front avoids it: predictions near it can be "
-                  "huge. See equations_ for the alternatives.", UserWarning, stacklevel=3)
+    warn_user("The selected expression has a pole (or is undefined) inside the range of the training "
+              "data and no equally good expression of the front avoids it: predictions near it can be "
+              "huge. See equations_ for the alternatives.")
     return pick

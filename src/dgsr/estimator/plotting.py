@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+import pandas as pd
 
 from dgsr.core.display import equation_text, format_number
 
@@ -21,21 +21,15 @@ _FLOOR_DECADES = 12
 _LABEL_CHARS = 70
 
 
-def plot_front(est: Any, ax: Any = None, target: str | None = None) -> Any:
-    """Draw ``est``'s front into ``ax`` (a new figure if None); returns the Axes.
-
-    ``target`` names y in the label (default: the name ``fit`` saw, ``est.target_name_``).
-    """
-    check_is_fitted(est, "expression_")
+def plot_front(table: pd.DataFrame, best_index: int, model_selection: str, target: str, ax: Any = None) -> Any:
+    """Draw the front of an ``equations_`` ``table`` into ``ax`` (a new figure if None), row
+    ``best_index`` marked as chosen by ``model_selection``, y named ``target``; returns the Axes."""
     try:
         import matplotlib.pyplot as plt
     except ImportError as err:  # a dependency, but an environment may lack it: say how to get it
         raise ImportError("plot_front needs matplotlib: pip install matplotlib") from err
     from matplotlib.ticker import MaxNLocator
 
-    table = est.equations_
-    if target is None:
-        target = getattr(est, "target_name_", None) or "y"
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
     raw = table["loss"].to_numpy(dtype=float)
@@ -52,12 +46,12 @@ def plot_front(est: Any, ax: Any = None, target: str | None = None) -> Any:
     if floored.any():
         ax.scatter(size[floored], loss[floored], color="tab:blue", marker="v", zorder=2,
                    label=f"loss below {format_number(floor, 2)} (drawn at it)")
-    chosen = est.best_index_
+    chosen = best_index
     text = f"{target} = {equation_text(table['sympy'].iloc[chosen])}"
     if len(text) > _LABEL_CHARS:
         text = text[: _LABEL_CHARS - 3] + "..."
     ax.scatter([size[chosen]], [loss[chosen]], s=120, facecolors="none", edgecolors="tab:red", linewidths=2,
-               zorder=3, label=f"selected ({est.model_selection}, {quantity} {format_number(raw[chosen])}):\n{text}")
+               zorder=3, label=f"selected ({model_selection}, {quantity} {format_number(raw[chosen])}):\n{text}")
     ax.set_yscale("log")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("size (nodes)")

@@ -1,19 +1,19 @@
 """``SymbolicRegressor``: the scikit-learn estimator, a facade over search, constants and Pareto front.
 
-``fit`` validates the data (:mod:`dgsr.estimator.input_checks`), pre-selects features only when asked to
-(``max_features``) or when the policy names fewer variables than there are columns
-(:mod:`dgsr.estimator.features`), runs the MCTS search (:func:`dgsr.search.mcts.run_search`)
-under one :class:`~dgsr.core.budget.Budget`, refits the constants of the final Pareto front on all
-training rows, and builds the ``equations_`` table. ``predict`` never returns NaN/inf for
-finite input (CONTRACTS §6). The estimator contract is scikit-learn's (docs/DESIGN.md, "Estimator"):
-``__init__`` only stores, fitted attributes end in ``_``, ``check_estimator`` is a test.
-"""
+``fit`` only orchestrates: it validates the data (:mod:`dgsr.estimator.input_checks`), freezes
+its parameters into a :class:`~dgsr.estimator.fit_config.FitConfig`, scales the rows, and calls
+:func:`dgsr.estimator.fit_front.fit_front`, which chooses the columns, runs the MCTS search
+under one budget plan (:mod:`dgsr.estimator.budget_plan`), refits the front's constants on all
+training rows and selects an entry; ``fit`` copies the returned
+:class:`~dgsr.estimator.fit_front.FitResult` onto the estimator. ``equations_`` is built when
+first read. ``predict`` never returns NaN/inf for finite input (CONTRACTS §6). The estimator
+contract is scikit-learn's (docs/DESIGN.md, "Estimator"): ``__init__`` only stores, fitted
+attributes end in ``_``, ``check_estimator`` is a test."""
 
 from __future__ import annotations
 
 import sys
 import time
-import warnings
 from typing import Any
 
 import numpy as np
@@ -23,25 +23,31 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.display import equation_latex
-from dgsr.core.evaluate import weighted_mean
-from dgsr.core.exponent_scaling import Scaling, is_constant_target
-from dgsr.estimator.display import DIGITS, built_table, equation_sympy, equations_table, simplify_seconds
-from dgsr.estimator.export import export_row
+from dgsr.core.exponent_scaling import is_constant_target
+from dgsr.core.simplify import round_floats
+from dgsr.estimator.display import DIGITS, equation_line, equations_table, simplify_rows, simplify_seconds
+from dgsr.estimator.export import export_function
 from dgsr.estimator.fallback import predict_front, scaled_r2
-from dgsr.estimator.fit_search import constant_model, random_streams, search_model, search_rows
+from dgsr.estimator.fit_config import FitConfig, config_from
+from dgsr.estimator.fit_front import FitResult, fit_front
+from dgsr.estimator.fit_search import SearchRows, random_streams, search_rows
+from dgsr.estimator.front import front_row
 from dgsr.estimator.input_checks import (
+    TrainingData,
     check_precision,
     validate_params,
     validate_predict_data,
     validate_training_data,
 )
+from dgsr.estimator.interrupts import warn_interrupted
 from dgsr.estimator.model_file import load_model, save_model
-from dgsr.estimator.model_selection import choose_entry
 from dgsr.estimator.pickle_version import checked_state, with_version
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.search_cv import is_tiny
+from dgsr.estimator.user_warnings import entry_point, warn_user
 from dgsr.estimator.warm_start import data_key
 from dgsr.estimator.warm_up import warm_up_kernels
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
 #: (data-aware proposals in closed form) beats the uniform random one at equal time and at equal
@@ -66,6 +72,18 @@ def _constant_reason(y: np.ndarray, y_weighted: np.ndarray) -> str:
 def _announce_compiling() -> None:
     print("dgsr: compiling its numerical kernels (once after installing, about 20 s; cached for later "
           "runs; not counted in max_time)", file=sys.stderr, flush=True)
+
+
+def _warn_about_rows(data: TrainingData, rows: SearchRows, max_size: int) -> None:
+    """Say when the target is constant (the fit is then that constant) or the rows are few for ``max_size``."""
+    if is_constant_target(rows.y):
+        warn_user(f"{_constant_reason(data.y, rows.scaling.unscale_y(rows.y))}; the model is that constant "
+                  "(no search was run).")
+    elif is_tiny(len(rows.y), max_size):
+        warn_user(f"Only {len(rows.y)} rows for expressions of up to max_size={max_size} nodes (as many as "
+                  f"{max_size // 2} fitted constants): large formulas can fit these rows exactly and still be "
+                  f"wrong between them. Prefer the small formulas of equations_, or pass max_size={len(rows.y)} "
+                  "(no more nodes than rows) or more data.")
 
 
 class SymbolicRegressor(RegressorMixin, BaseEstimator):
@@ -241,6 +259,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.parallel_backend = parallel_backend
 
     # ------------------------------------------------------------------ fit
+    @entry_point
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SymbolicRegressor:
         """Search for expressions of the columns of ``X`` that fit ``y``.
 
@@ -259,14 +278,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self
         """
         start = time.perf_counter()
-        validate_params(self)
+        config = self._fit_config()
+        validate_params(config)
         self._interrupted = False  # set by the first Ctrl-C (dgsr.estimator.interrupts)
-        previous = self._archive if self.warm_start and getattr(self, "_archive", None) is not None else None
+        previous = self._archive if config.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)
-        if self.max_time is not None:
+        if config.max_time is not None:
             # Compiling the kernels (once after installing) is not the method's time: the clock
             # skips it. Loading them from the disk cache counts, as it did when it happened lazily.
-            start += warm_up_kernels(_announce_compiling if self.verbose else None).compile_seconds
+            start += warm_up_kernels(_announce_compiling if config.verbose else None).compile_seconds
         # The search runs on data scaled by powers of two (exact), so any magnitude works; every
         # fitted state below is in those units and is mapped back for display and predict.
         rows = search_rows(data, sample_weight)
@@ -276,57 +296,86 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         same = previous is not None and getattr(self, "_data_key", None) == key
         self._n_fits = (getattr(self, "_n_fits", 0) + 1) if same else 1
         self._data_key = key
-        streams = random_streams(self.random_state, self._n_fits)
         self._full_scaling = rows.scaling
         name = getattr(y, "name", None)
         self.target_name_ = name if isinstance(name, str) and name else "y"
-        self._y_mean = weighted_mean(rows.y, rows.w)
-        constant = is_constant_target(rows.y)
-        if constant:
-            warnings.warn(f"{_constant_reason(data.y, rows.scaling.unscale_y(rows.y))}; the model is that constant (no search was run).",
-                          UserWarning, stacklevel=2)
-        elif is_tiny(len(rows.y), self.max_size):
-            warnings.warn(
-                f"Only {len(rows.y)} rows for expressions of up to max_size={self.max_size} nodes (as many as "
-                f"{self.max_size // 2} fitted constants): large formulas can fit these rows exactly and still be "
-                f"wrong between them. Prefer the small formulas of equations_, or pass max_size={len(rows.y)} "
-                "(no more nodes than rows) or more data.", UserWarning, stacklevel=2)
-        outcome = constant_model(self, rows) if constant else \
-            search_model(self, data, rows, previous, start, streams)
+        _warn_about_rows(data, rows, config.max_size)
+        result = fit_front(config, rows, data.names, streams=random_streams(config.random_state, self._n_fits),
+                           start=start, previous=previous)
+        self._store(result)
+        self._simplify_seconds = 0.0 if self._interrupted else simplify_seconds(config.max_time, start)
+        return self
 
-        # Counted in fractions while fitting (a pass over a row subset, a share of a constant fit);
-        # reported as a whole number of evaluations.
-        self.n_evaluations_ = round(self.n_evaluations_)
-        index = self._feature_index
-        self._scaling = Scaling(tuple(rows.scaling.x_exponents[i] for i in index), rows.scaling.y_exponent)
-        self._front = outcome.entries
+    def _fit_config(self) -> FitConfig:
+        """This estimator's parameters as one fit reads them (an estimator unpickled from a version
+        without a parameter gets its default)."""
+        return config_from(vars(self))
+
+    def _store(self, result: FitResult) -> None:
+        """Copy a fit's result onto the estimator (its fitted attributes and private state)."""
+        self._feature_index, self.selected_features_ = result.feature_index, list(result.selected_features)
+        self.n_evaluations_, self.history_ = result.n_evaluations, result.history
+        self.stop_reason_, self.n_trials_ = result.stop_reason, result.n_trials
+        self._archive, self._interrupted, self._y_mean = result.archive, result.interrupted, result.y_mean
+        self.validation_loss_, self.size_limit_ = result.validation_loss, result.size_limit
+        self._scaling, self._front, self.best_index_ = result.scaling, result.entries, result.best_index
         self._validation_errors = None  # a field of 0.1.0's pickles, always None after fit
-        # Poles are looked for in the search's units (powers of two: the same box, scaled).
-        self.best_index_ = choose_entry(outcome.entries, outcome.chosen, rows.X[:, index], self.model_selection,
-                                        outcome.errors)
-        if self.validation_loss_ is not None:
-            self.validation_loss_ = np.array([self._scaling.unscale_loss(v) for v in self.validation_loss_])
-        self.expressions_ = [self._scaling.to_user(e.expression) for e in outcome.entries]
+        self.expressions_ = [self._scaling.to_user(e.expression) for e in result.entries]
         self.expression_ = self.expressions_[self.best_index_]
         # The table is built when first read (its SymPy simplification is display work: a
         # fit inside a cross-validation loop never reads it), with the time fit would have left it.
         self._equations, self._sympy_rows = None, {}
         self.__dict__.pop("equations_", None)  # an unpickled 0.9.0 estimator's table, refitted
-        self._simplify_seconds = 0.0 if self._interrupted else simplify_seconds(self.max_time, start)
-        return self
 
     @property
+    @entry_point
     def equations_(self) -> pd.DataFrame:
         """The fitted front as a table (see the class docstring), built on first access."""
-        table = built_table(self)
+        table = self._built_table()
         if table is None:
             check_is_fitted(self, "expression_")
-            table = self._equations = equations_table(self)
+            exprs = self._simplified_rows(range(len(self._front)))
+            table = self._equations = equations_table(self._front, self._scaling, self.best_index_, exprs)
         return table
 
     @equations_.setter
     def equations_(self, table: pd.DataFrame) -> None:
         self._equations = table
+
+    def _built_table(self) -> pd.DataFrame | None:
+        """The ``equations_`` table if it exists already (built, set, or stored by a pickle of
+        0.9.0 and earlier, which kept the table itself under ``equations_``), else None."""
+        table = self.__dict__.get("_equations")
+        return self.__dict__.get("equations_") if table is None else table
+
+    def _simplified_rows(self, rows: Any) -> dict[int, sympy.Expr]:
+        """Rows of the front as SymPy in the user's column names, simplified within the seconds
+        ``fit`` left for it (``_simplify_seconds``, spent as they are used) and kept, so
+        ``sympy()`` of one row and the whole table agree. A first Ctrl-C while simplifying leaves
+        the rest unsimplified (:mod:`dgsr.estimator.interrupts`), a second one aborts."""
+        done = self.__dict__.setdefault("_sympy_rows", {})
+        todo = [i for i in rows if i not in done]
+        try:
+            self._simplify_into(todo, done)
+        except INTERRUPTS as err:
+            if getattr(self, "_interrupted", False) or not is_interrupt(err):
+                raise
+            self._interrupted, self.stop_reason_ = True, "interrupted"
+            warn_interrupted("simplification", "the constants are final")
+            self._simplify_seconds = 0.0
+            self._simplify_into(todo, done)
+        return done
+
+    def _simplify_into(self, rows: list[int], done: dict[int, sympy.Expr]) -> None:
+        deadline = time.perf_counter() + getattr(self, "_simplify_seconds", 0.0)
+        try:
+            simplify_rows(done, rows, self.expressions_, self.selected_features_, deadline)
+        finally:
+            self._simplify_seconds = max(deadline - time.perf_counter(), 0.0)
+
+    def _row(self, index: int | None) -> int:
+        """Row of ``equations_`` that ``index`` names (None: the selected one); IndexError if none."""
+        return front_row(len(self._front), self.best_index_, index)
 
     # ------------------------------------------------------------------ use
     def predict(self, X: Any, index: int | None = None, strict: bool = False) -> np.ndarray:
@@ -340,17 +389,25 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "expression_")
         X_sel = validate_predict_data(self, X)[:, self._feature_index]
         scaling = getattr(self, "_scaling", None)  # absent in estimators built by hand (tests)
-        return predict_front(self, X_sel if scaling is None else scaling.scale_X(X_sel), index, strict)
+        return predict_front(self._front, scaling, self._y_mean, self._row(index),
+                             X_sel if scaling is None else scaling.scale_X(X_sel), strict,
+                             lambda i: equation_line(self.equations_, i))
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """R² of ``predict(X)`` against ``y`` (scikit-learn's ``score``), finite for any target scale."""
         return scaled_r2(np.asarray(y, dtype=np.float64), self.predict(X), sample_weight)
 
+    @entry_point
     def sympy(self, index: int | None = None, precision: int | None = None) -> sympy.Expr:
         """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);
         ``precision`` (an integer >= 1) rounds its constants to that many significant digits
-        (None: full precision)."""
-        return equation_sympy(self, index, check_precision(precision))
+        (None: full precision). Simplifies that row alone when the table is not built yet."""
+        precision = check_precision(precision)
+        check_is_fitted(self, "expression_")
+        row = self._row(index)
+        table = self._built_table()
+        expr = table["sympy"].iloc[row] if table is not None else self._simplified_rows([row])[row]
+        return expr if precision is None else round_floats(expr, precision)
 
     def latex(self, index: int | None = None, precision: int = DIGITS) -> str:
         """LaTeX of the selected equation (or row ``index``), constants to ``precision`` (an
@@ -364,15 +421,26 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
         Unlike ``predict`` it has no fallback: rows where the formula is undefined give NaN/inf.
         """
-        return export_row(self, index, "numpy")
+        return self._export(index, "numpy")
 
     def to_torch(self, index: int | None = None) -> Any:
         """As :meth:`to_numpy`, for torch tensors (differentiable); needs torch installed."""
-        return export_row(self, index, "torch")
+        return self._export(index, "torch")
 
     def to_jax(self, index: int | None = None) -> Any:
         """As :meth:`to_numpy`, for JAX arrays (works under ``jax.jit``); needs jax installed."""
-        return export_row(self, index, "jax")
+        return self._export(index, "jax")
+
+    def _export(self, index: int | None, backend: str) -> Any:
+        """Row ``index`` as ``f(X)`` (:func:`dgsr.estimator.export.export_function`): a DataFrame's
+        columns are found by the names ``fit`` saw, whatever their order and whatever other
+        columns it has (a missing one is a ValueError); an array must have the fitted number of
+        columns, in the fitted order."""
+        check_is_fitted(self, "expression_")
+        names = getattr(self, "feature_names_in_", None)
+        return export_function(self.expressions_[self._row(index)], list(self._feature_index), backend,
+                               feature_names=None if names is None else [str(n) for n in names],
+                               n_features=int(getattr(self, "n_features_in_", 0)) or None)
 
     def plot_front(self, ax: Any = None, target: str | None = None) -> Any:
         """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.
@@ -380,7 +448,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ``target`` names y in the label (default: the target's name at ``fit``, ``target_name_``).
         Returns the matplotlib Axes; pass ``ax`` to draw into an existing figure.
         """
-        return plot_front(self, ax, target)
+        check_is_fitted(self, "expression_")
+        target = target if target is not None else getattr(self, "target_name_", None) or "y"
+        return plot_front(self.equations_, self.best_index_, self.model_selection, target, ax)
 
     # ------------------------------------------------------------------ files
     def save(self, path: Any) -> Any:

@@ -5,7 +5,7 @@ fold, but the front's *structures* were chosen because they fit these very rows;
 noisy rows a structure that fits their noise by chance keeps a low out-of-fold error. The
 selection has to happen inside the folds for the estimate to be honest (Hastie, Tibshirani and
 Friedman, *The Elements of Statistical Learning*, 2nd ed., section 7.10.2). So on small data the
-whole search is repeated on each ``K-1`` folds (a short fit of the same estimator), and for each
+whole search is repeated on each ``K-1`` folds (a short fit with the same parameters), and for each
 size limit ``s`` the most accurate entry of that fold's front with at most ``s`` nodes is scored
 on the fold left out: every row gets an out-of-fold error for every limit. Where the folds'
 larger formulas predicted worse than smaller ones, the smallest limit within one standard error
@@ -26,12 +26,15 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dgsr.estimator.cross_validation import fold_labels
 from dgsr.estimator.model_selection import one_se_eligible
+
+if TYPE_CHECKING:
+    from dgsr.estimator.fit_config import FitConfig
 
 #: Folds of the whole-search check.
 SEARCH_CV_FOLDS = 5
@@ -108,52 +111,54 @@ def chosen_limit(errors: np.ndarray, limits: Sequence[int], reached: int) -> int
     return int(limits[int(np.flatnonzero(one_se_eligible(errors, best))[0])])
 
 
-def fold_fronts(est: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, labels: np.ndarray,
+def fold_fronts(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, labels: np.ndarray,
                 seeds: Sequence[int], deadline: float | None, max_evaluations: float | None
                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, bool]:
     """``(fronts, evaluations, interrupted)``: each fold's front, as :func:`limit_errors` takes it,
-    from a fit of a copy of ``est`` on the other folds' rows (``model_selection="balanced"``, no
-    expert iteration, silent, seed ``seeds[k]``, an equal share of the time left before ``deadline`` (a
-    ``time.perf_counter()``), at most ``max_evaluations`` evaluations each; its predictions NaN
-    where a formula is undefined), the evaluations all of them spent, and whether a Ctrl-C ended
-    one of them. Fewer fronts than folds: the time ran out or a Ctrl-C came."""
-    from sklearn.base import clone
+    from a search of the other folds' rows (:func:`dgsr.estimator.fit_front.fit_front` on
+    :meth:`~dgsr.estimator.fit_config.FitConfig.for_fold_search` of ``config``: chosen by
+    ``"balanced"``, one process, no expert iteration, silent, seed ``seeds[k]``, an equal share of
+    the time left before ``deadline`` (a ``time.perf_counter()``), at most ``max_evaluations``
+    evaluations each; its predictions NaN where a formula is undefined), the evaluations all of
+    them spent, and whether a Ctrl-C ended one of them. Fewer fronts than folds: the time ran out
+    or a Ctrl-C came."""
+    from dgsr.estimator.fit_front import fit_front
+    from dgsr.estimator.fit_search import search_rows
+    from dgsr.estimator.input_checks import TrainingData
 
     fronts, spent = [], 0.0
+    names = tuple(f"x{i}" for i in range(X.shape[1]))
     for k, seed in enumerate(seeds):
         test = labels == k
         train = ~test
         max_time = None if deadline is None else (deadline - time.perf_counter()) / (len(seeds) - k)
         if max_time is not None and max_time < _MIN_FOLD_SECONDS:
             break  # out of time: the fronts are incomplete
-        model = clone(est).set_params(
-            model_selection="balanced", verbose=False, warm_start=False, finetune=False, random_state=int(seed),
-            max_time=max_time, policy=fold_policy(est),
-            max_evaluations=None if max_evaluations is None else max(int(max_evaluations), 1))
+        fold = config.for_fold_search(int(seed), max_time, max_evaluations, fold_policy(config))
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the copy's notes on its smaller data are not the user's
-            model.fit(X[train], y[train], sample_weight=None if w is None else w[train])
-            spent += float(model.n_evaluations_)
-            if model._interrupted:
+            warnings.simplefilter("ignore")  # the fold's notes on its smaller data are not the user's
+            start = time.perf_counter()
+            data = TrainingData(np.ascontiguousarray(X[train]), np.ascontiguousarray(y[train]), names)
+            result = fit_front(fold, search_rows(data, None if w is None else w[train]), names, start=start)
+            spent += float(result.n_evaluations)
+            if result.interrupted:
                 return fronts, spent, True
-            predictions = np.array([model.predict(X[test], index=i, strict=True) for i in range(len(model._front))])
-        fronts.append((np.array([e.size for e in model._front]), predictions))
+            predictions = np.array([result.predictions(X[test], i) for i in range(len(result.entries))])
+        fronts.append((np.array([e.size for e in result.entries]), predictions))
     return fronts, spent, False
 
 
-def fold_policy(est: Any) -> Any:
+def fold_policy(config: FitConfig) -> Any:
     """The fold searches' policy: the fit's own, but the semantic policy without its chains
     (:mod:`dgsr.policies.semantic.parametric_forms`). The chains' fits are a fixed cost per
     search, paid again in every fold, which on a few dozen rows took most of a short fold
     search's time, so the folds reached small sizes only and let a large formula through; the
     folds measure how large a formula the rows support, which the other operands show as well."""
-    from dgsr.core.operators import resolve_operators
     from dgsr.policies.semantic.policy import SemanticPolicy
 
-    spec = est.policy
+    spec = config.policy
     if isinstance(spec, str) and spec == "semantic":
-        operators = resolve_operators(est.operators, est.unary_operators, est.binary_operators)
-        return SemanticPolicy(operators=operators, inner_chains=0)
+        return SemanticPolicy(operators=config.allowed_operators(), inner_chains=0)
     if isinstance(spec, SemanticPolicy):
         policy = copy.copy(spec)
         policy.inner_chains = 0
@@ -161,7 +166,7 @@ def fold_policy(est: Any) -> Any:
     return spec
 
 
-def size_limit(est: Any, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
+def size_limit(config: FitConfig, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
                rng: np.random.Generator, deadline: float | None, max_evaluations: float | None
                ) -> tuple[int | None, float, bool]:
     """``(limit, evaluations, interrupted)``: the size limit the whole-search check supports for
@@ -176,10 +181,10 @@ def size_limit(est: Any, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w
     fold_evals = None if max_evaluations is None else max_evaluations / SEARCH_CV_FOLDS
     if (deadline is not None and deadline <= time.perf_counter()) or (fold_evals is not None and fold_evals < 1.0):
         return None, 0.0, False
-    if est.verbose:
+    if config.verbose:
         print(f"dgsr: {len(y)} rows: repeating the search on {SEARCH_CV_FOLDS} folds to see how large a "
               "formula they support", file=sys.stderr, flush=True)
-    fronts, spent, interrupted = fold_fronts(est, X, y, w, labels, seeds, deadline, fold_evals)
+    fronts, spent, interrupted = fold_fronts(config, X, y, w, labels, seeds, deadline, fold_evals)
     if interrupted or len(fronts) < SEARCH_CV_FOLDS:
         return None, spent, interrupted
     limits = sorted({int(e.size) for e in entries} | {int(s) for sizes, _ in fronts for s in sizes})
