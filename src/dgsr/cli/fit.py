@@ -7,7 +7,7 @@ import argparse
 import pickle
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgsr.cli.errors import CLIError
 from dgsr.cli.example import example_path
@@ -19,6 +19,9 @@ from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.estimator.regressor import DEFAULT_SELECTION
 from dgsr.runtime.termination import sigterm_as_interrupt
 from dgsr.search.mcts import CONSTANT_FITTING_MODES
+
+if TYPE_CHECKING:
+    from dgsr.estimator.regressor import SymbolicRegressor
 
 # FLAGS and cli_message live in dgsr.cli.messages; they stay importable from here.
 __all__ = ["FLAGS", "add_subparser", "cli_message", "for_the_cli", "run"]
@@ -129,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _write_run(est: Any, front: Any, target: str, out: Path) -> tuple[list[str], list[str]]:
+def _write_run(est: SymbolicRegressor, front: Any, target: str, out: Path) -> tuple[list[str], list[str]]:
     """Write ``front.csv``, ``model.json``, ``model.pkl`` and (with matplotlib) ``front.png`` in
     ``out``; returns the paths written, and a note for a plot that was not."""
     write_output(out / "front.csv", lambda fh: front.to_csv(fh, index=False), text=True)
@@ -161,7 +164,7 @@ def _as_sigterm(text: str) -> str:
     return text.replace("(Ctrl-C)", "(SIGTERM)").replace("Press Ctrl-C again to abort.", "A second SIGTERM aborts.")
 
 
-def _summary(est: Any, written: list[str], terminated: bool) -> list[str]:
+def _summary(est: SymbolicRegressor, written: list[str], terminated: bool) -> list[str]:
     """The lines after the front: why the fit stopped, what was written, and for a stopped fit
     what the files hold."""
     reason = "SIGTERM" if terminated else STOP_REASONS.get(est.stop_reason_, str(est.stop_reason_))
@@ -173,7 +176,7 @@ def _summary(est: Any, written: list[str], terminated: bool) -> list[str]:
     return lines
 
 
-def _write_plot(est: Any, target: str, path: Path) -> bool:
+def _write_plot(est: SymbolicRegressor, target: str, path: Path) -> bool:
     """Save the Pareto-front plot; False when matplotlib is missing (a dependency, but environments
     installed without dependencies may lack it)."""
     try:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgsr.cli.errors import CLIError
 from dgsr.cli.files import check_out_given, check_output_file, load_fitted_model, write_output
 from dgsr.cli.messages import PREDICT_FLAGS, for_the_cli
 from dgsr.cli.tables import column_list, read_table
+
+if TYPE_CHECKING:
+    from dgsr.estimator.regressor import SymbolicRegressor
 
 
 def add_subparser(sub: Any) -> None:
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def model_inputs(est: Any, df: Any, path: Path) -> Any:
+def model_inputs(est: SymbolicRegressor, df: Any, path: Path) -> Any:
     """The columns of ``df`` that ``est`` takes, in its order: by name where the model knows its
     columns' names (a DataFrame's, or x0, x1, ... for an unnamed array when ``df`` has them);
     otherwise by position, and only when ``df`` has exactly as many columns (said on stderr):

@@ -5,10 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dgsr.cli.errors import CLIError
 from dgsr.cli.streams import stdout_console
+
+if TYPE_CHECKING:
+    from dgsr.estimator.regressor import SymbolicRegressor
 
 
 def read_table(path: Path, allow_unnamed: bool = False) -> Any:
@@ -96,7 +99,7 @@ def fixed(value: float, digits: int) -> str:
     return f"{round(float(value), digits) + 0.0:.{digits}f}"  # + 0.0 turns -0.0 into 0.0
 
 
-def front_equations(est: Any) -> list[str]:
+def front_equations(est: SymbolicRegressor) -> list[str]:
     """The front's equations as the command line shows them: the user's column names bare
     unless the formula's text would misread them (:func:`~dgsr.core.display.equation_text_for_columns`)."""
     from dgsr.core.display import equation_text_for_columns
@@ -104,7 +107,7 @@ def front_equations(est: Any) -> list[str]:
     return [equation_text_for_columns(e) for e in est.equations_["sympy"]]
 
 
-def front_frame(est: Any) -> Any:
+def front_frame(est: SymbolicRegressor) -> Any:
     """The front as written to ``front.csv``: readable and exact equations, the selection mark,
     and why the fit stopped (``stop_reason``: ``interrupted`` after a Ctrl-C)."""
     from dgsr.core.display import format_for_columns
@@ -118,7 +121,7 @@ def front_frame(est: Any) -> Any:
     return table
 
 
-def print_front(est: Any, target: str) -> None:
+def print_front(est: SymbolicRegressor, target: str) -> None:
     """The Pareto front as a rich table on stdout, the selected row marked."""
     from rich.markup import escape
     from rich.table import Table
