@@ -9,14 +9,6 @@ import pytest
 from dgsr.runtime import collector
 
 
-@pytest.fixture
-def thresholds():
-    saved = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)
-    yield
-    gc.set_threshold(*saved)
-
-
 def test_raised_inside_restored_after_even_when_nested_or_raising(thresholds):
     with collector.fewer_collections():
         assert gc.get_threshold() == collector.SEARCH_THRESHOLDS

@@ -7,17 +7,8 @@ import gc
 from unittest import mock
 
 import numpy as np
-import pytest
 
 from dgsr.runtime import collector
-
-
-@pytest.fixture
-def thresholds():
-    saved = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)
-    yield
-    gc.set_threshold(*saved)
 
 
 def test_a_search_runs_with_them_and_restores_them(thresholds):

@@ -28,7 +28,8 @@ from dgsr.core.kernels.fit import fit_weighted_terms
 from dgsr.core.kernels.structure import COLLINEAR, Structure, fit_structure, structure
 from dgsr.core.linear_terms import additive_terms
 
-__all__ = ["INNER_FIT_TOLERANCES", "InnerFit", "fit_inner_constants", "fit_written_out", "inner_constant_count"]
+__all__ = ["INNER_FIT_TOLERANCES", "InnerFit", "fit_inner_constants", "fit_written_out", "inner_constant_count",
+           "term_constants"]
 
 # A step must lower the loss by this much (relative) to count as an improvement.
 _REL_TOL = 1e-9
@@ -93,7 +94,7 @@ def fit_written_out(expr: Expression, columns: np.ndarray, y: np.ndarray, steps:
                                       rel_tol=_REL_TOL, collinear=collinear)
     if best is None:
         return InnerFit(expr, passes)
-    return InnerFit(expr.with_constants(_inner_values(terms, unique, best)), passes)
+    return InnerFit(expr.with_constants(term_constants(terms, unique, best)), passes)
 
 
 def _fit_compiled(expr: Expression, shape: Structure, columns: np.ndarray, y: np.ndarray,
@@ -113,7 +114,7 @@ def _fit_compiled(expr: Expression, shape: Structure, columns: np.ndarray, y: np
     return InnerFit(Expression._trusted(expr.symbols, tuple(fitted.tolist())), passes)
 
 
-def _inner_values(terms: list[tuple[float, Expression]], fitted_terms: dict[tuple, Expression],
+def term_constants(terms: list[tuple[float, Expression]], fitted_terms: dict[tuple, Expression],
                   model_constants: np.ndarray) -> list[float]:
     """The fitted constants of ``terms`` (in order, constant terms kept), read out of the layout
     of ``weighted_sum(list(fitted_terms.values()))`` (``w_0, <t_0's constants>, w_1, ..., b``);

@@ -16,7 +16,7 @@ import numpy as np
 
 from dgsr.core.expression import Expression, subtree_end
 from dgsr.core.gradients import Program, compile_expression, run_program
-from dgsr.core.inner_fit import INNER_FIT_TOLERANCES, InnerFit
+from dgsr.core.inner_fit import INNER_FIT_TOLERANCES, InnerFit, term_constants
 from dgsr.core.linear_terms import additive_terms, term_spans, weighted_model
 from dgsr.core.operators import CONSTANT
 
@@ -53,7 +53,7 @@ def fit_inner_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, *,
     best, passes = fit_weighted_terms(list(unique.values()), columns, y, steps)
     if best is None:
         return InnerFit(expr, passes)
-    return InnerFit(expr.with_constants(_term_constants(terms, unique, best)), passes)
+    return InnerFit(expr.with_constants(term_constants(terms, unique, best)), passes)
 
 
 def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarray,
@@ -116,19 +116,3 @@ def levenberg_marquardt(program: Program, params: np.ndarray, columns: np.ndarra
                 damping *= nu
                 nu *= 2.0
     return best, passes
-
-
-def _term_constants(terms: list[tuple[float, Expression]], fitted_terms: dict[tuple, Expression],
-                    model_constants: np.ndarray) -> list[float]:
-    """The fitted constants of ``terms`` read out of ``weighted_sum``'s layout (``w_0, <t_0's
-    constants>, w_1, ..., b``); a repeated term takes its one fitted copy's constants."""
-    fitted: dict[tuple, list[float]] = {}
-    position = 0
-    for key, term in fitted_terms.items():
-        position += 1  # the term's weight
-        fitted[key] = [float(c) for c in model_constants[position:position + term.n_constants]]
-        position += term.n_constants
-    out: list[float] = []
-    for _, term in terms:
-        out.extend(fitted[term.key()] if term.variables else term.constants)
-    return out
