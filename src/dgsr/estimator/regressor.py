@@ -23,17 +23,16 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.display import equation_latex
-from dgsr.core.exponent_scaling import is_constant_target
 from dgsr.core.simplify import round_floats
+from dgsr.estimator.data_warnings import warn_about_rows
 from dgsr.estimator.display import DIGITS, equation_line, equations_table, simplify_rows, simplify_seconds
 from dgsr.estimator.export import export_function
 from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_config import FitConfig, config_from
 from dgsr.estimator.fit_front import FitResult, fit_front
-from dgsr.estimator.fit_search import SearchRows, random_streams, search_rows
+from dgsr.estimator.fit_search import random_streams, search_rows
 from dgsr.estimator.front import front_row
 from dgsr.estimator.input_checks import (
-    TrainingData,
     check_precision,
     validate_params,
     validate_predict_data,
@@ -41,10 +40,10 @@ from dgsr.estimator.input_checks import (
 )
 from dgsr.estimator.interrupts import warn_interrupted
 from dgsr.estimator.model_file import load_model, save_model
+from dgsr.estimator.multi_output import each_output, fit_outputs, n_targets, predict_outputs, stacked_export
 from dgsr.estimator.pickle_version import checked_state, with_version
 from dgsr.estimator.plotting import plot_front
-from dgsr.estimator.search_cv import is_tiny
-from dgsr.estimator.user_warnings import entry_point, warn_user
+from dgsr.estimator.user_warnings import entry_point
 from dgsr.estimator.warm_start import data_key
 from dgsr.estimator.warm_up import warm_up_kernels
 from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
@@ -58,32 +57,9 @@ DEFAULT_POLICY = "semantic"
 DEFAULT_SELECTION = "cv"
 
 
-def _constant_reason(y: np.ndarray, y_weighted: np.ndarray) -> str:
-    """Why the target counts as constant: ``y`` itself, or only on the rows with a non-zero
-    ``sample_weight`` (``y_weighted``, the rows the fit keeps)."""
-    value = float(y_weighted[0]) if len(y_weighted) else float(y[0])
-    if len(y_weighted) == len(y) or is_constant_target(y):
-        return f"y is constant ({float(y[0]):g})"
-    if len(y_weighted) == 1:
-        return f"only one row has a non-zero sample_weight (y = {value:g} there)"
-    return f"y is constant ({value:g}) on the {len(y_weighted)} rows with a non-zero sample_weight"
-
-
 def _announce_compiling() -> None:
     print("dgsr: compiling its numerical kernels (once after installing, about 20 s; cached for later "
           "runs; not counted in max_time)", file=sys.stderr, flush=True)
-
-
-def _warn_about_rows(data: TrainingData, rows: SearchRows, max_size: int) -> None:
-    """Say when the target is constant (the fit is then that constant) or the rows are few for ``max_size``."""
-    if is_constant_target(rows.y):
-        warn_user(f"{_constant_reason(data.y, rows.scaling.unscale_y(rows.y))}; the model is that constant "
-                  "(no search was run).")
-    elif is_tiny(len(rows.y), max_size):
-        warn_user(f"Only {len(rows.y)} rows for expressions of up to max_size={max_size} nodes (as many as "
-                  f"{max_size // 2} fitted constants): large formulas can fit these rows exactly and still be "
-                  f"wrong between them. Prefer the small formulas of equations_, or pass max_size={len(rows.y)} "
-                  "(no more nodes than rows) or more data.")
 
 
 class SymbolicRegressor(RegressorMixin, BaseEstimator):
@@ -175,6 +151,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_outputs_, estimators_ : the number of targets; after a fit on several, the fitted single-output
+        estimators, one per target, and the attributes below are lists, one item per target.
     equations_ : pandas.DataFrame
         The Pareto front sorted by complexity; columns ``complexity`` (node count), ``loss``
         (MSE on the training rows), ``r2``, ``score``, ``equation`` (readable, the user's column
@@ -267,8 +245,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Numeric, finite; DataFrame column names become the variable names.
-        y : array-like of shape (n_samples,)
-            Numeric, finite target.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Numeric, finite target. Several columns fit one front each, with ``1/n_outputs`` of
+            the budget and a seed derived from ``random_state`` (:mod:`dgsr.estimator.multi_output`).
         sample_weight : array-like of shape (n_samples,) or None
             Non-negative row weights: the search's loss and R², the constant fits, the front's
             ``loss`` and ``r2`` columns and model selection are all weighted (None: equal).
@@ -280,6 +259,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         start = time.perf_counter()
         config = self._fit_config()
         validate_params(config)
+        if n_targets(y) > 1:
+            fit_outputs(self, X, y, sample_weight)
+            return self
+        self.__dict__.pop("estimators_", None)  # a former multi-output fit's
+        self.n_outputs_ = 1
         self._interrupted = False  # set by the first Ctrl-C (dgsr.estimator.interrupts)
         previous = self._archive if config.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)
@@ -299,7 +283,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._full_scaling = rows.scaling
         name = getattr(y, "name", None)
         self.target_name_ = name if isinstance(name, str) and name else "y"
-        _warn_about_rows(data, rows, config.max_size)
+        warn_about_rows(data, rows, config.max_size)
         result = fit_front(config, rows, data.names, streams=random_streams(config.random_state, self._n_fits),
                            start=start, previous=previous)
         self._store(result)
@@ -330,7 +314,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     @property
     @entry_point
     def equations_(self) -> pd.DataFrame:
-        """The fitted front as a table (see the class docstring), built on first access."""
+        """The fitted front as a table (see the class docstring), built on first access (a list,
+        one per target, after a fit on several)."""
+        if self._outputs() is not None:
+            return [o.equations_ for o in self._outputs()]
         table = self._built_table()
         if table is None:
             check_is_fitted(self, "expression_")
@@ -373,6 +360,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         finally:
             self._simplify_seconds = max(deadline - time.perf_counter(), 0.0)
 
+    def _outputs(self) -> list[SymbolicRegressor] | None:
+        """The fitted single-output estimators of a multi-output fit (None after a single-output one)."""
+        return self.__dict__.get("estimators_")
+
     def _row(self, index: int | None) -> int:
         """Row of ``equations_`` that ``index`` names (None: the selected one); IndexError if none."""
         return front_row(len(self._front), self.best_index_, index)
@@ -385,8 +376,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         take the value of the next front expression that is finite there (most accurate first),
         else the training mean, with a warning that names the rows and the fallback used; finite
         input never gives NaN or inf. With ``strict=True`` those rows are NaN instead.
+        Several targets: shape ``(n_samples, n_outputs)``; ``index`` may name a row per output.
         """
         check_is_fitted(self, "expression_")
+        if self._outputs() is not None:
+            return predict_outputs(self._outputs(), X, index, strict)
         X_sel = validate_predict_data(self, X)[:, self._feature_index]
         scaling = getattr(self, "_scaling", None)  # absent in estimators built by hand (tests)
         return predict_front(self._front, scaling, self._y_mean, self._row(index),
@@ -394,16 +388,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                              lambda i: equation_line(self.equations_, i))
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """R² of ``predict(X)`` against ``y`` (scikit-learn's ``score``), finite for any target scale."""
+        """R² of ``predict(X)`` against ``y`` (scikit-learn's ``score``), finite for any target scale;
+        several targets: their R² averaged uniformly, as ``r2_score``'s default ``multioutput``."""
         return scaled_r2(np.asarray(y, dtype=np.float64), self.predict(X), sample_weight)
 
     @entry_point
     def sympy(self, index: int | None = None, precision: int | None = None) -> sympy.Expr:
         """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);
         ``precision`` (an integer >= 1) rounds its constants to that many significant digits
-        (None: full precision). Simplifies that row alone when the table is not built yet."""
+        (None: full precision). Simplifies that row alone when the table is not built yet.
+        Several targets: a list, one per target (``index`` as in ``predict``)."""
         precision = check_precision(precision)
         check_is_fitted(self, "expression_")
+        if self._outputs() is not None:
+            return each_output(self._outputs(), index, lambda o, i: o.sympy(i, precision))
         row = self._row(index)
         table = self._built_table()
         expr = table["sympy"].iloc[row] if table is not None else self._simplified_rows([row])[row]
@@ -411,7 +409,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def latex(self, index: int | None = None, precision: int = DIGITS) -> str:
         """LaTeX of the selected equation (or row ``index``), constants to ``precision`` (an
-        integer >= 1) significant digits."""
+        integer >= 1) significant digits; several targets: a list, one per target."""
+        if self._outputs() is not None:
+            return each_output(self._outputs(), index, lambda o, i: o.latex(i, precision))
         return equation_latex(self.sympy(index), check_precision(precision, allow_none=False))
 
     def to_numpy(self, index: int | None = None) -> Any:
@@ -420,6 +420,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         (1-D, ``n_features_in_`` values, or a DataFrame row) gives that row's value as a scalar.
 
         Unlike ``predict`` it has no fallback: rows where the formula is undefined give NaN/inf.
+        Several targets: ``f(X)`` has shape ``(n_rows, n_outputs)`` (``(n_outputs,)`` for one row).
         """
         return self._export(index, "numpy")
 
@@ -437,18 +438,24 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         columns it has (a missing one is a ValueError); an array must have the fitted number of
         columns, in the fitted order."""
         check_is_fitted(self, "expression_")
+        if self._outputs() is not None:
+            return stacked_export(each_output(self._outputs(), index, lambda o, i: o._export(i, backend)),
+                                  backend)
         names = getattr(self, "feature_names_in_", None)
         return export_function(self.expressions_[self._row(index)], list(self._feature_index), backend,
                                feature_names=None if names is None else [str(n) for n in names],
                                n_features=int(getattr(self, "n_features_in_", 0)) or None)
 
-    def plot_front(self, ax: Any = None, target: str | None = None) -> Any:
+    def plot_front(self, ax: Any = None, target: str | None = None, output: int = 0) -> Any:
         """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.
 
         ``target`` names y in the label (default: the target's name at ``fit``, ``target_name_``).
-        Returns the matplotlib Axes; pass ``ax`` to draw into an existing figure.
+        Returns the matplotlib Axes; pass ``ax`` to draw into an existing figure. Several
+        targets: the front of target number ``output``.
         """
         check_is_fitted(self, "expression_")
+        if self._outputs() is not None:
+            return self._outputs()[output].plot_front(ax, target)
         target = target if target is not None else getattr(self, "target_name_", None) or "y"
         return plot_front(self.equations_, self.best_index_, self.model_selection, target, ax)
 
@@ -479,5 +486,5 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         tags.target_tags.single_output = True
-        tags.target_tags.multi_output = False
+        tags.target_tags.multi_output = True
         return tags
