@@ -19,7 +19,7 @@ import pytest
 
 import dgsr
 from dgsr.estimator import display, pickle_version
-from dgsr.estimator.model_file import SCHEMA_VERSION, ModelFileError
+from dgsr.estimator.model_file import ONE_OUTPUT_SCHEMA, SCHEMA_VERSION, ModelFileError
 from dgsr.estimator.pickle_version import DgsrVersionWarning
 from dgsr.estimator.regressor import SymbolicRegressor
 
@@ -81,7 +81,7 @@ def test_a_saved_model_reads_back_with_the_same_results(fitted, tmp_path):
 def test_the_file_names_its_format_versions_and_formulas(fitted, tmp_path):
     est, _, _ = fitted
     doc = json.loads(est.save(tmp_path / "model.json").read_text())
-    assert (doc["format"], doc["schema_version"], doc["dgsr_version"]) == ("dgsr-model", SCHEMA_VERSION,
+    assert (doc["format"], doc["schema_version"], doc["dgsr_version"]) == ("dgsr-model", ONE_OUTPUT_SCHEMA,
                                                                            dgsr.__version__)
     assert doc["selected"] == est.best_index_ and len(doc["front"]) == len(est.expressions_)
     for entry, expr, row in zip(doc["front"], est.expressions_, est.equations_.itertuples()):

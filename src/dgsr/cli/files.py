@@ -41,13 +41,13 @@ def refuse_input_overwrite(target: Path, inputs: Iterable[Path], option: str) ->
             raise CLIError(f"{option} {target} is an input file of this command; choose another {option}")
 
 
-def check_run_folder(folder: Path, inputs: Iterable[Path], force: bool) -> None:
+def check_run_folder(folder: Path, inputs: Iterable[Path], force: bool, names: Iterable[str] = RUN_FILES) -> None:
     """Refuse an output folder that holds an earlier run (unless ``force``), or whose run files
-    would replace an input file (even with ``force``)."""
-    inputs = list(inputs)
-    for name in RUN_FILES:
+    (``names``, besides those of a run of one target) would replace an input file (even with ``force``)."""
+    inputs, names = list(inputs), list(dict.fromkeys([*RUN_FILES, *names]))
+    for name in names:
         refuse_input_overwrite(folder / name, inputs, "--out")
-    held = [name for name in RUN_FILES if (folder / name).exists()]
+    held = [name for name in names if (folder / name).exists()]
     if held and not force:
         raise CLIError(f"--out {folder} already holds a run ({', '.join(held)}): pass --force to replace it, "
                        "or choose another --out")

@@ -14,7 +14,8 @@ from dgsr.cli.example import example_path
 from dgsr.cli.files import check_out_given, check_run_folder, check_writable_folder, write_output
 from dgsr.cli.messages import FLAGS, cli_message, for_the_cli
 from dgsr.cli.streams import silence_stdout
-from dgsr.cli.tables import column_list, front_frame, print_front, read_table
+from dgsr.cli.tables import front_frame, print_front, read_table
+from dgsr.cli.targets import Target, run_file_names, run_targets, target_columns
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.estimator.regressor import DEFAULT_SELECTION
 from dgsr.runtime.termination import sigterm_as_interrupt
@@ -34,7 +35,8 @@ def add_subparser(sub: Any) -> None:
                                    "unless --target names it.")
     p.add_argument("data", nargs="?", help="CSV or TSV file (separator from the extension; .gz works)")
     p.add_argument("--example", metavar="NAME", help="use a bundled example instead (see `dgsr example`)")
-    p.add_argument("--target", help="target column (default: the last column)")
+    p.add_argument("--target", help="target column (default: the last column), or several separated by commas "
+                                     "(--target a,b: one front per target, front_a.csv, front_b.csv, one model.json)")
     p.add_argument("--time", type=float, default=60.0, help="seconds of search (default: 60)")
     p.add_argument("--evals", type=int, default=500_000, help="maximum evaluations (default: 500000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -85,12 +87,10 @@ def run(args: argparse.Namespace) -> int:
     check_out_given(args.out)
     path = example_path(args.example) if args.example else Path(args.data)
     df = read_table(path)
-    target = args.target if args.target is not None else str(df.columns[-1])
-    if target not in df.columns:
-        raise CLIError(f"target column {target!r} not found in {path}; columns: {column_list(df.columns)}")
-    if df.shape[1] < 2:
-        raise CLIError(f"{path} needs at least one input column besides the target {target!r}")
-    X, y = df.drop(columns=[target]), df[target]
+    targets = target_columns(args.target, df.columns, path)
+    if df.shape[1] <= len(targets):
+        raise CLIError(f"{path} needs at least one input column besides the target {', '.join(map(repr, targets))}")
+    X, y = df.drop(columns=targets), df[targets[0]] if len(targets) == 1 else df[targets]
     if args.seed < 0:
         raise CLIError(f"--seed must be a non-negative integer, got {args.seed}")
     operators = None
@@ -108,19 +108,22 @@ def run(args: argparse.Namespace) -> int:
     with for_the_cli():
         validate_params(config_from(est.get_params()))  # wrong options fail before any folder is made
     out = Path(args.out)
-    check_run_folder(out, [path], args.force)  # never over the data or an earlier run
+    check_run_folder(out, [path], args.force, run_file_names(targets))  # never over the data or an earlier run
     check_writable_folder(out, "--out")  # before the search, not after it; the folder is made when written
     # SIGTERM (a batch scheduler's time limit) ends the fit as a first Ctrl-C does.
     with sigterm_as_interrupt() as term, for_the_cli(reword=lambda text: _as_sigterm(text) if term.received else text):
         est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
-        front = front_frame(est)  # builds equations_: a first Ctrl-C in its simplification leaves it unsimplified
-    interrupted = est.stop_reason_ == "interrupted"
+        parts = run_targets(est, targets)
+        # builds equations_: a first Ctrl-C in its simplification leaves it unsimplified
+        fronts = [front_frame(part.estimator) for part in parts]
+    interrupted = any(part.estimator.stop_reason_ == "interrupted" for part in parts)
     status = 143 if term.received else 130 if interrupted else 0
     # Every file before any output: a reader of stdout that goes away (`| head -1`) costs none.
-    written, notes = _write_run(est, front, target, out)
-    summary = [*notes, *_summary(est, written, term.received)]
+    written, notes = _write_run(est, parts, fronts, out)
+    summary = [*notes, *_summary(parts, written, term.received)]
     try:
-        print_front(est, target)
+        for part in parts:
+            print_front(part.estimator, part.name)
         for line in summary:
             print(line)
         sys.stdout.flush()
@@ -132,23 +135,29 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _write_run(est: SymbolicRegressor, front: Any, target: str, out: Path) -> tuple[list[str], list[str]]:
-    """Write ``front.csv``, ``model.json``, ``model.pkl`` and (with matplotlib) ``front.png`` in
-    ``out``; returns the paths written, and a note for a plot that was not."""
-    write_output(out / "front.csv", lambda fh: front.to_csv(fh, index=False), text=True)
+def _write_run(est: SymbolicRegressor, parts: list[Target], fronts: list[Any],
+               out: Path) -> tuple[list[str], list[str]]:
+    """Write ``front.csv`` (``front_<target>.csv`` per target of several), ``model.json``,
+    ``model.pkl`` and (with matplotlib) ``front.png`` (``front_<target>.png``) in ``out``; returns
+    the paths written, and a note for a plot that was not."""
+    for part, front in zip(parts, fronts):
+        write_output(out / f"{part.stem}.csv", lambda fh, front=front: front.to_csv(fh, index=False), text=True)
     try:
         est.save(out / "model.json")  # atomic, as write_output's files
     except OSError as err:
         raise CLIError(f"cannot write {out / 'model.json'}: {err.strerror or err}") from None
     write_output(out / "model.pkl", lambda fh: pickle.dump(est, fh, protocol=pickle.HIGHEST_PROTOCOL))
-    written, notes = [str(out / "front.csv"), str(out / "model.json"), str(out / "model.pkl")], []
-    try:
-        if _write_plot(est, target, out / "front.png"):
-            written.append(str(out / "front.png"))
-        else:
-            notes.append(f"skipped {out / 'front.png'}: matplotlib is not installed (pip install matplotlib)")
-    except OSError as err:
-        raise CLIError(f"cannot write {out / 'front.png'}: {err.strerror or err}") from None
+    written = [*(str(out / f"{part.stem}.csv") for part in parts), str(out / "model.json"), str(out / "model.pkl")]
+    notes = []
+    for part in parts:
+        plot = out / f"{part.stem}.png"
+        try:
+            if _write_plot(part.estimator, part.name, plot):
+                written.append(str(plot))
+            else:
+                notes.append(f"skipped {plot}: matplotlib is not installed (pip install matplotlib)")
+        except OSError as err:
+            raise CLIError(f"cannot write {plot}: {err.strerror or err}") from None
     return written, notes
 
 
@@ -164,14 +173,19 @@ def _as_sigterm(text: str) -> str:
     return text.replace("(Ctrl-C)", "(SIGTERM)").replace("Press Ctrl-C again to abort.", "A second SIGTERM aborts.")
 
 
-def _summary(est: SymbolicRegressor, written: list[str], terminated: bool) -> list[str]:
-    """The lines after the front: why the fit stopped, what was written, and for a stopped fit
+def _summary(parts: list[Target], written: list[str], terminated: bool) -> list[str]:
+    """The lines after the fronts: why each fit stopped, what was written, and for a stopped fit
     what the files hold."""
-    reason = "SIGTERM" if terminated else STOP_REASONS.get(est.stop_reason_, str(est.stop_reason_))
-    lines = [f"stopped by {reason} after {est.n_evaluations_:,.0f} evaluations; wrote {', '.join(written)}"]
+    lines = []
+    for part in parts:
+        est = part.estimator
+        reason = "SIGTERM" if terminated else STOP_REASONS.get(est.stop_reason_, str(est.stop_reason_))
+        name = "" if len(parts) == 1 else f"{part.name}: "
+        lines.append(f"{name}stopped by {reason} after {est.n_evaluations_:,.0f} evaluations")
+    lines[-1] += f"; wrote {', '.join(written)}"
     if terminated:
         lines.append("the fit was terminated (SIGTERM): these are the best results reached so far (exit status 143)")
-    elif est.stop_reason_ == "interrupted":
+    elif any(part.estimator.stop_reason_ == "interrupted" for part in parts):
         lines.append("the fit was interrupted: these are the best results reached so far (exit status 130)")
     return lines
 

@@ -27,8 +27,10 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("data", help="CSV or TSV file with the model's input columns, found by name (other columns "
                                 "are ignored); for a model fitted on an unnamed array (x0, x1, ...), columns "
                                 "named x0, x1, ..., else exactly that many columns, used in order")
-    p.add_argument("--out", help="write the table with a `prediction` column to this file (default: print "
-                                 "predictions); never the model or data file, nor an existing file unless --force")
+    p.add_argument("--out", help="write the table with a `prediction` column (a model of several targets: "
+                                 "`prediction_<target>` columns) to this file (default: print predictions, one "
+                                 "line per row, comma-separated for several targets); never the model or data "
+                                 "file, nor an existing file unless --force")
     p.add_argument("--force", action="store_true", help="replace the file --out names if it exists")
     p.add_argument("--index", type=int, default=None, help="use this row of the front instead of the selected one")
     p.set_defaults(func=run)
@@ -47,15 +49,25 @@ def run(args: argparse.Namespace) -> int:
     X = model_inputs(est, df, data)
     with for_the_cli(PREDICT_FLAGS, errors=(ValueError, IndexError)):
         pred = est.predict(X, index=args.index)
+    columns = prediction_columns(est)
     if out is not None:
         result = df.copy()
-        result["prediction"] = pred
+        for i, column in enumerate(columns):
+            result[column] = pred if pred.ndim == 1 else pred[:, i]
         write_output(out, lambda fh: result.to_csv(fh, index=False), text=True)
-        print(f"wrote {len(pred)} predictions to {out}")
+        print(f"wrote {len(pred)} predictions to {out}" + ("" if pred.ndim == 1 else f" ({', '.join(columns)})"))
     else:
         for v in pred:
-            print(repr(float(v)))
+            print(repr(float(v)) if pred.ndim == 1 else ",".join(repr(float(x)) for x in v))
     return 0
+
+
+def prediction_columns(est: SymbolicRegressor) -> list[str]:
+    """The columns ``--out`` adds: ``prediction``, or ``prediction_<target>`` per target of several."""
+    names = getattr(est, "target_name_", None)
+    if not isinstance(names, list):
+        return ["prediction"]
+    return [f"prediction_{name}" for name in names]
 
 
 def model_inputs(est: SymbolicRegressor, df: Any, path: Path) -> Any:

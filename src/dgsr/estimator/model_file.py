@@ -23,6 +23,12 @@ loaded model gives exactly the original's results (bit-identical predictions), i
 - ``selected`` (the row ``predict`` uses) and ``fit`` (``n_evaluations_``, ``stop_reason_``,
   ``n_trials_``, ``history_``, ``validation_loss_``, ``size_limit_``).
 
+A model of several targets (:mod:`dgsr.estimator.multi_output`) is a file of schema version
+:data:`SCHEMA_VERSION` 2 (a dgsr that reads only 1 says to upgrade): ``format``, the versions, its
+``params``, and ``outputs``, one object per target with the fields above after ``params`` (each
+output's own parameters: its seed and share of the budget). A single target's file keeps schema
+version :data:`ONE_OUTPUT_SCHEMA` (1), readable by every dgsr that reads model files.
+
 Floats are written exactly (JSON numbers in Python's shortest round-trip form); values that
 are not finite, which JSON lacks, are the strings ``"inf"``, ``"-inf"`` and ``"nan"``. A file of a
 newer schema, or one that is not a model file, is refused with one :class:`ModelFileError`
@@ -46,6 +52,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.sympy_json import UnsupportedSympy, from_tree, to_tree
 from dgsr.estimator.display import simplify_seconds
 from dgsr.estimator.front import FrontEntry
+from dgsr.estimator.multi_output import store_outputs
 from dgsr.runtime.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -54,7 +61,9 @@ if TYPE_CHECKING:
 FORMAT = "dgsr-model"
 #: Raised when a field changes meaning or a new one is needed to predict; a reader refuses
 #: files of a higher schema (fields it does not know would be silently ignored otherwise).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The schema of a file of one target: unchanged since version 1 (only several targets need 2).
+ONE_OUTPUT_SCHEMA = 1
 _LINE = 100  # characters of a line of the file before a value is spread over several
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
@@ -75,7 +84,22 @@ def save_model(est: SymbolicRegressor, path: str | os.PathLike) -> Path:
 
     Builds ``equations_`` first if it is not built yet (its SymPy forms are part of the file)."""
     check_is_fitted(est, "expression_")
-    return atomic_write_text(path, _json_text(model_document(est)) + "\n")
+    outputs = est.__dict__.get("estimators_")
+    doc = model_document(est) if outputs is None else _outputs_document(est, outputs)
+    return atomic_write_text(path, _json_text(doc) + "\n")
+
+
+def _outputs_document(est: SymbolicRegressor, outputs: list[SymbolicRegressor]) -> dict[str, Any]:
+    """The model file of a fit on several targets: its parameters, and each output's model."""
+    params, not_saved = _json_params(est.get_params(deep=False))
+    header = ("format", "schema_version", "dgsr_version")
+    doc: dict[str, Any] = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "dgsr_version": _dgsr_version(),
+                           "params": params,
+                           "outputs": [{k: v for k, v in model_document(o).items() if k not in header}
+                                       for o in outputs]}
+    if not_saved:
+        doc["params_not_saved"] = not_saved
+    return doc
 
 
 def model_document(est: SymbolicRegressor) -> dict[str, Any]:
@@ -83,7 +107,7 @@ def model_document(est: SymbolicRegressor) -> dict[str, Any]:
     params, not_saved = _json_params(est.get_params(deep=False))
     scaling = est._scaling
     doc: dict[str, Any] = {
-        "format": FORMAT, "schema_version": SCHEMA_VERSION, "dgsr_version": _dgsr_version(),
+        "format": FORMAT, "schema_version": ONE_OUTPUT_SCHEMA, "dgsr_version": _dgsr_version(),
         "params": params,
         "features": _features(est),
         "scaling": {"x_exponents": [int(e) for e in scaling.x_exponents], "y_exponent": int(scaling.y_exponent)},
@@ -204,7 +228,11 @@ def load_model(cls: type, path: str | os.PathLike) -> Any:
     path = Path(path)
     doc = read_document(path)
     try:
-        return _restore(cls, doc)
+        if "outputs" not in doc:
+            return _restore(cls, doc)
+        est = _restore_params(cls, doc)
+        store_outputs(est, [_restore(cls, output) for output in doc["outputs"]])
+        return est
     except (KeyError, TypeError, ValueError, IndexError) as err:
         what = f"missing field {err}" if isinstance(err, KeyError) else str(err)
         raise ModelFileError(f"{path} is a damaged dgsr model file ({what}); it was written by dgsr "
@@ -236,9 +264,8 @@ def read_document(path: Path) -> dict[str, Any]:
 
 def _restore(cls: type, doc: dict[str, Any]) -> Any:
     """A fitted estimator with the state ``doc`` describes (the fit attributes of ``fit``)."""
-    known = cls().get_params(deep=False)
-    # A later dgsr's parameters that this one lacks are left out: they only matter for refitting.
-    est = cls(**{k: v for k, v in doc["params"].items() if k in known})
+    est = _restore_params(cls, doc)
+    est.n_outputs_ = 1
     features, scaling = doc["features"], doc["scaling"]
     est.n_features_in_ = int(features["n_features_in"])
     if features["feature_names_in"] is not None:
@@ -267,6 +294,13 @@ def _restore(cls: type, doc: dict[str, Any]) -> Any:
     # Rows stored simplified are shown as stored; any other gets the time a fit leaves (at most 10 s).
     est._simplify_seconds = 0.0 if len(rows) == len(est._front) else simplify_seconds(None, 0.0)
     return est
+
+
+def _restore_params(cls: type, doc: dict[str, Any]) -> Any:
+    """An unfitted ``cls`` with the parameters ``doc`` records."""
+    known = cls().get_params(deep=False)
+    # A later dgsr's parameters that this one lacks are left out: they only matter for refitting.
+    return cls(**{k: v for k, v in doc["params"].items() if k in known})
 
 
 def _front_entry(entry: dict[str, Any]) -> FrontEntry:
