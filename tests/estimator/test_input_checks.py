@@ -84,7 +84,11 @@ def test_complex_data():
 
 
 def test_y_with_several_columns():
-    _fit_error(np.ones((4, 2)), np.ones((4, 2)), r"y should be a 1d array.*\(4, 2\)")
+    # fit takes several targets (tests/estimator/test_multi_output.py); each output's fit, and this
+    # single-output check, still refuse a 2-D y, and a y of three dimensions is refused by fit.
+    with pytest.raises(ValueError, match=r"y should be a 1d array.*\(4, 2\)"):
+        validate_training_data(_est(), np.ones((4, 2)), np.ones((4, 2)))
+    _fit_error(np.ones((4, 2)), np.ones((4, 2, 2)), "Found array with dim 3")
 
 
 def test_column_vector_y_warns_and_is_accepted():
