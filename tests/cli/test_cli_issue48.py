@@ -364,7 +364,9 @@ def test_subtracting_a_negative_constant_reads_as_adding():
 
 def test_the_stop_reason_reads_as_words():
     from dgsr.cli.fit import _summary
+    from dgsr.cli.targets import Target
 
     for reason in ("time", "evaluations", "target", "interrupted", "constant_target", "exhausted", "trials"):
-        line = _summary(SimpleNamespace(stop_reason_=reason, n_evaluations_=10.0), ["run/front.csv"], False)[0]
+        fitted = SimpleNamespace(stop_reason_=reason, n_evaluations_=10.0)
+        line = _summary([Target("y", fitted, "front")], ["run/front.csv"], False)[0]
         assert line.startswith("stopped by ") and f"by {reason} " not in line, line
