@@ -8,12 +8,15 @@ the selected row in bold and marked.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dgsr.core.display import front_html
 
+if TYPE_CHECKING:  # the regressor imports this module
+    from dgsr.estimator.regressor import SymbolicRegressor
 
-def fitted_html(est: Any) -> str:
+
+def fitted_html(est: SymbolicRegressor) -> str:
     """The fitted estimator ``est`` as HTML: its class, the selected row and the front table."""
     table = est.equations_
     best = int(est.best_index_)
