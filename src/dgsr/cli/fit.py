@@ -64,6 +64,9 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("--max-size", type=int, default=None, metavar="N",
                    help="largest formula, in nodes (default: the estimator's max_size, 60; on few rows, "
                         "no more nodes than rows)")
+    p.add_argument("--guess", action="append", default=None, metavar="FORMULA",
+                   help="a formula you expect, in the column names, e.g. \"m1*m2/r**2\" (constants refitted; the "
+                        "search starts from it); repeatable")
     p.add_argument("--out", default="run",
                    help="folder for front.csv, model.json, model.pkl and front.png (default: run/); a folder that "
                         "already holds a run is refused unless --force")
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     result written either way, ``stop_reason`` = ``interrupted`` in front.csv), and 141 when
     stdout was closed (every file written all the same)."""
     from dgsr.estimator.fit_config import config_from
+    from dgsr.estimator.guesses import parse_guesses
     from dgsr.estimator.input_checks import validate_params
     from dgsr.estimator.regressor import SymbolicRegressor
 
@@ -102,11 +106,12 @@ def run(args: argparse.Namespace) -> int:
     est = SymbolicRegressor(max_time=args.time, max_evaluations=args.evals, random_state=args.seed,
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
-                            n_jobs=args.jobs, parallel_backend=args.backend, operators=operators,
+                            n_jobs=args.jobs, parallel_backend=args.backend, operators=operators, guesses=args.guess,
                             **({} if args.max_size is None else {"max_size": args.max_size}),
                             **({} if args.inner_fit_steps is None else {"inner_fit_steps": args.inner_fit_steps}))
     with for_the_cli():
         validate_params(config_from(est.get_params()))  # wrong options fail before any folder is made
+        parse_guesses(config_from(est.get_params()), [str(c) for c in X.columns])
     out = Path(args.out)
     check_run_folder(out, [path], args.force, run_file_names(targets))  # never over the data or an earlier run
     check_writable_folder(out, "--out")  # before the search, not after it; the folder is made when written

@@ -17,7 +17,8 @@ from dgsr.runtime.warning_display import showing_warnings_with
 FLAGS = {"max_time": "--time", "max_evaluations": "--evals", "random_state": "--seed", "policy": "--policy",
          "n_samples": "--k", "constant_fitting": "--constants", "model_selection": "--selection",
          "n_jobs": "--jobs", "parallel_backend": "--backend", "operators": "--operators",
-         "target_r2": "--target-r2", "max_size": "--max-size", "inner_fit_steps": "--inner-fit-steps"}
+         "target_r2": "--target-r2", "max_size": "--max-size", "inner_fit_steps": "--inner-fit-steps",
+         "guesses": "--guess"}
 # A bare parameter name is a flag where it is plainly one (``policy must be ...``); the common
 # words among them (policy, operators) are translated only when they start the message or carry a value.
 _WORDS = ("policy", "operators", "index")

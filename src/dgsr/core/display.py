@@ -4,11 +4,13 @@ Every constant shown as text (``equations_``, the CLI table, LaTeX, plot labels,
 goes through :func:`format_number`: ``digits`` significant digits, trailing zeros dropped, never
 a bare trailing point (``1197``, not ``1197.`` or ``1197.0``). ``FrontTable`` is the type of
 ``SymbolicRegressor.equations_``: a DataFrame whose text form puts the equation first and wraps
-it to the terminal's width, so ``print(est.equations_)`` is readable in 80 columns.
+it to the terminal's width, so ``print(est.equations_)`` is readable in 80 columns, and whose
+HTML form (:func:`front_html`, what a notebook shows) is the same table with the selected row in bold.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import re
 import shutil
@@ -153,6 +155,22 @@ def format_front(table: pd.DataFrame, width: int | None = None, selected: int | 
     return "\n".join(lines)
 
 
+def front_html(table: pd.DataFrame, selected: int | None = None) -> str:
+    """The front as an HTML table (a notebook's view): a marker column, the equation (HTML-escaped),
+    complexity, loss, r2 and score; the ``selected`` row is bold, marked ``→`` and has class ``selected``."""
+    cols = [(name, header, fmt) for name, header, fmt in _NUMERIC if name in table.columns]
+    equations = table["equation"].astype(str).tolist() if "equation" in table.columns else [""] * len(table)
+    head = "".join(f"<th>{h}</th>" for h in ["", "", "equation", *(c[1] for c in cols)])
+    rows = []
+    for i, eq in enumerate(equations):
+        cells = [f"<th>{i}</th>", "<td>→</td>" if i == selected else "<td></td>", f"<td>{html.escape(eq)}</td>"]
+        cells += [f"<td>{html.escape(_cell(table[name].iloc[i], fmt))}</td>" for name, _, fmt in cols]
+        style = ' class="selected" style="font-weight:bold"' if i == selected else ""
+        rows.append(f"<tr{style}>{''.join(cells)}</tr>")
+    return (f'<table class="dgsr-front"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
 class FrontTable(pd.DataFrame):
     """``equations_``: a DataFrame whose ``print`` shows the equation first, wrapped (see
     :func:`format_front`); selections and copies are plain DataFrames again."""
@@ -167,3 +185,6 @@ class FrontTable(pd.DataFrame):
         return format_front(self, selected=getattr(self, "selected_row", None))
 
     __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        return front_html(self, selected=getattr(self, "selected_row", None))

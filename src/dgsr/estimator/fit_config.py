@@ -46,6 +46,10 @@ class FitConfig:
     finetune: bool = False
     n_jobs: int | None = 1
     parallel_backend: str = "local"
+    guesses: Any = None
+    #: The guesses as the search's roots, in its units and columns: set by ``fit_front``
+    #: (:func:`dgsr.estimator.guesses.seeded`), not a parameter.
+    search_roots: tuple = ()
 
     def allowed_operators(self) -> tuple[str, ...] | None:
         """The Table 1 operators the search may use (None: all), from the three operator parameters."""
@@ -63,6 +67,8 @@ class FitConfig:
                                   "inner_fit_steps": self.inner_fit_steps}
         if self.constant_fitting is not None:
             kwargs["constant_fitting"] = self.constant_fitting
+        if self.search_roots:
+            kwargs["roots"] = self.search_roots
         return SearchConfig(**kwargs)
 
     def cross_validates(self, n_rows: int) -> bool:

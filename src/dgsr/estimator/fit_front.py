@@ -30,6 +30,7 @@ from dgsr.estimator.fit_config import FitConfig
 from dgsr.estimator.fit_search import SearchRows, continued, feature_limit, random_streams, run_search
 from dgsr.estimator.front import FrontEntry, best_of_each_size, front_entry
 from dgsr.estimator.front_checks import Outcome, Split, cross_validated, exact_fit_floor, validated
+from dgsr.estimator.guesses import seeded
 from dgsr.estimator.interrupts import FitLedger
 from dgsr.estimator.model_selection import (
     MIN_VALIDATION_ROWS,
@@ -103,6 +104,7 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
 
     policy = load_policy(config.policy, device=config.device, operators=config.allowed_operators())
     index = _searched_columns(config, policy, rows, names, feat_rng)
+    config = seeded(config, names, index, rows.scaling)  # the user's guesses as the search's roots
     if previous is not None and (not np.array_equal(previous[0], index) or previous[2] != rows.scaling):
         previous = None  # other columns or units: the old archive's variables mean other things
     split = _validation_rows(config, len(rows.y), feat_rng.spawn(1)[0])
@@ -210,8 +212,9 @@ def _fits_without_noise(config: FitConfig, result: Any, n_rows: int) -> bool:
 
 def _candidates(config: FitConfig, result: Any, X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
                 previous: Any) -> list[Expression]:
-    """What the polish refits: the search's front, the least-squares linear model, and a warm
-    start's kept structures (after the search's own, so those are refitted exactly as in a cold fit)."""
+    """What the polish refits: the search's front, the least-squares linear model, a warm start's
+    kept structures and the user's guesses (after the search's own, so those are refitted exactly
+    as in a cold fit)."""
     candidates = [e.expression for e in result.archive.front()]
     if not candidates:  # nothing valid within the budget: the mean is the honest answer
         candidates = [Expression.constant(weighted_mean(y, w))]
@@ -220,4 +223,4 @@ def _candidates(config: FitConfig, result: Any, X: np.ndarray, y: np.ndarray, w:
         else None
     if linear is not None:  # the front then never loses to linear regression (DESIGN: model selection)
         candidates.append(linear)
-    return candidates + kept_structures(previous)
+    return candidates + kept_structures(previous) + list(config.search_roots)

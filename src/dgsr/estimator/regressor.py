@@ -32,6 +32,8 @@ from dgsr.estimator.fit_config import FitConfig, config_from
 from dgsr.estimator.fit_front import FitResult, fit_front
 from dgsr.estimator.fit_search import random_streams, search_rows
 from dgsr.estimator.front import front_row
+from dgsr.estimator.guesses import parse_guesses
+from dgsr.estimator.html_repr import fitted_html
 from dgsr.estimator.input_checks import (
     check_precision,
     validate_params,
@@ -148,6 +150,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     parallel_backend : {"local", "ray"}, default="local"
         Where the units run when ``n_jobs > 1``: a local process pool, or Ray tasks (the cluster
         named by ``RAY_ADDRESS``, else a local Ray instance).
+    guesses : list of str or None, default=None
+        Formulas you expect, in the column names (e.g. ``["m1*m2/r**2"]``): constants refitted, they
+        join the front and the search's trials start from them (:mod:`dgsr.estimator.guesses`).
 
     Attributes
     ----------
@@ -211,6 +216,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         finetune: bool = False,
         n_jobs: int | None = 1,
         parallel_backend: str = "local",
+        guesses: list[str] | None = None,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -235,6 +241,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.finetune = finetune
         self.n_jobs = n_jobs
         self.parallel_backend = parallel_backend
+        self.guesses = guesses
 
     # ------------------------------------------------------------------ fit
     @entry_point
@@ -267,6 +274,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._interrupted = False  # set by the first Ctrl-C (dgsr.estimator.interrupts)
         previous = self._archive if config.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)
+        parse_guesses(config, data.names)  # a guess that cannot be used: a ValueError now, before any search
         if config.max_time is not None:
             # Compiling the kernels (once after installing) is not the method's time: the clock
             # skips it. Loading them from the disk cache counts, as it did when it happened lazily.
@@ -474,6 +482,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         Raises :class:`dgsr.estimator.model_file.ModelFileError` (a ValueError) naming the file
         for a file that is not a model file, or one of a newer schema than this dgsr reads."""
         return load_model(cls, path)
+
+    @property
+    def _repr_html_(self) -> Any:
+        # A property, as scikit-learn's: a notebook calls what it returns (dgsr.estimator.html_repr).
+        if hasattr(self, "expression_"):
+            return lambda: fitted_html(self)
+        return super()._repr_html_
 
     def __getstate__(self) -> dict:
         # The pickle records which dgsr wrote it (dgsr.estimator.pickle_version).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dgsr.core.expression import Expression
 from dgsr.core.operators import resolve_operators
 
 CONSTANT_FITTING_MODES = ("never", "best", "all")
@@ -77,6 +78,11 @@ class SearchConfig:
         random policy and the neural one take the same set as their ``operators`` argument,
         see :func:`dgsr.estimator.policy_loading.load_policy`). Linear scaling and term weights build ``add``
         and ``mul`` nodes, so they are off unless both are allowed.
+    roots:
+        Expressions to start from (the estimator's ``guesses``): each is scored with its constants
+        fitted before the first trial, so it joins the archive, and trial ``t`` starts from
+        ``roots[t % (len(roots) + 1)]`` (the empty expression when that index is ``len(roots)``).
+        Empty: every trial starts from the empty expression.
     """
 
     n_samples: int = 16
@@ -101,6 +107,7 @@ class SearchConfig:
     inner_fit_steps: int = 0
     inner_fit_rows: int = 64
     operators: tuple[str, ...] | None = None
+    roots: tuple[Expression, ...] = ()
 
     def __post_init__(self) -> None:
         if self.operators is not None:

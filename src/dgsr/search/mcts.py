@@ -121,6 +121,8 @@ class _Trials:
 
     def run(self, ctrl_c: CtrlCWatch) -> None:
         """Run trials until one of the budget's limits, ``max_trials``, ``max_idle_trials`` or a Ctrl-C."""
+        for root in self.config.roots:  # the user's guesses join the archive, constants fitted, first
+            self.evaluator.score(root, fit=True)
         while self.stop_reason is None:
             trial = len(self.records)
             if self.config.max_trials is not None and trial >= self.config.max_trials:
@@ -131,8 +133,10 @@ class _Trials:
     def _trial(self, trial: int, ctrl_c: CtrlCWatch) -> None:
         config, evaluator = self.config, self.evaluator
         trial_rng = np.random.default_rng(self.rng.integers(2**63))
+        roots = config.roots
+        root = roots[trial % (len(roots) + 1)] if roots and trial % (len(roots) + 1) < len(roots) else None
         search = Trial(trial, self.policy, self.policy.prepare(self.X, self.y, trial_rng), evaluator, config,
-                       trial_rng, self.stats)
+                       trial_rng, self.stats, root)
         self.records.append(search.record)
         fit_now = config.constant_fitting == "all"
         while search.iterations < config.iterations_per_trial:

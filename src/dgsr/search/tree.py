@@ -80,17 +80,17 @@ def accuracy_value(r2: float, solved_r2: float = 0.99) -> float:
 
 
 class Trial:
-    """One search tree, from the empty expression."""
+    """One search tree, from the empty expression or from ``root`` (a user's guess)."""
 
     def __init__(self, index: int, policy: Policy, context: Any, evaluator: Evaluator, config: SearchConfig,
-                 rng: np.random.Generator, stats: Counter):
+                 rng: np.random.Generator, stats: Counter, root: Expression | None = None):
         self.policy = policy
         self.context = context
         self.evaluator = evaluator
         self.config = config
         self.rng = rng
         self.stats = stats
-        self.root = Node(Expression.empty(), None, None, 1.0, -math.inf)
+        self.root = Node(Expression.empty() if root is None else root, None, None, 1.0, -math.inf)
         self.nodes: list[Node] = [self.root]
         self.keys: set[tuple] = {self.root.expression.key()}
         self.iterations = 0
