@@ -51,6 +51,8 @@ def test_two_planted_laws_are_recovered_one_per_target(fitted):
         assert sympy.simplify(expr - law) == 0, (expr, law)
     assert est.n_outputs_ == 2 and len(est.estimators_) == 2
     assert est.target_name_ == ["force", "sum"]
+    html = est._repr_html_()  # a notebook shows both fronts, each headed by its target
+    assert "target <b>force</b>" in html and "target <b>sum</b>" in html and html.count("<table") == 2
 
 
 def test_predict_has_one_column_per_target_and_attributes_are_lists(fitted):

@@ -17,7 +17,11 @@ if TYPE_CHECKING:  # the regressor imports this module
 
 
 def fitted_html(est: SymbolicRegressor) -> str:
-    """The fitted estimator ``est`` as HTML: its class, the selected row and the front table."""
+    """The fitted estimator ``est`` as HTML: its class, the selected row and the front table (one
+    of each per target after a fit on several, headed by the target's name)."""
+    outputs = est.__dict__.get("estimators_")
+    if outputs is not None:
+        return "".join(f"<p>target <b>{html.escape(str(o.target_name_))}</b></p>{fitted_html(o)}" for o in outputs)
     table = est.equations_
     best = int(est.best_index_)
     equation = html.escape(str(table["equation"].iloc[best]))

@@ -78,8 +78,8 @@ def output_budget(max_evaluations: Any, max_time: Any, k: int) -> dict[str, Any]
             "max_time": None if max_time is None or math.isinf(max_time) else float(max_time) / k}
 
 
-def fit_outputs(est: SymbolicRegressor, X: Any, y: Any, sample_weight: Any = None) -> None:
-    """Fit one single-output copy of ``est`` per column of ``y`` and store them on ``est``.
+def fit_outputs(est: SymbolicRegressor, X: Any, y: Any, sample_weight: Any = None) -> SymbolicRegressor:
+    """Fit one single-output copy of ``est`` per column of ``y`` and store them on ``est`` (returned).
 
     A warm start refits the previous copies when the number of targets is the same (each one
     warm-starts from its own front); otherwise each copy starts cold."""
@@ -100,6 +100,7 @@ def fit_outputs(est: SymbolicRegressor, X: Any, y: Any, sample_weight: Any = Non
         copy.fit(X, pd.Series(columns[:, i], name=names[i]), sample_weight=sample_weight)
         outputs.append(copy)
     store_outputs(est, outputs)
+    return est
 
 
 def store_outputs(est: SymbolicRegressor, outputs: Sequence[SymbolicRegressor]) -> None:

@@ -267,10 +267,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         config = self._fit_config()
         validate_params(config)
         if n_targets(y) > 1:
-            fit_outputs(self, X, y, sample_weight)
-            return self
-        self.__dict__.pop("estimators_", None)  # a former multi-output fit's
-        self.n_outputs_ = 1
+            return fit_outputs(self, X, y, sample_weight)
+        self.n_outputs_, _ = 1, self.__dict__.pop("estimators_", None)  # forget a former fit's several targets
         self._interrupted = False  # set by the first Ctrl-C (dgsr.estimator.interrupts)
         previous = self._archive if config.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)
@@ -322,8 +320,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     @property
     @entry_point
     def equations_(self) -> pd.DataFrame:
-        """The fitted front as a table (see the class docstring), built on first access (a list,
-        one per target, after a fit on several)."""
+        """The fitted front as a table (see the class docstring), built on first access (one per target: a list)."""
         if self._outputs() is not None:
             return [o.equations_ for o in self._outputs()]
         table = self._built_table()
@@ -405,7 +402,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);
         ``precision`` (an integer >= 1) rounds its constants to that many significant digits
         (None: full precision). Simplifies that row alone when the table is not built yet.
-        Several targets: a list, one per target (``index`` as in ``predict``)."""
+        Several targets: a list (``index`` as in ``predict``)."""
         precision = check_precision(precision)
         check_is_fitted(self, "expression_")
         if self._outputs() is not None:
@@ -447,8 +444,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         columns, in the fitted order."""
         check_is_fitted(self, "expression_")
         if self._outputs() is not None:
-            return stacked_export(each_output(self._outputs(), index, lambda o, i: o._export(i, backend)),
-                                  backend)
+            return stacked_export(each_output(self._outputs(), index, lambda o, i: o._export(i, backend)), backend)
         names = getattr(self, "feature_names_in_", None)
         return export_function(self.expressions_[self._row(index)], list(self._feature_index), backend,
                                feature_names=None if names is None else [str(n) for n in names],
@@ -458,8 +454,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.
 
         ``target`` names y in the label (default: the target's name at ``fit``, ``target_name_``).
-        Returns the matplotlib Axes; pass ``ax`` to draw into an existing figure. Several
-        targets: the front of target number ``output``.
+        Returns the matplotlib Axes; pass ``ax`` to draw into an existing figure (several targets: target ``output``'s).
         """
         check_is_fitted(self, "expression_")
         if self._outputs() is not None:
