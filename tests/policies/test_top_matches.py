@@ -30,7 +30,7 @@ def _by_sorting(match, sizes, extra, penalty, n_top):
 @pytest.mark.parametrize("seed", range(6))
 def test_the_best_entries_come_first_and_equal_ones_in_table_order(seed, compiled, monkeypatch):
     if not compiled:
-        monkeypatch.setattr(matching, "_top_matches_jit", None)
+        monkeypatch.setattr(matching.compiler, "AVAILABLE", False)
     elif matching._top_matches_jit is None:
         pytest.skip("numba is not installed")
     rng = np.random.default_rng(seed)
