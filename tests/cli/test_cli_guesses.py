@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.cli.test_cli_issue26 import _dgsr_command, _env
+from tests.cli.dgsr_process import run_dgsr
 
 pytestmark = pytest.mark.timeout(240, method="thread")
 
@@ -28,8 +28,7 @@ def table(tmp_path):
 
 
 def _dgsr(*argv: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([*_dgsr_command(), *argv], check=False, capture_output=True, text=True, cwd=cwd,
-                          env=_env(), timeout=180)
+    return run_dgsr(*argv, cwd=cwd, timeout=180)
 
 
 def test_fit_with_a_guess_selects_it_refitted_and_keeps_it_in_the_model_file(tmp_path, table):

@@ -3,7 +3,6 @@ and speaks in its own flags (issue 26, items 4, 5, 8, 10, 11 and 12)."""
 
 from __future__ import annotations
 
-import os
 import pickle
 import shutil
 import subprocess
@@ -14,16 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import dgsr
 import dgsr.cli.app as cli
 from dgsr.core.evaluate import evaluate
 from dgsr.core.names import is_plain, quote
 from dgsr.core.parser import parse
+from tests.cli.dgsr_process import dgsr_command, dgsr_env
 
 pytestmark = pytest.mark.timeout(240, method="thread")
 
 FAST = ["--policy", "random", "--evals", "600", "--time", "30", "--quiet"]
-SRC = str(Path(dgsr.__file__).resolve().parents[1])
 
 
 @pytest.fixture
@@ -107,9 +105,9 @@ def test_ctrl_c_in_a_real_fit_exits_130_and_writes_the_best_so_far(tmp_path, tab
     # A test runner started in the background has SIGINT ignored, and a child inherits that (POSIX:
     # background jobs do not get the terminal's Ctrl-C); the child gets the default back, as a
     # command typed at a terminal has it.
-    proc = subprocess.Popen([*_dgsr_command(), "fit", str(table), "--out", str(out), "--policy", "random",
+    proc = subprocess.Popen([*dgsr_command(), "fit", str(table), "--out", str(out), "--policy", "random",
                              "--evals", "50000000", "--time", "120"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(),
+                            stderr=subprocess.PIPE, env=dgsr_env(),
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     seen = b""
     while b"evals" not in seen:  # the progress line: the search is running
@@ -209,27 +207,14 @@ def test_cli_message_maps_parameters_to_flags():
 
 
 # ---------------------------------------------------------------- item 11: `| head` is quiet
-def _dgsr_command() -> list[str]:
-    """``dgsr`` as the user runs it: the console script beside this interpreter, else its entry point."""
-    script = shutil.which("dgsr", path=os.path.dirname(sys.executable))
-    if script:
-        return [script]
-    return [sys.executable, "-c", "import sys; from dgsr.cli import main; sys.exit(main(sys.argv[1:]))"]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("DGSR_TRACEBACK", None)
-    return env
 
 
 def test_predict_into_a_closed_pipe_exits_quietly(tmp_path, run_folder):
     rng = np.random.default_rng(2)
     big = tmp_path / "big.csv"
     pd.DataFrame({"a": rng.uniform(1, 5, 30_000), "b": rng.uniform(1, 5, 30_000)}).to_csv(big, index=False)
-    proc = subprocess.Popen([*_dgsr_command(), "predict", str(run_folder / "model.pkl"), str(big)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc = subprocess.Popen([*dgsr_command(), "predict", str(run_folder / "model.pkl"), str(big)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dgsr_env())
     first = proc.stdout.readline()  # `| head -1`: read one line, then go away
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -342,8 +327,8 @@ def test_every_subcommand_with_hostile_arguments_in_a_subprocess(tmp_path, table
     ]
     before = _snapshot(tmp_path)
     for argv in cases:
-        proc = subprocess.run([*_dgsr_command(), *argv], check=False, capture_output=True, text=True, cwd=tmp_path,
-                              env=_env(), timeout=180)
+        proc = subprocess.run([*dgsr_command(), *argv], check=False, capture_output=True, text=True, cwd=tmp_path,
+                              env=dgsr_env(), timeout=180)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2, (argv, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr, (argv, proc.stderr)

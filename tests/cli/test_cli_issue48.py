@@ -17,7 +17,8 @@ import pytest
 
 import dgsr
 import dgsr.cli.app as cli
-from tests.cli.test_cli_issue26 import _dgsr_command, _env, _snapshot
+from tests.cli.dgsr_process import dgsr_command, dgsr_env
+from tests.cli.test_cli_issue26 import _snapshot
 
 pytestmark = [pytest.mark.timeout(240, method="thread"),
               pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and pipes")]
@@ -36,8 +37,8 @@ def table(tmp_path):
 
 
 def _dgsr(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([*_dgsr_command(), *argv], check=False, capture_output=True, text=True, cwd=cwd,
-                          env=_env(), timeout=180, **kwargs)
+    return subprocess.run([*dgsr_command(), *argv], check=False, capture_output=True, text=True, cwd=cwd,
+                          env=dgsr_env(), timeout=180, **kwargs)
 
 
 def _one_error_line(proc: subprocess.CompletedProcess, status: int = 2) -> str:
@@ -56,8 +57,8 @@ def _default_sigint() -> None:
 # ---------------------------------------------------------------- item 1: `dgsr fit ... | head -1`
 def test_fit_into_a_closed_pipe_writes_every_file_and_exits_141(tmp_path, table):
     out = tmp_path / "run"
-    proc = subprocess.Popen([*_dgsr_command(), "fit", str(table), "--out", str(out), *FAST],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), cwd=tmp_path)
+    proc = subprocess.Popen([*dgsr_command(), "fit", str(table), "--out", str(out), *FAST],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dgsr_env(), cwd=tmp_path)
     proc.stdout.close()  # the reader is gone before the first line: every write meets a broken pipe
     err = proc.stderr.read().decode()
     proc.wait(timeout=180)
@@ -111,17 +112,17 @@ def test_predict_uses_unnamed_columns_in_order_only_when_their_count_is_exact(tm
 
 
 def test_predict_help_says_how_columns_are_found():
-    text = subprocess.run([*_dgsr_command(), "predict", "--help"], check=True, capture_output=True, text=True,
-                          env=_env(), timeout=120).stdout
+    text = subprocess.run([*dgsr_command(), "predict", "--help"], check=True, capture_output=True, text=True,
+                          env=dgsr_env(), timeout=120).stdout
     assert "by name" in text and "x0" in text
 
 
 # ---------------------------------------------------------------- item 3: SIGTERM is a first Ctrl-C
 def test_sigterm_in_a_real_fit_writes_the_best_so_far_and_exits_143(tmp_path, table):
     out = tmp_path / "run"
-    proc = subprocess.Popen([*_dgsr_command(), "fit", str(table), "--out", str(out), "--policy", "random",
+    proc = subprocess.Popen([*dgsr_command(), "fit", str(table), "--out", str(out), "--policy", "random",
                              "--evals", "50000000", "--time", "120"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(), cwd=tmp_path)
+                            stderr=subprocess.PIPE, env=dgsr_env(), cwd=tmp_path)
     seen = b""
     while b"evals" not in seen:  # the progress line: the search is running
         chunk = proc.stderr.read(1)
@@ -179,7 +180,7 @@ sys.exit(main(sys.argv[3:]))
 def test_a_signal_during_start_up_is_one_line(tmp_path, table, sig, status, line, module):
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-c", _SIGNAL_AT_IMPORT, sig, module, "fit", str(table),
-                           "--out", str(out), *FAST], check=False, capture_output=True, text=True, env=_env(),
+                           "--out", str(out), *FAST], check=False, capture_output=True, text=True, env=dgsr_env(),
                           cwd=tmp_path, timeout=180, preexec_fn=_default_sigint)
     assert proc.returncode == status, proc.stderr
     assert proc.stderr.strip() == line
@@ -243,8 +244,8 @@ def test_a_full_disk_names_the_file_being_written(tmp_path, table, model):
     big = tmp_path / "big.csv"
     pd.DataFrame({"a": rng.uniform(1, 5, 5000), "b": rng.uniform(1, 5, 5000)}).to_csv(big, index=False)
     out = tmp_path / "pred.csv"
-    proc = subprocess.run([*_dgsr_command(), "predict", str(model), str(big), "--out", str(out)], check=False,
-                          capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=180,
+    proc = subprocess.run([*dgsr_command(), "predict", str(model), str(big), "--out", str(out)], check=False,
+                          capture_output=True, text=True, env=dgsr_env(), cwd=tmp_path, timeout=180,
                           preexec_fn=_small_file_limit)
     line = _one_error_line(proc)
     assert f"cannot write {out}:" in line and ".tmp" not in line
@@ -315,7 +316,7 @@ def test_a_trailing_comma_column_is_dropped_with_a_note(tmp_path, table):
                          ids=["python-m", "entry-point"])
 def test_version_and_help_import_no_heavy_module(flag, entry):
     proc = subprocess.run([sys.executable, "-X", "importtime", *entry, flag], check=False,
-                          capture_output=True, text=True, env=_env(), timeout=120)
+                          capture_output=True, text=True, env=dgsr_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
     if flag == "--version":
         assert proc.stdout.strip() == f"dgsr {dgsr.__version__}"

@@ -4,10 +4,8 @@ reads either; a model file of a newer schema, or a JSON file that is no model, i
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,20 +16,16 @@ import dgsr
 import dgsr.cli.app as cli
 from dgsr.estimator.model_file import SCHEMA_VERSION
 from dgsr.estimator.regressor import SymbolicRegressor
+from tests.cli.dgsr_process import run_dgsr
 
 # SymPy's time cap uses SIGALRM, as pytest-timeout's signal method does.
 pytestmark = pytest.mark.timeout(300, method="thread")
 
 FAST = ["--policy", "random", "--evals", "600", "--time", "60", "--quiet"]
-SRC = str(Path(dgsr.__file__).resolve().parents[1])
 
 
-def _dgsr(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``dgsr`` in a fresh process, on this checkout's sources."""
-    env = {**os.environ, "PYTHONPATH": SRC}
-    env.pop("DGSR_TRACEBACK", None)
-    return subprocess.run([sys.executable, "-m", "dgsr", *argv], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=280, check=False)
+def _dgsr(*argv: str, cwd) -> subprocess.CompletedProcess:
+    return run_dgsr(*argv, cwd=cwd)
 
 
 @pytest.fixture

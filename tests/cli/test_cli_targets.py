@@ -4,31 +4,23 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import dgsr
 from dgsr.cli.errors import CLIError
 from dgsr.cli.targets import target_columns
 from dgsr.estimator.regressor import SymbolicRegressor
+from tests.cli.dgsr_process import run_dgsr
 
 pytestmark = pytest.mark.timeout(300, method="thread")
 
-SRC = str(Path(dgsr.__file__).resolve().parents[1])
 
 
-def _dgsr(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``dgsr`` in a fresh process, on this checkout's sources."""
-    env = {**os.environ, "PYTHONPATH": SRC}
-    env.pop("DGSR_TRACEBACK", None)
-    return subprocess.run([sys.executable, "-m", "dgsr", *argv], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=280, check=False)
+def _dgsr(*argv: str, cwd) -> subprocess.CompletedProcess:
+    return run_dgsr(*argv, cwd=cwd)
 
 
 def test_fit_two_targets_writes_a_front_each_and_predict_a_column_each(tmp_path):
