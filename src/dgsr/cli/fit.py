@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dgsr.cli.errors import CLIError
 from dgsr.cli.example import example_path
 from dgsr.cli.files import check_out_given, check_run_folder, check_writable_folder, write_output
+from dgsr.cli.formula_rules import add_rule_options, rule_params
 from dgsr.cli.messages import FLAGS, cli_message, for_the_cli
 from dgsr.cli.streams import silence_stdout
 from dgsr.cli.tables import front_frame, print_front, read_table
@@ -67,6 +68,7 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("--guess", action="append", default=None, metavar="FORMULA",
                    help="a formula you expect, in the column names, e.g. \"m1*m2/r**2\" (constants refitted; the "
                         "search starts from it); repeatable")
+    add_rule_options(p)
     p.add_argument("--out", default="run",
                    help="folder for front.csv, model.json, model.pkl and front.png (default: run/); a folder that "
                         "already holds a run is refused unless --force")
@@ -107,9 +109,10 @@ def run(args: argparse.Namespace) -> int:
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
                             n_jobs=args.jobs, parallel_backend=args.backend, operators=operators, guesses=args.guess,
+                            **rule_params(args),
                             **({} if args.max_size is None else {"max_size": args.max_size}),
                             **({} if args.inner_fit_steps is None else {"inner_fit_steps": args.inner_fit_steps}))
-    with for_the_cli():
+    with for_the_cli(errors=(ValueError, TypeError)):  # a JSON rule of the wrong shape is a TypeError
         validate_params(config_from(est.get_params()))  # wrong options fail before any folder is made
         parse_guesses(config_from(est.get_params()), [str(c) for c in X.columns])
     out = Path(args.out)

@@ -198,7 +198,10 @@ OPERATOR_ALIASES: dict[str, str] = {
 }
 
 
-def _canonical(name: object, arity_wanted: int | None, what: str) -> str:
+def canonical_operator(name: object, arity_wanted: int | None, what: str) -> str:
+    """The Table 1 name of ``name`` (an alias such as ``"+"`` or ``"square"`` allowed); ``what``
+    names the argument in the error. Raises TypeError / ValueError for an unknown name or one of
+    the wrong arity (``arity_wanted``; None: any)."""
     if not isinstance(name, str):
         raise TypeError(f"{what} must hold operator names (strings), got {name!r}")
     op = OPERATOR_ALIASES.get(name.strip().lower(), name.strip().lower())
@@ -236,7 +239,7 @@ def resolve_operators(operators: object = None, unary_operators: object = None,
     def names(value: object, what: str, arity_wanted: int | None) -> set[str]:
         if isinstance(value, str) or not hasattr(value, "__iter__"):
             raise ValueError(f"{what} must be a list of operator names, got {value!r}")
-        return {_canonical(v, arity_wanted, what) for v in value}  # type: ignore[attr-defined]
+        return {canonical_operator(v, arity_wanted, what) for v in value}  # type: ignore[attr-defined]
 
     if operators is not None:
         chosen = names(operators, "operators", None)

@@ -14,6 +14,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from dgsr.core.expression import Expression
+from dgsr.core.formula_rules import FormulaRules
 
 #: "best" keeps expressions whose loss is within this factor of the lowest (as PySR's "best").
 BEST_LOSS_FACTOR = 1.5
@@ -55,16 +56,24 @@ EntryT = TypeVar("EntryT", bound=Entry)
 
 
 class ParetoArchive:
-    """Most accurate expression per size, from every expression the search evaluates."""
+    """Most accurate expression per size, from every expression the search evaluates.
 
-    def __init__(self) -> None:
+    With ``rules`` (the user's, :class:`dgsr.core.formula_rules.FormulaRules`) it keeps only
+    expressions that obey them, and a "size" is their complexity.
+    """
+
+    def __init__(self, rules: FormulaRules | None = None) -> None:
         self._best: dict[int, ParetoEntry] = {}
+        self.rules = rules
 
     def add(self, expression: Expression, mse: float, r2: float) -> bool:
         """Offer an expression; True when it became the best of its size. Non-finite losses are ignored."""
         if not math.isfinite(mse):
             return False
-        size = expression.size
+        rules = getattr(self, "rules", None)  # an archive pickled by 0.11.0 has none
+        if rules is not None and rules.violation(expression) is not None:
+            return False
+        size = expression.size if rules is None else rules.complexity(expression)
         current = self._best.get(size)
         if current is not None and current.mse <= mse:
             return False
@@ -72,7 +81,10 @@ class ParetoArchive:
         return True
 
     def accepts(self, size: int, mse: float) -> bool:
-        """Whether :meth:`add` would keep an expression of this size and loss (lets callers skip building it)."""
+        """Whether :meth:`add` would keep an expression of this size and loss (lets callers skip
+        building it); with the user's rules, whether it might (its complexity is not known yet)."""
+        if getattr(self, "rules", None) is not None:
+            return math.isfinite(mse)
         current = self._best.get(size)
         return math.isfinite(mse) and (current is None or mse < current.mse)
 

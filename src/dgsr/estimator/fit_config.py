@@ -47,6 +47,12 @@ class FitConfig:
     n_jobs: int | None = 1
     parallel_backend: str = "local"
     guesses: Any = None
+    nested_constraints: Any = None
+    constraints: Any = None
+    maxdepth: int | None = None
+    complexity_of_operators: Any = None
+    complexity_of_constants: float | None = None
+    complexity_of_variables: float | None = None
     #: The guesses as the search's roots, in its units and columns: set by ``fit_front``
     #: (:func:`dgsr.estimator.guesses.seeded`), not a parameter.
     search_roots: tuple = ()
@@ -57,6 +63,12 @@ class FitConfig:
 
         return resolve_operators(self.operators, self.unary_operators, self.binary_operators)
 
+    def formula_rules(self) -> Any:
+        """The user's rules on formulas (:class:`dgsr.core.formula_rules.FormulaRules`), or None."""
+        from dgsr.core.formula_rules import RULE_PARAMETERS, formula_rules
+
+        return formula_rules({name: getattr(self, name) for name in RULE_PARAMETERS})
+
     def search_config(self) -> Any:
         """The MCTS settings (:class:`dgsr.search.mcts.SearchConfig`) these parameters name."""
         from dgsr.search.mcts import SearchConfig
@@ -64,7 +76,7 @@ class FitConfig:
         kwargs: dict[str, Any] = {"n_samples": self.n_samples, "p_uct": self.p_uct,
                                   "iterations_per_trial": self.iterations_per_trial,
                                   "max_size": self.max_size, "operators": self.allowed_operators(),
-                                  "inner_fit_steps": self.inner_fit_steps}
+                                  "inner_fit_steps": self.inner_fit_steps, "rules": self.formula_rules()}
         if self.constant_fitting is not None:
             kwargs["constant_fitting"] = self.constant_fitting
         if self.search_roots:

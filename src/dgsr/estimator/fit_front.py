@@ -28,7 +28,7 @@ from dgsr.estimator.budget_plan import BudgetPlan, plan_budget
 from dgsr.estimator.features import select_features
 from dgsr.estimator.fit_config import FitConfig
 from dgsr.estimator.fit_search import SearchRows, continued, feature_limit, random_streams, run_search
-from dgsr.estimator.front import FrontEntry, best_of_each_size, front_entry
+from dgsr.estimator.front import FrontEntry, admitted, best_of_each_size, front_entry
 from dgsr.estimator.front_checks import Outcome, Split, cross_validated, exact_fit_floor, validated
 from dgsr.estimator.guesses import seeded
 from dgsr.estimator.interrupts import FitLedger
@@ -99,7 +99,7 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
     feat_rng, search_rng, polish_rng = random_streams(config.random_state, 1) if streams is None else streams
     y_mean = weighted_mean(rows.y, rows.w)
     if is_constant_target(rows.y):
-        return _constant_result(rows, y_mean)
+        return _constant_result(config, rows, y_mean)
     from dgsr.estimator.policy_loading import load_policy
 
     policy = load_policy(config.policy, device=config.device, operators=config.allowed_operators())
@@ -124,9 +124,10 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
         archive=(index, archive, rows.scaling) if config.warm_start and archive is not None else None)
 
 
-def _constant_result(rows: SearchRows, y_mean: float) -> FitResult:
+def _constant_result(config: FitConfig, rows: SearchRows, y_mean: float) -> FitResult:
     """The fit of a constant target: that constant, no search."""
     entries = [front_entry(Expression.constant(y_mean), as_columns(rows.X[:, :0]), rows.y, w=rows.w)]
+    entries = admitted(entries, config.formula_rules())
     return FitResult(entries=entries, best_index=0, feature_index=np.arange(0), selected_features=[],
                      scaling=Scaling((), rows.scaling.y_exponent), y_mean=y_mean, n_evaluations=0,
                      stop_reason="constant_target")
@@ -180,12 +181,24 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     floor = exact_fit_floor(y, w)
     keep = plan.polish_reserve(went_on)  # evaluations kept for what follows the polish
     refitted = polish(candidates, as_columns(X), y, polish_rng, plan, ledger, w, keep=keep)
+    refitted = _within_rules(config, refitted, X, y, w)
     entries = non_dominated(best_of_each_size(refitted), floor)
     # Kept only when asked for: the one part of the fitted state that grows with the search.
     archive = kept_archive(result.archive, entries) if config.warm_start else None
     if split is None:
         return cross_validated(config, entries, X, y, w, polish_rng, plan, ledger), archive
     return validated(entries, split, X_all, y_all, w_all, polish_rng, plan, ledger), archive
+
+
+def _within_rules(config: FitConfig, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,
+                  w: np.ndarray | None) -> list[FrontEntry]:
+    """The refitted entries that keep the user's rules, sized by complexity (:func:`admitted`);
+    the mean when none does (a rule as strict as ``maxdepth=1`` and no variable fits alone)."""
+    rules = config.formula_rules()
+    kept = admitted(entries, rules)
+    if kept or rules is None:
+        return kept
+    return admitted([front_entry(Expression.constant(weighted_mean(y, w)), as_columns(X[:, :0]), y, w=w)], rules)
 
 
 def _searched(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, policy: Any,

@@ -7,6 +7,7 @@ expressions back to the user's units for display (:mod:`dgsr.estimator.display`)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weighted_var
 from dgsr.core.expression import Expression
+from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.pareto import ParetoEntry
 
 #: One expression of the final Pareto front (after refitting its constants on all rows): the
@@ -30,6 +32,16 @@ def front_entry(expr: Expression, columns: np.ndarray, y: np.ndarray, y_var: flo
     if not math.isfinite(mse):
         mse = math.inf
     return FrontEntry(expr.size, expr, mse, r2_score(y, pred, y_var, w))
+
+
+def admitted(entries: list[FrontEntry], rules: FormulaRules | None) -> list[FrontEntry]:
+    """The entries that keep the user's ``rules``, each sized by its complexity (``entries``
+    itself without rules). The search keeps only such expressions; this catches the ones the
+    fit adds after it (the linear model, a warm start's kept structures)."""
+    if rules is None:
+        return entries
+    return [dataclasses.replace(e, size=rules.complexity(e.expression)) for e in entries
+            if rules.violation(e.expression) is None]
 
 
 def best_of_each_size(entries: Iterable[FrontEntry]) -> dict[int, FrontEntry]:

@@ -6,6 +6,7 @@ for :func:`dgsr.estimator.model_selection.choose_entry`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -52,15 +53,17 @@ def validated(entries: list[FrontEntry], split: Split, X: np.ndarray, y: np.ndar
               rng: np.random.Generator, plan: BudgetPlan, ledger: FitLedger) -> Outcome:
     """The front searched on ``split[0]`` with the entry the validation rows ``split[1]`` choose
     (the smallest within one standard error of the lowest loss), its constants refitted on all
-    rows, and every entry scored on all rows."""
+    rows, and every entry scored on all rows. Refitting keeps each structure, so each entry keeps
+    its size (a complexity, with the user's weights)."""
     w_val = w[split[1]] if w is not None else None
     errors = squared_errors([e.expression for e in entries], X[split[1]], y[split[1]], w_val)
     chosen = validation_choice(errors, floor=exact_fit_floor(y[split[1]], w_val))
     refit = polish([entries[chosen].expression], as_columns(X), y, rng, plan, ledger, w)
     if refit:
-        entries[chosen] = refit[0]
+        entries[chosen] = dataclasses.replace(refit[0], size=entries[chosen].size)
     all_columns, y_var = as_columns(X), weighted_var(y, w)
-    entries = [front_entry(e.expression, all_columns, y, y_var, w) for e in entries]
+    entries = [dataclasses.replace(front_entry(e.expression, all_columns, y, y_var, w), size=e.size)
+               for e in entries]
     return Outcome(entries, chosen, errors, losses=errors.mean(axis=1))
 
 

@@ -3,7 +3,7 @@
 Each guess is text in the user's column names (a DataFrame's, else ``x0, x1, ...``), read by
 :func:`dgsr.core.parser.parse` (no ``eval``). :func:`parse_guesses` checks them all at the start
 of ``fit``, before any search: one that does not parse, uses an operator outside the allowed ones
-or is larger than ``max_size`` is one ValueError naming the guess and the problem.
+is larger than ``max_size`` or breaks the user's constraints is one ValueError naming the guess and the problem.
 :func:`seeded` turns them into the search's roots (:attr:`dgsr.search.config.SearchConfig.roots`):
 in the search's units and searched columns, they are scored with fitted constants before the
 first trial (so they join the archive), trials start from them in turn with the empty expression
@@ -43,6 +43,7 @@ def parse_guesses(config: FitConfig, names: Sequence[str]) -> list[Expression]:
     """The guesses of ``config`` as expressions of the columns ``names`` (the user's units);
     raises one ValueError naming the first guess that cannot be used and why."""
     allowed = config.allowed_operators()
+    rules = config.formula_rules()
     parsed = []
     for text in guess_texts(config.guesses):
         try:
@@ -58,6 +59,9 @@ def parse_guesses(config: FitConfig, names: Sequence[str]) -> list[Expression]:
         if expr.size > config.max_size:
             raise ValueError(f"guess {text!r} cannot be used: it has {expr.size} nodes, more than "
                              f"max_size={config.max_size}.")
+        broken = None if rules is None else rules.violation(expr)
+        if broken is not None:
+            raise ValueError(f"guess {text!r} cannot be used: it breaks {broken}.")
         parsed.append(expr)
     return parsed
 

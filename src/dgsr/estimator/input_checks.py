@@ -246,6 +246,7 @@ def validate_params(config: FitConfig) -> None:
                            or not (math.isfinite(r2) and r2 <= 1.0)):
         raise ValueError(f"target_r2 must be None or a finite number <= 1, got {r2!r}.")
     config.allowed_operators()  # raises on unknown operator names
+    config.formula_rules()  # raises on malformed constraints and complexities
     policy = config.policy
     if isinstance(policy, str) and policy not in BUILTIN_POLICIES and not policy.endswith(".safetensors"):
         names = ", ".join(repr(name) for name in BUILTIN_POLICIES)

@@ -49,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
+from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.sympy_json import UnsupportedSympy, from_tree, to_tree
 from dgsr.estimator.display import simplify_seconds
 from dgsr.estimator.front import FrontEntry
@@ -181,11 +182,7 @@ def _json_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
     """``params`` split into the values JSON holds as they are and the text of the others."""
     saved, not_saved = {}, {}
     for name, value in params.items():
-        value = os.fspath(value) if isinstance(value, os.PathLike) else value  # a checkpoint path
-        if isinstance(value, tuple):
-            value = list(value)
-        if isinstance(value, np.generic):
-            value = value.item()
+        value = _json_form(os.fspath(value) if isinstance(value, os.PathLike) else value)  # a checkpoint path
         if _is_json_value(value):
             saved[name] = value
         else:
@@ -193,12 +190,24 @@ def _json_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
     return saved, not_saved
 
 
+def _json_form(value: Any) -> Any:
+    """Tuples as lists and numpy scalars as Python ones, inside lists and dicts too."""
+    if isinstance(value, (tuple, list)):
+        return [_json_form(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_form(v) for k, v in value.items()}
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _is_json_value(value: Any) -> bool:
+    """Whether JSON holds ``value`` as it is (finite numbers; dicts with string keys)."""
     if value is None or isinstance(value, (bool, int, str)):
         return True
     if isinstance(value, float):
         return math.isfinite(value)
-    return isinstance(value, list) and all(v is None or isinstance(v, (bool, int, str)) for v in value)
+    if isinstance(value, list):
+        return all(_is_json_value(v) for v in value)
+    return isinstance(value, dict) and all(isinstance(k, str) and _is_json_value(v) for k, v in value.items())
 
 
 def _number(value: Any) -> float | str:
@@ -279,7 +288,8 @@ def _restore(cls: type, doc: dict[str, Any]) -> Any:
     est._scaling = Scaling(tuple(int(e) for e in scaling["x_exponents"]), int(scaling["y_exponent"]))
     est.target_name_ = str(doc["target"]["name"])
     est._y_mean = _float(doc["target"]["search_mean"])
-    est._front = [_front_entry(e) for e in doc["front"]]
+    rules = est._fit_config().formula_rules()
+    est._front = [_front_entry(e, rules) for e in doc["front"]]
     if not est._front:
         raise ValueError("its front is empty")
     est.best_index_ = int(doc["selected"])
@@ -303,12 +313,14 @@ def _restore_params(cls: type, doc: dict[str, Any]) -> Any:
     return cls(**{k: v for k, v in doc["params"].items() if k in known})
 
 
-def _front_entry(entry: dict[str, Any]) -> FrontEntry:
+def _front_entry(entry: dict[str, Any], rules: FormulaRules | None) -> FrontEntry:
+    """One front row; its complexity must be the expression's under the saved parameters' rules."""
     search = entry["search"]
     expr = Expression(tuple(str(s) for s in search["symbols"]), tuple(_float(c) for c in search["constants"]))
-    if int(entry["complexity"]) != expr.size:
-        raise ValueError(f"an entry of complexity {entry['complexity']} holds an expression of {expr.size} nodes")
-    return FrontEntry(expr.size, expr, _float(search["mse"]), _float(entry["r2"]))
+    complexity = expr.size if rules is None else rules.complexity(expr)
+    if int(entry["complexity"]) != complexity:
+        raise ValueError(f"an entry of complexity {entry['complexity']} holds an expression of complexity {complexity}")
+    return FrontEntry(complexity, expr, _float(search["mse"]), _float(entry["r2"]))
 
 
 def _restore_fit_record(est: SymbolicRegressor, fit: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ from dgsr.core.display import equation_latex
 from dgsr.core.simplify import round_floats
 from dgsr.estimator.data_warnings import warn_about_rows
 from dgsr.estimator.display import DIGITS, equation_line, equations_table, simplify_rows, simplify_seconds
-from dgsr.estimator.export import export_function
+from dgsr.estimator.export import FunctionExports
 from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_config import FitConfig, config_from
 from dgsr.estimator.fit_front import FitResult, fit_front
@@ -42,7 +42,7 @@ from dgsr.estimator.input_checks import (
 )
 from dgsr.estimator.interrupts import warn_interrupted
 from dgsr.estimator.model_file import load_model, save_model
-from dgsr.estimator.multi_output import each_output, fit_outputs, n_targets, predict_outputs, stacked_export
+from dgsr.estimator.multi_output import each_output, fit_outputs, n_targets, predict_outputs
 from dgsr.estimator.pickle_version import checked_state, with_version
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.user_warnings import entry_point
@@ -64,7 +64,7 @@ def _announce_compiling() -> None:
           "runs; not counted in max_time)", file=sys.stderr, flush=True)
 
 
-class SymbolicRegressor(RegressorMixin, BaseEstimator):
+class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
     """Symbolic regression by Monte-Carlo tree search with a learned mutation policy (DGSR-MCTS).
 
     Parameters
@@ -153,13 +153,25 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     guesses : list of str or None, default=None
         Formulas you expect, in the column names (e.g. ``["m1*m2/r**2"]``): constants refitted, they
         join the front and the search's trials start from them (:mod:`dgsr.estimator.guesses`).
+    nested_constraints, constraints, maxdepth : dict, dict, int or None, default=None
+        PySR's limits on formulas: ``nested_constraints={"sin": {"sin": 0, "cos": 0}}`` (no sine
+        or cosine anywhere below a sine; ``{"cos": {"cos": 2}}`` allows two cosines below one),
+        ``constraints={"div": (-1, 3), "sin": 5}`` (a denominator of complexity at most 3, a
+        sine's argument at most 5; -1: any), ``maxdepth`` (tree depth, a leaf being 1). Every
+        policy's proposals and everything on the front obey them (:mod:`dgsr.core.formula_rules`).
+    complexity_of_operators, complexity_of_constants, complexity_of_variables : dict, float or None, default=None
+        What a node adds to a formula's complexity (PySR's names; 1 each by default, so
+        complexity is the node count): ``complexity_of_operators={"exp": 3}``. The front, its
+        ``complexity`` column, the selection rules and ``constraints`` use it; ``max_size``
+        still counts nodes.
 
     Attributes
     ----------
     n_outputs_, estimators_ : the number of targets; after a fit on several, the fitted single-output
         estimators, one per target, and the attributes below are lists, one item per target.
     equations_ : pandas.DataFrame
-        The Pareto front sorted by complexity; columns ``complexity`` (node count), ``loss``
+        The Pareto front sorted by complexity; columns ``complexity`` (node count, or as weighed
+        by ``complexity_of_*``), ``loss``
         (MSE on the training rows), ``r2``, ``score``, ``equation`` (readable, the user's column
         names, constants to 4 significant digits), ``sympy`` (simplified SymPy expression) and
         ``simplified_size`` (its node count, as SRBench counts size). Built when first read
@@ -217,6 +229,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         n_jobs: int | None = 1,
         parallel_backend: str = "local",
         guesses: list[str] | None = None,
+        nested_constraints: dict[str, dict[str, int]] | None = None,
+        constraints: dict[str, Any] | None = None,
+        maxdepth: int | None = None,
+        complexity_of_operators: dict[str, float] | None = None,
+        complexity_of_constants: float | None = None,
+        complexity_of_variables: float | None = None,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -242,6 +260,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.parallel_backend = parallel_backend
         self.guesses = guesses
+        self.nested_constraints = nested_constraints
+        self.constraints = constraints
+        self.maxdepth = maxdepth
+        self.complexity_of_operators = complexity_of_operators
+        self.complexity_of_constants = complexity_of_constants
+        self.complexity_of_variables = complexity_of_variables
 
     # ------------------------------------------------------------------ fit
     @entry_point
@@ -418,37 +442,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if self._outputs() is not None:
             return each_output(self._outputs(), index, lambda o, i: o.latex(i, precision))
         return equation_latex(self.sympy(index), check_precision(precision, allow_none=False))
-
-    def to_numpy(self, index: int | None = None) -> Any:
-        """The selected equation (or row ``index``) as a numpy function ``f(X)`` of the same ``X``
-        that ``predict`` takes (all ``n_features_in_`` columns); generated by SymPy. A single row
-        (1-D, ``n_features_in_`` values, or a DataFrame row) gives that row's value as a scalar.
-
-        Unlike ``predict`` it has no fallback: rows where the formula is undefined give NaN/inf.
-        Several targets: ``f(X)`` has shape ``(n_rows, n_outputs)`` (``(n_outputs,)`` for one row).
-        """
-        return self._export(index, "numpy")
-
-    def to_torch(self, index: int | None = None) -> Any:
-        """As :meth:`to_numpy`, for torch tensors (differentiable); needs torch installed."""
-        return self._export(index, "torch")
-
-    def to_jax(self, index: int | None = None) -> Any:
-        """As :meth:`to_numpy`, for JAX arrays (works under ``jax.jit``); needs jax installed."""
-        return self._export(index, "jax")
-
-    def _export(self, index: int | None, backend: str) -> Any:
-        """Row ``index`` as ``f(X)`` (:func:`dgsr.estimator.export.export_function`): a DataFrame's
-        columns are found by the names ``fit`` saw, whatever their order and whatever other
-        columns it has (a missing one is a ValueError); an array must have the fitted number of
-        columns, in the fitted order."""
-        check_is_fitted(self, "expression_")
-        if self._outputs() is not None:
-            return stacked_export(each_output(self._outputs(), index, lambda o, i: o._export(i, backend)), backend)
-        names = getattr(self, "feature_names_in_", None)
-        return export_function(self.expressions_[self._row(index)], list(self._feature_index), backend,
-                               feature_names=None if names is None else [str(n) for n in names],
-                               n_features=int(getattr(self, "n_features_in_", 0)) or None)
 
     def plot_front(self, ax: Any = None, target: str | None = None, output: int = 0) -> Any:
         """Plot the Pareto front (loss vs size, log scale) with the selected equation marked.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dgsr.core.expression import Expression
+from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.operators import resolve_operators
 
 CONSTANT_FITTING_MODES = ("never", "best", "all")
@@ -83,6 +84,12 @@ class SearchConfig:
         fitted before the first trial, so it joins the archive, and trial ``t`` starts from
         ``roots[t % (len(roots) + 1)]`` (the empty expression when that index is ``len(roots)``).
         Empty: every trial starts from the empty expression.
+    rules:
+        The user's nesting, argument-size, depth and complexity rules
+        (:class:`dgsr.core.formula_rules.FormulaRules`; None: none). The search rejects any
+        child that breaks them, whatever the policy, and the archive keeps neither such an
+        expression nor a built one (scaled, reweighted) that breaks them; with complexity
+        weights the archive's sizes are complexities.
     """
 
     n_samples: int = 16
@@ -108,6 +115,7 @@ class SearchConfig:
     inner_fit_rows: int = 64
     operators: tuple[str, ...] | None = None
     roots: tuple[Expression, ...] = ()
+    rules: FormulaRules | None = None
 
     def __post_init__(self) -> None:
         if self.operators is not None:

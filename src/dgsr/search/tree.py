@@ -97,6 +97,7 @@ class Trial:
         self.has_critic = policy.has_critic
         self.fit_improvements = config.constant_fitting == "best"
         self.allowed = frozenset(config.operators) if config.operators is not None else None
+        self.rules = config.rules
         self.record = TrialRecord(index=index, iterations=0, evaluations=0.0, best_r2=-math.inf, solved=False)
         self._evaluations_at_start = evaluator.budget.evaluations
 
@@ -150,6 +151,9 @@ class Trial:
                 except InvalidMutation as err:
                     self.stats[f"invalid:{err.reason}"] += 1
                     continue
+            if self.rules is not None and self.rules.violation(child) is not None:
+                self.stats["invalid:user_rule"] += 1
+                continue
             key = child.key()
             if key in self.keys:
                 self.stats["duplicate"] += 1

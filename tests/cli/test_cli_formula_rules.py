@@ -1,0 +1,49 @@
+"""``dgsr fit`` with PySR's rules on formulas as flags (issue 50 item 5), run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from dgsr import SymbolicRegressor
+from dgsr.cli.example import example_path
+from dgsr.core.formula_rules import formula_rules
+from tests.cli.dgsr_process import run_dgsr
+
+pytestmark = pytest.mark.timeout(240, method="thread")
+
+
+def test_fit_keeps_the_rules_writes_them_and_predicts(tmp_path):
+    argv = ["--maxdepth", "4", "--constraints", '{"/": [-1, 3]}', "--complexity-of-operators", '{"*": 2}',
+            "--nested-constraints", '{"sqrt": {"sqrt": 0}}']
+    proc = run_dgsr("fit", "--example", "gravity", "--evals", "1500", "--time", "200", "--quiet", "--out", "run",
+                    *argv, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    params = json.loads((tmp_path / "run" / "model.json").read_text())["params"]
+    assert params["maxdepth"] == 4 and params["constraints"] == {"/": [-1, 3]}
+    est = SymbolicRegressor.from_file(tmp_path / "run" / "model.json")
+    rules = formula_rules(est.get_params())
+    assert [rules.violation(e) for e in est.expressions_] == [None] * len(est.expressions_)
+    front = pd.read_csv(tmp_path / "run" / "front.csv")
+    assert front["complexity"].tolist() == [rules.complexity(e) for e in est.expressions_]
+    assert any(c != e.size for c, e in zip(front["complexity"], est.expressions_))  # the weights count
+    table = pd.read_csv(example_path("gravity"))
+    table.drop(columns=["F"]).to_csv(tmp_path / "x.csv", index=False)
+    pred = run_dgsr("predict", "run/model.json", "x.csv", "--out", "p.csv", cwd=tmp_path)
+    assert pred.returncode == 0, pred.stderr
+    assert pd.read_csv(tmp_path / "p.csv")["prediction"].tolist() == est.predict(table.drop(columns=["F"])).tolist()
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--constraints", '{"/": [-1', "--constraints must be a JSON object"),
+    ("--nested-constraints", '{"sin": 3}', "--nested-constraints (at 'sin') must be a dict"),
+    ("--maxdepth", "0", "--maxdepth must be a whole number >= 1"),
+    ("--complexity-of-operators", '{"pow": 2}', "'pow' is not an operator"),
+])
+def test_a_malformed_rule_is_one_line_and_no_run_folder(tmp_path, flag, value, message):
+    proc = run_dgsr("fit", "--example", "gravity", "--evals", "100", "--out", "run", flag, value, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "run").exists()
