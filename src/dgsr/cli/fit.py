@@ -69,6 +69,10 @@ def add_subparser(sub: Any) -> None:
                    help="a formula you expect, in the column names, e.g. \"m1*m2/r**2\" (constants refitted; the "
                         "search starts from it); repeatable")
     add_rule_options(p)
+    p.add_argument("--batching", choices=("auto", "on", "off"), default="auto",
+                   help="value candidates on a sample of --batch-size rows (auto: when there are more rows; "
+                        "above 100,000 rows the refit uses a sample too, and losses are on all rows)")
+    p.add_argument("--batch-size", type=int, default=1000, metavar="N", help="rows per sample (default: 1000)")
     p.add_argument("--out", default="run",
                    help="folder for front.csv, model.json, model.pkl and front.png (default: run/); a folder that "
                         "already holds a run is refused unless --force")
@@ -109,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
                             policy=args.policy, n_samples=args.k, constant_fitting=args.constants,
                             model_selection=args.selection, target_r2=args.target_r2, verbose=not args.quiet,
                             n_jobs=args.jobs, parallel_backend=args.backend, operators=operators, guesses=args.guess,
-                            **rule_params(args),
+                            **rule_params(args), batching={"auto": None, "on": True, "off": False}[args.batching],
+                            batch_size=args.batch_size,
                             **({} if args.max_size is None else {"max_size": args.max_size}),
                             **({} if args.inner_fit_steps is None else {"inner_fit_steps": args.inner_fit_steps}))
     with for_the_cli(errors=(ValueError, TypeError)):  # a JSON rule of the wrong shape is a TypeError

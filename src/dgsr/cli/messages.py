@@ -20,7 +20,8 @@ FLAGS = {"max_time": "--time", "max_evaluations": "--evals", "random_state": "--
          "target_r2": "--target-r2", "max_size": "--max-size", "inner_fit_steps": "--inner-fit-steps",
          "guesses": "--guess", "nested_constraints": "--nested-constraints", "constraints": "--constraints",
          "maxdepth": "--maxdepth", "complexity_of_operators": "--complexity-of-operators",
-         "complexity_of_constants": "--complexity-of-constants", "complexity_of_variables": "--complexity-of-variables"}
+         "complexity_of_constants": "--complexity-of-constants", "complexity_of_variables": "--complexity-of-variables",
+         "batch_size": "--batch-size"}
 # A bare parameter name is a flag where it is plainly one (``policy must be ...``); the common
 # words among them (policy, operators) are translated only when they start the message or carry a value.
 _WORDS = ("policy", "operators", "index")

@@ -4,6 +4,9 @@ The search gets the budget less what is kept back for the steps after it:
 
 - the polish (refitting the front's constants on all rows): 2% of the evaluations, and 5% of
   the time (at most 5 s);
+- with more than :data:`~dgsr.estimator.large_data.REFIT_ROWS` rows (batching), the scoring of
+  every front entry on all rows: 0.5 µs per row (measured: 4.3 s for a 14-entry front on ten
+  million rows x 20 columns, docs/BENCHMARKS.md), at most a fifth of the time;
 - the ``"cv"`` check of the pick (:mod:`dgsr.estimator.cross_validation`), where it runs: at most
   400 evaluations (measured: about 190 for a 14-expression front on 750 rows, docs/DESIGN.md) and
   at most a fifth of ``max_evaluations``; a check that runs out leaves the pick as it is;
@@ -21,11 +24,15 @@ import time
 from dataclasses import dataclass
 
 from dgsr.estimator.fit_config import FitConfig
+from dgsr.estimator.large_data import refit_rows
 from dgsr.estimator.search_cv import SEARCH_CV_SHARE
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
 _POLISH_EVAL_SHARE = 0.02
+#: Seconds per row kept back for scoring the front on all rows when the refit uses a sample, and
+#: the largest share of ``max_time`` they may take.
+_ALL_ROWS_SECONDS_PER_ROW, _ALL_ROWS_TIME_SHARE_MAX = 5e-7, 0.2
 #: Evaluations kept back for the ``"cv"`` check where it runs: at most this many, and at most this
 #: share of ``max_evaluations``.
 _CV_EVALS, _CV_EVAL_SHARE_MAX = 400.0, 0.2
@@ -112,6 +119,8 @@ def plan_budget(config: FitConfig, n_rows: int, start: float) -> BudgetPlan:
     search_time_end = None
     if max_time is not None:
         search_time_end = max_time - min(_POLISH_TIME_SHARE * max_time, _POLISH_TIME_MAX)
+        if refit_rows(n_rows, config.batching) is not None:
+            search_time_end -= min(_ALL_ROWS_SECONDS_PER_ROW * n_rows, _ALL_ROWS_TIME_SHARE_MAX * max_time)
     search_evals = continuation_evals = None
     if max_evals is not None:
         # Kept in this association: the shares are the same floats as when they were computed in place.

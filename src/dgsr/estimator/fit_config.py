@@ -53,6 +53,8 @@ class FitConfig:
     complexity_of_operators: Any = None
     complexity_of_constants: float | None = None
     complexity_of_variables: float | None = None
+    batching: bool | None = None
+    batch_size: int = 1000
     #: The guesses as the search's roots, in its units and columns: set by ``fit_front``
     #: (:func:`dgsr.estimator.guesses.seeded`), not a parameter.
     search_roots: tuple = ()
@@ -76,7 +78,8 @@ class FitConfig:
         kwargs: dict[str, Any] = {"n_samples": self.n_samples, "p_uct": self.p_uct,
                                   "iterations_per_trial": self.iterations_per_trial,
                                   "max_size": self.max_size, "operators": self.allowed_operators(),
-                                  "inner_fit_steps": self.inner_fit_steps, "rules": self.formula_rules()}
+                                  "inner_fit_steps": self.inner_fit_steps, "rules": self.formula_rules(),
+                                  "max_rows": None if self.batching is False else int(self.batch_size)}
         if self.constant_fitting is not None:
             kwargs["constant_fitting"] = self.constant_fitting
         if self.search_roots:

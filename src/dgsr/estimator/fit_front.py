@@ -32,6 +32,7 @@ from dgsr.estimator.front import FrontEntry, admitted, best_of_each_size, front_
 from dgsr.estimator.front_checks import Outcome, Split, cross_validated, exact_fit_floor, validated
 from dgsr.estimator.guesses import seeded
 from dgsr.estimator.interrupts import FitLedger
+from dgsr.estimator.large_data import refit_rows, scored_on_all_rows
 from dgsr.estimator.model_selection import (
     MIN_VALIDATION_ROWS,
     VALIDATION_SHARE,
@@ -109,12 +110,15 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
         previous = None  # other columns or units: the old archive's variables mean other things
     split = _validation_rows(config, len(rows.y), feat_rng.spawn(1)[0])
     ledger = FitLedger()
-    X = rows.X[:, index]
+    # All columns in order: the rows themselves, not a copy (ten million rows are gigabytes).
+    X = rows.X if np.array_equal(index, np.arange(rows.X.shape[1])) else rows.X[:, index]
     outcome, archive = _search_front(config, X, rows.y, rows.w, split, policy, search_rng, polish_rng, start,
                                      ledger, None if previous is None else previous[1])
     scaling = Scaling(tuple(rows.scaling.x_exponents[i] for i in index), rows.scaling.y_exponent)
     # Poles are looked for in the search's units (powers of two: the same box, scaled).
-    best = choose_entry(outcome.entries, outcome.chosen, X, config.model_selection, outcome.errors)
+    sample = refit_rows(len(rows.y), config.batching)
+    best = choose_entry(outcome.entries, outcome.chosen, X if sample is None else X[sample], config.model_selection,
+                        outcome.errors)
     loss = None if outcome.losses is None else np.array([scaling.unscale_loss(v) for v in outcome.losses])
     return FitResult(
         entries=outcome.entries, best_index=best, feature_index=index, selected_features=[names[i] for i in index],
@@ -174,13 +178,18 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     result, went_on = _searched(config, X, y, w, policy, search_rng, plan, split is None)
     ledger.evaluations = float(result.n_evaluations)
     ledger.history, ledger.stop_reason, ledger.n_trials = list(result.history), result.stop_reason, int(result.n_trials)
-    candidates = _candidates(config, result, X, y, w, previous)
+    # Above REFIT_ROWS rows (batching on), the refit works on a sample, then scores on all rows.
+    sample = refit_rows(len(y), config.batching)
+    Xr, yr, wr = (X, y, w) if sample is None else (X[sample], y[sample], None if w is None else w[sample])
+    candidates = _candidates(config, result, Xr, yr, wr, previous)
     if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see dgsr.estimator.interrupts)
         ledger.note_interrupt("the search", "constants are not refitted on all rows")
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
     floor = exact_fit_floor(y, w)
     keep = plan.polish_reserve(went_on)  # evaluations kept for what follows the polish
-    refitted = polish(candidates, as_columns(X), y, polish_rng, plan, ledger, w, keep=keep)
+    refitted = polish(candidates, as_columns(Xr), yr, polish_rng, plan, ledger, wr, keep=keep)
+    if sample is not None:
+        refitted = scored_on_all_rows(refitted, X, y, w)
     refitted = _within_rules(config, refitted, X, y, w)
     entries = non_dominated(best_of_each_size(refitted), floor)
     # Kept only when asked for: the one part of the fitted state that grows with the search.

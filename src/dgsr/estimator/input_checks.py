@@ -247,6 +247,9 @@ def validate_params(config: FitConfig) -> None:
         raise ValueError(f"target_r2 must be None or a finite number <= 1, got {r2!r}.")
     config.allowed_operators()  # raises on unknown operator names
     config.formula_rules()  # raises on malformed constraints and complexities
+    if config.batching not in (None, True, False):
+        raise ValueError(f"batching must be None (on above batch_size rows), True or False, got {config.batching!r}.")
+    _positive_int(config.batch_size, "batch_size")
     policy = config.policy
     if isinstance(policy, str) and policy not in BUILTIN_POLICIES and not policy.endswith(".safetensors"):
         names = ", ".join(repr(name) for name in BUILTIN_POLICIES)

@@ -164,6 +164,13 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         complexity is the node count): ``complexity_of_operators={"exp": 3}``. The front, its
         ``complexity`` column, the selection rules and ``constraints`` use it; ``max_size``
         still counts nodes.
+    batching : bool or None, default=None
+        PySR's name: value candidates on a sample of ``batch_size`` rows, drawn once. None: on
+        when there are more rows than that. Above 100,000 rows the refit of the front's constants
+        also works on 100,000 evenly spaced rows, and every formula's ``loss`` and ``r2`` are then
+        measured on all rows (:mod:`dgsr.estimator.large_data`). False: every step on every row.
+    batch_size : int, default=1000
+        Rows the search values candidates on when batching.
 
     Attributes
     ----------
@@ -235,6 +242,8 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         complexity_of_operators: dict[str, float] | None = None,
         complexity_of_constants: float | None = None,
         complexity_of_variables: float | None = None,
+        batching: bool | None = None,
+        batch_size: int = 1000,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -266,6 +275,8 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         self.complexity_of_operators = complexity_of_operators
         self.complexity_of_constants = complexity_of_constants
         self.complexity_of_variables = complexity_of_variables
+        self.batching = batching
+        self.batch_size = batch_size
 
     # ------------------------------------------------------------------ fit
     @entry_point
@@ -306,7 +317,7 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         rows = search_rows(data, sample_weight)
         # A warm refit of the same rows continues the series (fresh streams, it explores further);
         # on other rows it draws a cold fit's streams (dgsr.estimator.warm_start).
-        key = data_key(rows.X, rows.y, rows.w)
+        key = data_key(rows.X, rows.y, rows.w) if config.warm_start else None  # a hash of every row
         same = previous is not None and getattr(self, "_data_key", None) == key
         self._n_fits = (getattr(self, "_n_fits", 0) + 1) if same else 1
         self._data_key = key
