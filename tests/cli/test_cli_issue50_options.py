@@ -1,9 +1,10 @@
-"""``dgsr fit`` with PySR's rules on formulas as flags (issue 50 item 5), run as a user runs it."""
+"""``dgsr fit`` with PySR's rules on formulas and its batching options as flags (issue 50 items 5, 6), run as a user runs it."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -47,3 +48,17 @@ def test_a_malformed_rule_is_one_line_and_no_run_folder(tmp_path, flag, value, m
     assert proc.returncode == 2
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_batching_flags_reach_the_model(tmp_path):
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({"a": rng.uniform(1, 3, 3000), "b": rng.uniform(1, 3, 3000)})
+    table["y"] = table.a * table.b + 1.5
+    table.to_csv(tmp_path / "d.csv", index=False)
+    proc = run_dgsr("fit", "d.csv", "--evals", "300", "--quiet", "--out", "run", "--batching", "off",
+                    "--batch-size", "200", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    params = json.loads((tmp_path / "run" / "model.json").read_text())["params"]
+    assert params["batching"] is False and params["batch_size"] == 200
+    bad = run_dgsr("fit", "d.csv", "--evals", "300", "--out", "run2", "--batch-size", "0", cwd=tmp_path)
+    assert bad.returncode == 2 and "--batch-size must be a positive integer" in bad.stderr
