@@ -36,6 +36,21 @@ def random_tree(rng: np.random.Generator, n_features: int, n_ops: int) -> Expres
     raise RuntimeError("could not draw a valid tree")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the numerical kernels into numba's disk cache once, before any test runs.
+
+    The first fit after installing compiles them (a minute or more on a slow machine). Without
+    this, that minute fell inside whichever test fitted first, under its own timeout; under
+    pytest-xdist every worker's first fit compiled at once, and a thread-method timeout ended
+    the worker. An xdist worker finds them compiled by the controller, and only loads them.
+    """
+    if hasattr(config, "workerinput"):
+        return
+    from dgsr.estimator.warm_up import warm_up_kernels
+
+    warm_up_kernels()
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)

@@ -12,6 +12,10 @@ apart the sets of 300 rows or more, which the figures before 0.8.9 used) and
 the median model size. A run that failed counts as R² -inf.
 
     python bench/experiments/paired_runs.py results/srb10b:dgsr results/srb10b:dgsr-noparam-inner0 --linear results/linear_bb
+
+``--seed N`` compares the runs of one seed (default 0); ``--seed all`` pairs every (dataset,
+seed) run and adds, for black-box data, SRBench's aggregate: each dataset's test R² averaged
+over its seeds, then the median over datasets (CONTRACTS §3).
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ import statistics
 from pathlib import Path
 
 
-def load(spec: str) -> tuple[str, dict[tuple[str, str], dict]]:
-    """(label, {(suite, dataset): row}) of ``FOLDER[:METHOD]``."""
+def load(spec: str, seed: int | None = 0) -> tuple[str, dict[tuple, dict]]:
+    """(label, {(suite, dataset): row}) of ``FOLDER[:METHOD]``'s runs of ``seed``; with ``seed``
+    None, every run as {(suite, dataset, seed): row}."""
     folder, _, method = spec.partition(":")
     path = Path(folder)
     path = path / "runs.jsonl" if path.is_dir() else path
@@ -34,7 +39,10 @@ def load(spec: str) -> tuple[str, dict[tuple[str, str], dict]]:
         if len(methods) != 1:
             raise SystemExit(f"{path} holds {methods}: name one as {folder}:METHOD")
         method = methods[0]
-    kept = {(r["suite"], r["dataset"]): r for r in rows if r["method"] == method and r.get("seed", 0) == 0}
+    if seed is None:
+        kept = {(r["suite"], r["dataset"], r.get("seed", 0)): r for r in rows if r["method"] == method}
+    else:
+        kept = {(r["suite"], r["dataset"]): r for r in rows if r["method"] == method and r.get("seed", 0) == seed}
     if not kept:
         raise SystemExit(f"no runs of {method} in {path} (it holds {methods})")
     return f"{method} ({folder})", kept
@@ -78,11 +86,12 @@ def compare(a: dict, b: dict, linear: dict | None) -> list[str]:
                 out.append(f"blackbox {name} ({len(group)}): median test R² {statistics.median(x):.3f} vs "
                            f"{statistics.median(y):.3f}; first higher on {wins}, lower on {losses} "
                            f"(sign test p = {two_sided_sign_test(wins, losses):.2g})")
+            if len(keys[0]) == 3:
+                out.extend(_seed_means(a, b, groups))
             for label, side in (("first", a), ("second", b)):
-                below = [(k[1], r2(side[k])) for k in keys if r2(side[k]) < 0]
-                text = ", ".join(f"{d} {v:.3f}" + (f" (linear {r2(linear[('blackbox', d)]):.3f})"
-                                                   if linear and ("blackbox", d) in linear else "")
-                                 for d, v in below) or "none"
+                below = [(k, r2(side[k])) for k in keys if r2(side[k]) < 0]
+                text = ", ".join(" ".join(map(str, k[1:])) + f" {v:.3f}" + (
+                    f" (linear {r2(linear[k]):.3f})" if linear and k in linear else "") for k, v in below) or "none"
                 out.append(f"blackbox below R² 0, {label}: {text}")
             # Issue 25's setting: data of 300-1,000 training rows. Larger sets are searched on
             # 1,000 of their rows (SearchConfig.max_rows), each pass counting 1,000/n evaluations,
@@ -113,15 +122,29 @@ def compare(a: dict, b: dict, linear: dict | None) -> list[str]:
     return out
 
 
+def _seed_means(a: dict, b: dict, groups: dict[str, list]) -> list[str]:
+    """SRBench's aggregate of several seeds: each dataset's mean test R², then the median."""
+    out = []
+    for name, group in groups.items():
+        datasets = sorted({k[1] for k in group})
+        means = [[statistics.fmean(max(r2(side[k]), -1e9) for k in group if k[1] == d) for d in datasets]
+                 for side in (a, b)]
+        out.append(f"blackbox {name}, mean over seeds then median ({len(datasets)} sets): "
+                   f"{statistics.median(means[0]):.3f} vs {statistics.median(means[1]):.3f}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("first")
     parser.add_argument("second")
     parser.add_argument("--linear", default=None, help="a run folder of the `linear` method")
+    parser.add_argument("--seed", default="0", help="the seed to compare, or `all` (every (dataset, seed) pair)")
     args = parser.parse_args(argv)
-    label_a, a = load(args.first)
-    label_b, b = load(args.second)
-    linear = load(args.linear)[1] if args.linear else None
+    seed = None if args.seed == "all" else int(args.seed)
+    label_a, a = load(args.first, seed)
+    label_b, b = load(args.second, seed)
+    linear = load(args.linear, seed)[1] if args.linear else None
     print(f"first: {label_a}; second: {label_b}")
     for line in compare(a, b, linear):
         print(line)
