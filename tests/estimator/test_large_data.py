@@ -100,11 +100,21 @@ def test_a_million_rows_fit_makes_no_copy_of_the_data_and_finds_the_law():
     assert est.score(X[:10_000], y[:10_000]) > 0.999999 and math.isfinite(est.equations_["loss"].iloc[-1])
 
 
-def test_the_budget_keeps_time_for_scoring_on_all_rows():
+def test_the_budget_keeps_the_timed_scoring_for_after_the_polish(monkeypatch):
+    from dgsr.estimator import budget_plan
     from dgsr.estimator.budget_plan import plan_budget
 
     config = FitConfig(max_time=60, model_selection="balanced")
     assert plan_budget(config, 10_000, 0.0).search_time_end == 57.0  # the polish's 5%
-    assert plan_budget(config, 10_000_000, 0.0).search_time_end == pytest.approx(57.0 - 5.0)
-    assert plan_budget(FitConfig(max_time=60, batching=False), 10_000_000, 0.0).search_time_end == 57.0
-    assert plan_budget(FitConfig(max_time=10), 100_000_000, 0.0).search_time_end == pytest.approx(9.5 - 2.0)
+    plan = plan_budget(config, 10_000_000, 0.0, scoring_seconds=4.0)
+    assert plan.search_time_end == pytest.approx(53.0)
+    monkeypatch.setattr(budget_plan.time, "perf_counter", lambda: 50.0)
+    assert plan.time_left() == pytest.approx(6.0)  # the polish does not spend the scoring's time
+    assert plan_budget(config, 10_000_000, 0.0, scoring_seconds=100.0).search_time_end == pytest.approx(45.0)
+
+
+def test_the_scoring_time_estimate_is_one_timed_chunk_times_the_chunks(monkeypatch):
+    clock = iter([10.0, 10.25])  # one chunk and a typical front on it: 0.25 s on this "machine"
+    monkeypatch.setattr(large_data.time, "perf_counter", lambda: next(clock))
+    X = np.ones((8 * large_data.CHUNK_ROWS, 3))
+    assert large_data.scoring_seconds(X) == pytest.approx(8 * 0.25)

@@ -5,8 +5,8 @@ The search gets the budget less what is kept back for the steps after it:
 - the polish (refitting the front's constants on all rows): 2% of the evaluations, and 5% of
   the time (at most 5 s);
 - with more than :data:`~dgsr.estimator.large_data.REFIT_ROWS` rows (batching), the scoring of
-  every front entry on all rows: 0.5 µs per row (measured: 4.3 s for a 14-entry front on ten
-  million rows x 20 columns, docs/BENCHMARKS.md), at most a fifth of the time;
+  every front entry on all rows after the polish: ``scoring_seconds``, as timed on this machine
+  before the search (:func:`dgsr.estimator.large_data.scoring_seconds`), at most a fifth of the time;
 - the ``"cv"`` check of the pick (:mod:`dgsr.estimator.cross_validation`), where it runs: at most
   400 evaluations (measured: about 190 for a 14-expression front on 750 rows, docs/DESIGN.md) and
   at most a fifth of ``max_evaluations``; a check that runs out leaves the pick as it is;
@@ -24,15 +24,13 @@ import time
 from dataclasses import dataclass
 
 from dgsr.estimator.fit_config import FitConfig
-from dgsr.estimator.large_data import refit_rows
 from dgsr.estimator.search_cv import SEARCH_CV_SHARE
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
 _POLISH_EVAL_SHARE = 0.02
-#: Seconds per row kept back for scoring the front on all rows when the refit uses a sample, and
-#: the largest share of ``max_time`` they may take.
-_ALL_ROWS_SECONDS_PER_ROW, _ALL_ROWS_TIME_SHARE_MAX = 5e-7, 0.2
+#: The largest share of ``max_time`` kept for scoring the front on all rows.
+_SCORING_TIME_SHARE_MAX = 0.2
 #: Evaluations kept back for the ``"cv"`` check where it runs: at most this many, and at most this
 #: share of ``max_evaluations``.
 _CV_EVALS, _CV_EVAL_SHARE_MAX = 400.0, 0.2
@@ -66,6 +64,8 @@ class BudgetPlan:
         Kept back for the fold searches (0 where they do not run).
     fold_deadline:
         ``time.perf_counter()`` by which the fold searches end.
+    scoring_seconds:
+        Kept back after the polish for scoring the front on all rows (0 unless the refit uses a sample).
     """
 
     start: float
@@ -78,6 +78,7 @@ class BudgetPlan:
     cv_evaluations: float
     fold_evaluations: float
     fold_deadline: float | None
+    scoring_seconds: float = 0.0
 
     def search_time(self, continuation: bool = False) -> float | None:
         """Seconds the search (or its ``continuation``, which has the fold searches' share too) may run from now."""
@@ -103,12 +104,16 @@ class BudgetPlan:
         return math.inf if self.max_evaluations is None else self.max_evaluations - spent - keep
 
     def time_left(self) -> float:
-        """Seconds of ``max_time`` left now (inf without that limit)."""
-        return math.inf if self.max_time is None else self.max_time - (time.perf_counter() - self.start)
+        """Seconds of ``max_time`` left now for the polish and checks (inf without that limit): what
+        is kept for scoring on all rows is not theirs."""
+        if self.max_time is None:
+            return math.inf
+        return self.max_time - self.scoring_seconds - (time.perf_counter() - self.start)
 
 
-def plan_budget(config: FitConfig, n_rows: int, start: float) -> BudgetPlan:
-    """The shares of ``config``'s budget for a fit that searches ``n_rows`` rows and began at ``start``."""
+def plan_budget(config: FitConfig, n_rows: int, start: float, scoring_seconds: float = 0.0) -> BudgetPlan:
+    """The shares of ``config``'s budget for a fit that searches ``n_rows`` rows and began at
+    ``start``; ``scoring_seconds``: the expected time of scoring the front on all rows (large data)."""
     max_time, max_evals = config.max_time, config.max_evaluations
     checks = config.cross_validates(n_rows)
     folds = config.cross_validates_search(n_rows)
@@ -119,8 +124,8 @@ def plan_budget(config: FitConfig, n_rows: int, start: float) -> BudgetPlan:
     search_time_end = None
     if max_time is not None:
         search_time_end = max_time - min(_POLISH_TIME_SHARE * max_time, _POLISH_TIME_MAX)
-        if refit_rows(n_rows, config.batching) is not None:
-            search_time_end -= min(_ALL_ROWS_SECONDS_PER_ROW * n_rows, _ALL_ROWS_TIME_SHARE_MAX * max_time)
+        scoring_seconds = min(scoring_seconds, _SCORING_TIME_SHARE_MAX * max_time)
+        search_time_end -= scoring_seconds
     search_evals = continuation_evals = None
     if max_evals is not None:
         # Kept in this association: the shares are the same floats as when they were computed in place.
@@ -130,4 +135,5 @@ def plan_budget(config: FitConfig, n_rows: int, start: float) -> BudgetPlan:
         start=start, max_time=max_time, max_evaluations=max_evals, search_time_end=search_time_end,
         search_time_share=1.0 - SEARCH_CV_SHARE if folds else 1.0, search_evaluations=search_evals,
         continuation_evaluations=continuation_evals, cv_evaluations=cv_evals, fold_evaluations=fold_evals,
-        fold_deadline=None if max_time is None else start + max_time * (1.0 - _SEARCH_CV_TIME_MARGIN))
+        fold_deadline=None if max_time is None else start + max_time * (1.0 - _SEARCH_CV_TIME_MARGIN),
+        scoring_seconds=scoring_seconds if max_time is not None else 0.0)

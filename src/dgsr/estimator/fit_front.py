@@ -32,7 +32,7 @@ from dgsr.estimator.front import FrontEntry, admitted, best_of_each_size, front_
 from dgsr.estimator.front_checks import Outcome, Split, cross_validated, exact_fit_floor, validated
 from dgsr.estimator.guesses import seeded
 from dgsr.estimator.interrupts import FitLedger
-from dgsr.estimator.large_data import refit_rows, scored_on_all_rows
+from dgsr.estimator.large_data import refit_rows, scored_on_all_rows, scoring_seconds
 from dgsr.estimator.model_selection import (
     MIN_VALIDATION_ROWS,
     VALIDATION_SHARE,
@@ -174,12 +174,11 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     if split is not None:
         X, y = X_all[split[0]], y_all[split[0]]
         w = w_all[split[0]] if w_all is not None else None
-    plan = plan_budget(config, len(y), start)
+    sample = refit_rows(len(y), config.batching)  # the refit's rows above REFIT_ROWS (batching)
+    plan = plan_budget(config, len(y), start, 0.0 if sample is None else scoring_seconds(X))
     result, went_on = _searched(config, X, y, w, policy, search_rng, plan, split is None)
     ledger.evaluations = float(result.n_evaluations)
     ledger.history, ledger.stop_reason, ledger.n_trials = list(result.history), result.stop_reason, int(result.n_trials)
-    # Above REFIT_ROWS rows (batching on), the refit works on a sample, then scores on all rows.
-    sample = refit_rows(len(y), config.batching)
     Xr, yr, wr = (X, y, w) if sample is None else (X[sample], y[sample], None if w is None else w[sample])
     candidates = _candidates(config, result, Xr, yr, wr, previous)
     if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see dgsr.estimator.interrupts)

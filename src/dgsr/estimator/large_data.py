@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from dgsr.core.evaluate import all_finite, as_columns, evaluate_columns, weighted_var
+from dgsr.core.expression import Expression
 from dgsr.estimator.front import FrontEntry
 
 #: Above this many rows (with batching on), the steps after the search use this many rows.
 REFIT_ROWS = 100_000
 #: Rows evaluated at once when scoring on all rows: temporaries of a few MB, not of the data's size.
 CHUNK_ROWS = 1 << 16
+#: What :func:`scoring_seconds` expects of a front: this many entries of this many nodes.
+_FRONT_ENTRIES, _ENTRY_NODES = 16, 15
 
 
 def refit_rows(n_rows: int, batching: bool | None) -> np.ndarray | None:
@@ -33,6 +37,22 @@ def refit_rows(n_rows: int, batching: bool | None) -> np.ndarray | None:
     if batching is False or n_rows <= REFIT_ROWS:
         return None
     return np.unique(np.linspace(0, n_rows - 1, REFIT_ROWS).round().astype(np.int64))
+
+
+def scoring_seconds(X: np.ndarray) -> float:
+    """The expected seconds of :func:`scored_on_all_rows` on ``X``, timed on this machine now:
+    one chunk made into columns and a typical front evaluated on it, times the chunks. Its load
+    is in the timing, so the budget plan keeps as much as a loaded machine needs."""
+    chunk = X[:CHUNK_ROWS]
+    terms = [Expression.variable(j % X.shape[1]) for j in range((_ENTRY_NODES + 1) // 2)]
+    typical = terms[0]
+    for term in terms[1:]:
+        typical = Expression.combine("mul", typical, term)
+    started = time.perf_counter()
+    columns = as_columns(chunk)
+    for _ in range(_FRONT_ENTRIES):
+        evaluate_columns(typical, columns)
+    return (time.perf_counter() - started) * len(X) / max(len(chunk), 1)
 
 
 def scored_on_all_rows(entries: Sequence[FrontEntry], X: np.ndarray, y: np.ndarray,
