@@ -148,3 +148,18 @@ def test_moderate_columns_are_searched_as_given():
     huge = fit_scaling(X * 1e100, X[:, 0], ("a", "b"))
     scaled = huge.scale_X(X * 1e100)
     assert np.abs(scaled).max(axis=0).min() >= 1.0 and np.abs(scaled).max() < 2.0
+
+
+@pytest.mark.parametrize("n_rows", [1, 255, 256, 1000, 5003])
+def test_column_magnitudes_are_exact_in_any_layout_and_length(n_rows):
+    """The blocked reductions find each column's largest magnitude exactly: a negative extreme,
+    a last row past the blocks, C and Fortran order."""
+    rng = np.random.default_rng(n_rows)
+    X = rng.uniform(-1, 1, size=(n_rows, 4)) * np.array([1e-12, 3.0, 7e13, 1.0])
+    X[-1, 0] = -9e-12  # the largest magnitude is negative, in the last row
+    names = ["a", "b", "c", "d"]
+    # One row of the columns' largest magnitudes: no blocks, the plain reduction.
+    want = fit_scaling(np.abs(X).max(axis=0)[None, :], X[:1, 1], names).x_exponents
+    assert want[0] != 0 and want[2] != 0  # the tiny and the huge column are rescaled
+    for layout in (np.ascontiguousarray(X), np.asfortranarray(X)):
+        assert fit_scaling(layout, X[:, 1], names).x_exponents == want
