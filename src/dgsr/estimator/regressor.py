@@ -160,17 +160,12 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         sine's argument at most 5; -1: any), ``maxdepth`` (tree depth, a leaf being 1). Every
         policy's proposals and everything on the front obey them (:mod:`dgsr.core.formula_rules`).
     complexity_of_operators, complexity_of_constants, complexity_of_variables : dict, float or None, default=None
-        What a node adds to a formula's complexity (PySR's names; 1 each by default, so
-        complexity is the node count): ``complexity_of_operators={"exp": 3}``. The front, its
-        ``complexity`` column, the selection rules and ``constraints`` use it; ``max_size``
-        still counts nodes.
-    batching : bool or None, default=None
-        PySR's name: value candidates on a sample of ``batch_size`` rows, drawn once. None: on
-        when there are more rows than that. Above 100,000 rows the refit of the front's constants
-        also works on 100,000 evenly spaced rows, and every formula's ``loss`` and ``r2`` are then
-        measured on all rows (:mod:`dgsr.estimator.large_data`). False: every step on every row.
-    batch_size : int, default=1000
-        Rows the search values candidates on when batching.
+        What a node adds to a formula's complexity (PySR's names; 1 each by default: the node
+        count), e.g. ``{"exp": 3}``; the front and its rules use it, ``max_size`` counts nodes.
+    batching, batch_size : bool or None, int, default=None, 1000
+        PySR's names: value candidates on ``batch_size`` rows drawn once (None: when there are more
+        rows; False: on every row); above 100,000 rows the refit uses a sample and losses are
+        measured on all rows (:mod:`dgsr.estimator.large_data`).
 
     Attributes
     ----------
