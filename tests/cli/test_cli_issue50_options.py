@@ -62,3 +62,20 @@ def test_batching_flags_reach_the_model(tmp_path):
     assert params["batching"] is False and params["batch_size"] == 200
     bad = run_dgsr("fit", "d.csv", "--evals", "300", "--out", "run2", "--batch-size", "0", cwd=tmp_path)
     assert bad.returncode == 2 and "--batch-size must be a positive integer" in bad.stderr
+
+
+def test_units_flag_marks_the_front_and_is_kept_in_the_model(tmp_path):
+    proc = run_dgsr("fit", "--example", "gravity", "--evals", "800", "--time", "200", "--quiet", "--out", "run",
+                    "--units", "m1=kg,m2=kg,r=m,F=N", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    front = pd.read_csv(tmp_path / "run" / "front.csv")
+    assert {"dimensionally_consistent", "dimensional_constants"} <= set(front.columns)
+    units = json.loads((tmp_path / "run" / "model.json").read_text())["units"]
+    assert units == {"X": ["kg", "kg", "m"], "y": "N"}
+    est = SymbolicRegressor.from_file(tmp_path / "run" / "model.json")
+    assert est.equations_["dimensionally_consistent"].tolist() == front["dimensionally_consistent"].tolist()
+    bad = run_dgsr("fit", "--example", "gravity", "--evals", "100", "--out", "run2", "--units", "m1=bananas",
+                   cwd=tmp_path)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "column 'm1'" in bad.stderr and "'bananas' is not a unit" in bad.stderr
+    assert not (tmp_path / "run2").exists()

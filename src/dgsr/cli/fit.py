@@ -17,6 +17,7 @@ from dgsr.cli.messages import FLAGS, cli_message, for_the_cli
 from dgsr.cli.streams import silence_stdout
 from dgsr.cli.tables import front_frame, print_front, read_table
 from dgsr.cli.targets import Target, run_file_names, run_targets, target_columns
+from dgsr.cli.units import parse_units_option
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.estimator.regressor import DEFAULT_SELECTION
 from dgsr.runtime.termination import sigterm_as_interrupt
@@ -72,6 +73,9 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("--batching", choices=("auto", "on", "off"), default="auto",
                    help="value candidates on a sample of --batch-size rows (auto: when there are more rows; "
                         "above 100,000 rows the refit uses a sample too, and losses are on all rows)")
+    p.add_argument("--units", default=None, metavar="PAIRS",
+                   help="units of columns and target for pint, e.g. --units 'm1=kg,m2=kg,r=m,F=N' (a column "
+                        "left out is a pure number); formulas whose units do not follow are penalised")
     p.add_argument("--batch-size", type=int, default=1000, metavar="N", help="rows per sample (default: 1000)")
     p.add_argument("--out", default="run",
                    help="folder for front.csv, model.json, model.pkl and front.png (default: run/); a folder that "
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     Returns 0 after a complete fit, 130 after an interrupted one and 143 after a SIGTERM (the best
     result written either way, ``stop_reason`` = ``interrupted`` in front.csv), and 141 when
     stdout was closed (every file written all the same)."""
+    from dgsr.core.units import checked_units
     from dgsr.estimator.fit_config import config_from
     from dgsr.estimator.guesses import parse_guesses
     from dgsr.estimator.input_checks import validate_params
@@ -120,12 +125,17 @@ def run(args: argparse.Namespace) -> int:
     with for_the_cli(errors=(ValueError, TypeError)):  # a JSON rule of the wrong shape is a TypeError
         validate_params(config_from(est.get_params()))  # wrong options fail before any folder is made
         parse_guesses(config_from(est.get_params()), [str(c) for c in X.columns])
+        units = parse_units_option(args.units, list(X.columns), targets)
+        if units:
+            checked_units(units["X_units"], None, X.shape[1], [str(c) for c in X.columns])
+            for unit in units["y_units"] if isinstance(units["y_units"], list) else [units["y_units"]]:
+                checked_units(None, unit, 0)
     out = Path(args.out)
     check_run_folder(out, [path], args.force, run_file_names(targets))  # never over the data or an earlier run
     check_writable_folder(out, "--out")  # before the search, not after it; the folder is made when written
     # SIGTERM (a batch scheduler's time limit) ends the fit as a first Ctrl-C does.
     with sigterm_as_interrupt() as term, for_the_cli(reword=lambda text: _as_sigterm(text) if term.received else text):
-        est.fit(X, y)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
+        est.fit(X, y, **units)  # a first Ctrl-C ends the fit early with its best result (a second one aborts)
         parts = run_targets(est, targets)
         # builds equations_: a first Ctrl-C in its simplification leaves it unsimplified
         fronts = [front_frame(part.estimator) for part in parts]

@@ -15,6 +15,7 @@ import numpy as np
 
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
+from dgsr.core.units import UnitCheck
 
 #: "best" keeps expressions whose loss is within this factor of the lowest (as PySR's "best").
 BEST_LOSS_FACTOR = 1.5
@@ -59,21 +60,29 @@ class ParetoArchive:
     """Most accurate expression per size, from every expression the search evaluates.
 
     With ``rules`` (the user's, :class:`dgsr.core.formula_rules.FormulaRules`) it keeps only
-    expressions that obey them, and a "size" is their complexity.
+    expressions that obey them, and a "size" is their complexity; with ``units``
+    (:class:`dgsr.core.units.UnitCheck`) a dimensionally inconsistent expression's loss carries
+    the penalty.
     """
 
-    def __init__(self, rules: FormulaRules | None = None) -> None:
+    def __init__(self, rules: FormulaRules | None = None, units: UnitCheck | None = None) -> None:
         self._best: dict[int, ParetoEntry] = {}
         self.rules = rules
+        self.units = units
 
-    def add(self, expression: Expression, mse: float, r2: float) -> bool:
-        """Offer an expression; True when it became the best of its size. Non-finite losses are ignored."""
+    def add(self, expression: Expression, mse: float, r2: float, *, penalised: bool = False) -> bool:
+        """Offer an expression; True when it became the best of its size. Non-finite losses are
+        ignored. ``penalised``: ``mse`` already holds the units' penalty (an entry of another
+        archive with the same units, as a parallel search's units merge theirs)."""
         if not math.isfinite(mse):
             return False
         rules = getattr(self, "rules", None)  # an archive pickled by 0.11.0 has none
         if rules is not None and rules.violation(expression) is not None:
             return False
         size = expression.size if rules is None else rules.complexity(expression)
+        units = getattr(self, "units", None)
+        if units is not None and not penalised:
+            mse = units.penalised_mse(expression, mse)
         current = self._best.get(size)
         if current is not None and current.mse <= mse:
             return False
@@ -83,7 +92,7 @@ class ParetoArchive:
     def accepts(self, size: int, mse: float) -> bool:
         """Whether :meth:`add` would keep an expression of this size and loss (lets callers skip
         building it); with the user's rules, whether it might (its complexity is not known yet)."""
-        if getattr(self, "rules", None) is not None:
+        if getattr(self, "rules", None) is not None or getattr(self, "units", None) is not None:
             return math.isfinite(mse)
         current = self._best.get(size)
         return math.isfinite(mse) and (current is None or mse < current.mse)

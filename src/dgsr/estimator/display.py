@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import sympy
+from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.display import FrontTable, equation_text
 from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
 from dgsr.core.pareto import front_scores
 from dgsr.core.simplify import complexity, simplify
+from dgsr.core.units import UnitCheck
+from dgsr.estimator.fit_units import unit_columns
 from dgsr.estimator.front import FrontEntry
+from dgsr.estimator.interrupts import warn_interrupted
+from dgsr.estimator.user_warnings import entry_point
+from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 # Total seconds of SymPy simplification for the whole front, and per expression.
 _SIMPLIFY_TOTAL, _SIMPLIFY_EACH = 10.0, 1.0
@@ -34,10 +41,11 @@ def simplify_seconds(max_time: float | None, start: float) -> float:
 
 
 def equations_table(entries: Sequence[FrontEntry], scaling: Scaling, best_index: int,
-                    exprs: dict[int, sympy.Expr]) -> pd.DataFrame:
+                    exprs: dict[int, sympy.Expr], units: UnitCheck | None = None) -> pd.DataFrame:
     """The ``equations_`` table of the front ``entries`` whose rows simplified are ``exprs``: sizes
     and scores from the search's units (scale-free), losses in the user's units (``scaling``; a
-    loss beyond the float range shows as inf or 0), ``best_index`` marked as selected."""
+    loss beyond the float range shows as inf or 0), ``best_index`` marked as selected; with
+    ``units``, which rows are dimensionally consistent (:func:`dgsr.estimator.fit_units.unit_columns`)."""
     rows = []
     for i, (e, score) in enumerate(zip(entries, front_scores(entries))):
         expr = exprs[i]
@@ -45,6 +53,8 @@ def equations_table(entries: Sequence[FrontEntry], scaling: Scaling, best_index:
                      "equation": equation_text(expr, DIGITS), "sympy": expr,
                      "simplified_size": complexity(expr)})
     table = FrontTable(rows, columns=["complexity", "loss", "r2", "score", "equation", "sympy", "simplified_size"])
+    for name, values in unit_columns(entries, units).items():
+        table[name] = values
     table.selected_row = best_index
     return table
 
@@ -68,3 +78,57 @@ def equation_line(table: pd.DataFrame, i: int) -> str:
     """Row ``i`` of an ``equations_`` table as text (its ``equation``, else its SymPy form)."""
     column = table.get("equation")
     return str(column.iloc[i]) if column is not None else str(table["sympy"].iloc[i])
+
+
+class FrontTableView:
+    """``equations_`` of a fitted :class:`dgsr.SymbolicRegressor`: built on first access, with its
+    rows simplified within the time ``fit`` left for it, and kept."""
+
+    @property
+    @entry_point
+    def equations_(self) -> pd.DataFrame:
+        """The fitted front as a table (see the class docstring), built on first access (one per target: a list)."""
+        if self._outputs() is not None:
+            return [o.equations_ for o in self._outputs()]
+        table = self._built_table()
+        if table is None:
+            check_is_fitted(self, "expression_")
+            exprs = self._simplified_rows(range(len(self._front)))
+            table = self._equations = equations_table(self._front, self._scaling, self.best_index_, exprs,
+                                                      getattr(self, "_units", None))
+        return table
+
+    @equations_.setter
+    def equations_(self, table: pd.DataFrame) -> None:
+        self._equations = table
+
+    def _built_table(self) -> pd.DataFrame | None:
+        """The ``equations_`` table if it exists already (built, set, or stored by a pickle of
+        0.9.0 and earlier, which kept the table itself under ``equations_``), else None."""
+        table = self.__dict__.get("_equations")
+        return self.__dict__.get("equations_") if table is None else table
+
+    def _simplified_rows(self, rows: Any) -> dict[int, sympy.Expr]:
+        """Rows of the front as SymPy in the user's column names, simplified within the seconds
+        ``fit`` left for it (``_simplify_seconds``, spent as they are used) and kept, so
+        ``sympy()`` of one row and the whole table agree. A first Ctrl-C while simplifying leaves
+        the rest unsimplified (:mod:`dgsr.estimator.interrupts`), a second one aborts."""
+        done = self.__dict__.setdefault("_sympy_rows", {})
+        todo = [i for i in rows if i not in done]
+        try:
+            self._simplify_into(todo, done)
+        except INTERRUPTS as err:
+            if getattr(self, "_interrupted", False) or not is_interrupt(err):
+                raise
+            self._interrupted, self.stop_reason_ = True, "interrupted"
+            warn_interrupted("simplification", "the constants are final")
+            self._simplify_seconds = 0.0
+            self._simplify_into(todo, done)
+        return done
+
+    def _simplify_into(self, rows: list[int], done: dict[int, sympy.Expr]) -> None:
+        deadline = time.perf_counter() + getattr(self, "_simplify_seconds", 0.0)
+        try:
+            simplify_rows(done, rows, self.expressions_, self.selected_features_, deadline)
+        finally:
+            self._simplify_seconds = max(deadline - time.perf_counter(), 0.0)

@@ -55,6 +55,13 @@ class FitConfig:
     complexity_of_variables: float | None = None
     batching: bool | None = None
     batch_size: int = 1000
+    dimensional_constraint_penalty: float = 1000.0
+    dimensionless_constants_only: bool = False
+    #: ``fit``'s ``X_units`` and ``y_units`` (arguments of ``fit``, as in PySR, not parameters).
+    x_units: Any = None
+    y_units: Any = None
+    #: The units as the search checks them (:class:`dgsr.core.units.UnitCheck`): set by ``fit_front``.
+    search_units: Any = None
     #: The guesses as the search's roots, in its units and columns: set by ``fit_front``
     #: (:func:`dgsr.estimator.guesses.seeded`), not a parameter.
     search_roots: tuple = ()
@@ -79,7 +86,8 @@ class FitConfig:
                                   "iterations_per_trial": self.iterations_per_trial,
                                   "max_size": self.max_size, "operators": self.allowed_operators(),
                                   "inner_fit_steps": self.inner_fit_steps, "rules": self.formula_rules(),
-                                  "max_rows": None if self.batching is False else int(self.batch_size)}
+                                  "max_rows": None if self.batching is False else int(self.batch_size),
+                                  "units": self.search_units}
         if self.constant_fitting is not None:
             kwargs["constant_fitting"] = self.constant_fitting
         if self.search_roots:

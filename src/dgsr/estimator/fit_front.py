@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from dgsr.core.evaluate import as_columns, evaluate, weighted_mean
+from dgsr.core.evaluate import as_columns, evaluate, weighted_mean, weighted_var
 from dgsr.core.exponent_scaling import Scaling, is_constant_target
 from dgsr.core.expression import Expression
 from dgsr.core.pareto import non_dominated
@@ -28,6 +28,7 @@ from dgsr.estimator.budget_plan import BudgetPlan, plan_budget
 from dgsr.estimator.features import select_features
 from dgsr.estimator.fit_config import FitConfig
 from dgsr.estimator.fit_search import SearchRows, continued, feature_limit, random_streams, run_search
+from dgsr.estimator.fit_units import has_units, penalised, unit_check
 from dgsr.estimator.front import FrontEntry, admitted, best_of_each_size, front_entry
 from dgsr.estimator.front_checks import Outcome, Split, cross_validated, exact_fit_floor, validated
 from dgsr.estimator.guesses import seeded
@@ -75,6 +76,7 @@ class FitResult:
     size_limit: int | None = None
     interrupted: bool = False
     archive: KeptFront | None = None
+    units: Any = None
 
     def predictions(self, X: np.ndarray, index: int) -> np.ndarray:
         """Entry ``index`` on the rows of ``X`` (all columns the fit saw, the user's units), in the
@@ -106,6 +108,9 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
     policy = load_policy(config.policy, device=config.device, operators=config.allowed_operators())
     index = _searched_columns(config, policy, rows, names, feat_rng)
     config = seeded(config, names, index, rows.scaling)  # the user's guesses as the search's roots
+    if has_units(config):  # the units of the searched columns, the penalty in the search's loss units
+        config = replace(config, search_units=unit_check(config, index, rows.X.shape[1],
+                                                                   weighted_var(rows.y, rows.w)))
     if previous is not None and (not np.array_equal(previous[0], index) or previous[2] != rows.scaling):
         previous = None  # other columns or units: the old archive's variables mean other things
     split = _validation_rows(config, len(rows.y), feat_rng.spawn(1)[0])
@@ -124,7 +129,7 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
         entries=outcome.entries, best_index=best, feature_index=index, selected_features=[names[i] for i in index],
         scaling=scaling, y_mean=y_mean, n_evaluations=round(ledger.evaluations), history=ledger.history,
         stop_reason=ledger.stop_reason, n_trials=ledger.n_trials, validation_loss=loss, size_limit=outcome.size_limit,
-        interrupted=ledger.interrupted,
+        interrupted=ledger.interrupted, units=config.search_units,
         archive=(index, archive, rows.scaling) if config.warm_start and archive is not None else None)
 
 
@@ -195,18 +200,20 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     archive = kept_archive(result.archive, entries) if config.warm_start else None
     if split is None:
         return cross_validated(config, entries, X, y, w, polish_rng, plan, ledger), archive
-    return validated(entries, split, X_all, y_all, w_all, polish_rng, plan, ledger), archive
+    outcome = validated(entries, split, X_all, y_all, w_all, polish_rng, plan, ledger)  # scored again: penalise again
+    return replace(outcome, entries=penalised(outcome.entries, config.search_units)), archive
 
 
 def _within_rules(config: FitConfig, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,
                   w: np.ndarray | None) -> list[FrontEntry]:
-    """The refitted entries that keep the user's rules, sized by complexity (:func:`admitted`);
-    the mean when none does (a rule as strict as ``maxdepth=1`` and no variable fits alone)."""
+    """The refitted entries that keep the user's rules, sized by complexity (:func:`admitted`),
+    the mean when none does (a rule as strict as ``maxdepth=1`` and no variable fits alone); the
+    units' penalty added to the loss of the dimensionally inconsistent ones."""
     rules = config.formula_rules()
     kept = admitted(entries, rules)
-    if kept or rules is None:
-        return kept
-    return admitted([front_entry(Expression.constant(weighted_mean(y, w)), as_columns(X[:, :0]), y, w=w)], rules)
+    if not kept and rules is not None:
+        kept = admitted([front_entry(Expression.constant(weighted_mean(y, w)), as_columns(X[:, :0]), y, w=w)], rules)
+    return penalised(kept, config.search_units)
 
 
 def _searched(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, policy: Any,

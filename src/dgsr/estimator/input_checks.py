@@ -250,6 +250,7 @@ def validate_params(config: FitConfig) -> None:
     if config.batching not in (None, True, False):
         raise ValueError(f"batching must be None (on above batch_size rows), True or False, got {config.batching!r}.")
     _positive_int(config.batch_size, "batch_size")
+    _positive_number(config.dimensional_constraint_penalty, "dimensional_constraint_penalty", allow_zero=True)
     policy = config.policy
     if isinstance(policy, str) and policy not in BUILTIN_POLICIES and not policy.endswith(".safetensors"):
         names = ", ".join(repr(name) for name in BUILTIN_POLICIES)

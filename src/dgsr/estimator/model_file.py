@@ -5,6 +5,7 @@ holds everything ``predict``, ``score``, ``equations_``, ``sympy()`` and ``latex
 loaded model gives exactly the original's results (bit-identical predictions), in any later dgsr:
 
 - ``format`` (``"dgsr-model"``), ``schema_version`` (:data:`SCHEMA_VERSION`) and ``dgsr_version``;
+- ``units`` (only after a fit given units): ``fit``'s ``X_units`` and ``y_units`` as given.
 - ``params``: ``get_params()`` where JSON can hold the value (a policy object or a numpy
   Generator cannot: their text is kept in ``params_not_saved`` and the loaded estimator has the
   default there, which only matters for refitting);
@@ -51,6 +52,7 @@ from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.sympy_json import UnsupportedSympy, from_tree, to_tree
+from dgsr.core.units import UnitCheck, checked_units
 from dgsr.estimator.display import simplify_seconds
 from dgsr.estimator.front import FrontEntry
 from dgsr.estimator.multi_output import store_outputs
@@ -119,6 +121,8 @@ def model_document(est: SymbolicRegressor) -> dict[str, Any]:
     }
     if not_saved:
         doc["params_not_saved"] = not_saved
+    if getattr(est, "X_units_", None) is not None or getattr(est, "y_units_", None) is not None:
+        doc["units"] = {"X": _json_form(est.X_units_), "y": est.y_units_}  # fit's arguments, as given
     return doc
 
 
@@ -297,6 +301,7 @@ def _restore(cls: type, doc: dict[str, Any]) -> Any:
         raise ValueError(f"selected row {est.best_index_} is not a row of its {len(est._front)}-row front")
     est.expressions_ = [est._scaling.to_user(e.expression) for e in est._front]
     est.expression_ = est.expressions_[est.best_index_]
+    _restore_units(est, doc.get("units"))
     _restore_fit_record(est, doc["fit"])
     rows = {i: from_tree(e["sympy"]) for i, e in enumerate(doc["front"]) if e.get("sympy") is not None}
     est._interrupted, est._archive, est._validation_errors = False, None, None
@@ -304,6 +309,16 @@ def _restore(cls: type, doc: dict[str, Any]) -> Any:
     # Rows stored simplified are shown as stored; any other gets the time a fit leaves (at most 10 s).
     est._simplify_seconds = 0.0 if len(rows) == len(est._front) else simplify_seconds(None, 0.0)
     return est
+
+
+def _restore_units(est: SymbolicRegressor, units: dict[str, Any] | None) -> None:
+    """``X_units_``, ``y_units_`` and the check ``equations_`` reads (its losses carry any penalty already)."""
+    est.X_units_, est.y_units_ = (None, None) if units is None else (units.get("X"), units.get("y"))
+    est._units = None
+    if units is not None:
+        xs, y = checked_units(est.X_units_, est.y_units_, int(est.n_features_in_))
+        est._units = UnitCheck(tuple(xs[int(i)] for i in est._feature_index), y,
+                               dimensionless_constants=bool(est.dimensionless_constants_only))
 
 
 def _restore_params(cls: type, doc: dict[str, Any]) -> Any:

@@ -78,12 +78,16 @@ def output_budget(max_evaluations: Any, max_time: Any, k: int) -> dict[str, Any]
             "max_time": None if max_time is None or math.isinf(max_time) else float(max_time) / k}
 
 
-def fit_outputs(est: SymbolicRegressor, X: Any, y: Any, sample_weight: Any = None) -> SymbolicRegressor:
-    """Fit one single-output copy of ``est`` per column of ``y`` and store them on ``est`` (returned).
+def fit_outputs(est: SymbolicRegressor, X: Any, y: Any, sample_weight: Any = None, x_units: Any = None,
+                y_units: Any = None) -> SymbolicRegressor:
+    """Fit one single-output copy of ``est`` per column of ``y`` and store them on ``est`` (returned);
+    ``y_units`` is one unit per target (or None).
 
     A warm start refits the previous copies when the number of targets is the same (each one
     warm-starts from its own front); otherwise each copy starts cold."""
     k = n_targets(y)
+    if y_units is not None and (isinstance(y_units, str) or len(y_units) != k):
+        raise ValueError(f"y_units must be a list of {k} units, one per target, got {y_units!r}")
     names = target_names(y, k)
     columns = y.to_numpy() if isinstance(y, pd.DataFrame) else np.asarray(y)
     previous = getattr(est, "estimators_", None) if est.warm_start else None
@@ -97,7 +101,8 @@ def fit_outputs(est: SymbolicRegressor, X: Any, y: Any, sample_weight: Any = Non
         else:
             copy = clone(est)
         copy.set_params(random_state=seeds[i], **budget)
-        copy.fit(X, pd.Series(columns[:, i], name=names[i]), sample_weight=sample_weight)
+        copy.fit(X, pd.Series(columns[:, i], name=names[i]), sample_weight=sample_weight, X_units=x_units,
+                 y_units=None if y_units is None else y_units[i])
         outputs.append(copy)
     store_outputs(est, outputs)
     return est

@@ -12,25 +12,27 @@ attributes end in ``_``, ``check_estimator`` is a test."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import sympy
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from dgsr.core.display import equation_latex
 from dgsr.core.simplify import round_floats
+from dgsr.core.units import checked_units
 from dgsr.estimator.data_warnings import warn_about_rows
-from dgsr.estimator.display import DIGITS, equation_line, equations_table, simplify_rows, simplify_seconds
+from dgsr.estimator.display import DIGITS, FrontTableView, equation_line, simplify_seconds
 from dgsr.estimator.export import FunctionExports
 from dgsr.estimator.fallback import predict_front, scaled_r2
 from dgsr.estimator.fit_config import FitConfig, config_from
 from dgsr.estimator.fit_front import FitResult, fit_front
 from dgsr.estimator.fit_search import random_streams, search_rows
+from dgsr.estimator.fit_units import has_units
 from dgsr.estimator.front import front_row
 from dgsr.estimator.guesses import parse_guesses
 from dgsr.estimator.html_repr import fitted_html
@@ -40,7 +42,6 @@ from dgsr.estimator.input_checks import (
     validate_predict_data,
     validate_training_data,
 )
-from dgsr.estimator.interrupts import warn_interrupted
 from dgsr.estimator.model_file import load_model, save_model
 from dgsr.estimator.multi_output import each_output, fit_outputs, n_targets, predict_outputs
 from dgsr.estimator.pickle_version import checked_state, with_version
@@ -48,7 +49,6 @@ from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.user_warnings import entry_point
 from dgsr.estimator.warm_start import data_key
 from dgsr.estimator.warm_up import warm_up_kernels
-from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 
 #: The default policy is the one that wins at equal wall time (CONTRACTS §2): the semantic policy
 #: (data-aware proposals in closed form) beats the uniform random one at equal time and at equal
@@ -64,7 +64,7 @@ def _announce_compiling() -> None:
           "runs; not counted in max_time)", file=sys.stderr, flush=True)
 
 
-class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
+class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEstimator):
     """Symbolic regression by Monte-Carlo tree search with a learned mutation policy (DGSR-MCTS).
 
     Parameters
@@ -162,6 +162,10 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
     complexity_of_operators, complexity_of_constants, complexity_of_variables : dict, float or None, default=None
         What a node adds to a formula's complexity (PySR's names; 1 each by default: the node
         count), e.g. ``{"exp": 3}``; the front and its rules use it, ``max_size`` counts nodes.
+    dimensional_constraint_penalty, dimensionless_constants_only : float, bool, default=1000.0, False
+        PySR's names. With units (``fit``'s ``X_units``, ``y_units``): what is added to the loss of a
+        dimensionally inconsistent formula, in units of the variance of ``y`` (PySR adds it raw);
+        whether constants are pure numbers rather than carrying whatever unit they need.
     batching, batch_size : bool or None, int, default=None, 1000
         PySR's names: value candidates on ``batch_size`` rows drawn once (None: when there are more
         rows; False: on every row); above 100,000 rows the refit uses a sample and losses are
@@ -239,6 +243,8 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         complexity_of_variables: float | None = None,
         batching: bool | None = None,
         batch_size: int = 1000,
+        dimensional_constraint_penalty: float = 1000.0,
+        dimensionless_constants_only: bool = False,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -272,10 +278,13 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         self.complexity_of_variables = complexity_of_variables
         self.batching = batching
         self.batch_size = batch_size
+        self.dimensional_constraint_penalty = dimensional_constraint_penalty
+        self.dimensionless_constants_only = dimensionless_constants_only
 
     # ------------------------------------------------------------------ fit
     @entry_point
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SymbolicRegressor:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, X_units: Any = None, y_units: Any = None
+            ) -> SymbolicRegressor:
         """Search for expressions of the columns of ``X`` that fit ``y``.
 
         Parameters
@@ -288,21 +297,28 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         sample_weight : array-like of shape (n_samples,) or None
             Non-negative row weights: the search's loss and R², the constant fits, the front's
             ``loss`` and ``r2`` columns and model selection are all weighted (None: equal).
+        X_units, y_units : list of str, str (a list per target with several), or None
+            PySR's units, read by pint (``["kg", "m/s"]``, ``"J"``; None: pure numbers): a formula
+            whose units do not follow has ``dimensional_constraint_penalty`` times the variance of
+            ``y`` added to its loss; ``equations_`` says which rows are consistent
+            (:mod:`dgsr.core.units`).
 
         Returns
         -------
         self
         """
         start = time.perf_counter()
-        config = self._fit_config()
+        config = dataclasses.replace(self._fit_config(), x_units=X_units, y_units=y_units)
         validate_params(config)
         if n_targets(y) > 1:
-            return fit_outputs(self, X, y, sample_weight)
+            return fit_outputs(self, X, y, sample_weight, X_units, y_units)
+        self.X_units_, self.y_units_ = X_units, y_units
         self.n_outputs_, _ = 1, self.__dict__.pop("estimators_", None)  # forget a former fit's several targets
         self._interrupted = False  # set by the first Ctrl-C (dgsr.estimator.interrupts)
         previous = self._archive if config.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)
         parse_guesses(config, data.names)  # a guess that cannot be used: a ValueError now, before any search
+        checked_units(X_units, y_units, data.X.shape[1], data.names) if has_units(config) else None  # so is a unit
         if config.max_time is not None:
             # Compiling the kernels (once after installing) is not the method's time: the clock
             # skips it. Loading them from the disk cache counts, as it did when it happened lazily.
@@ -337,6 +353,7 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         self.n_evaluations_, self.history_ = result.n_evaluations, result.history
         self.stop_reason_, self.n_trials_ = result.stop_reason, result.n_trials
         self._archive, self._interrupted, self._y_mean = result.archive, result.interrupted, result.y_mean
+        self._units = result.units
         self.validation_loss_, self.size_limit_ = result.validation_loss, result.size_limit
         self._scaling, self._front, self.best_index_ = result.scaling, result.entries, result.best_index
         self._validation_errors = None  # a field of 0.1.0's pickles, always None after fit
@@ -346,54 +363,6 @@ class SymbolicRegressor(FunctionExports, RegressorMixin, BaseEstimator):
         # fit inside a cross-validation loop never reads it), with the time fit would have left it.
         self._equations, self._sympy_rows = None, {}
         self.__dict__.pop("equations_", None)  # an unpickled 0.9.0 estimator's table, refitted
-
-    @property
-    @entry_point
-    def equations_(self) -> pd.DataFrame:
-        """The fitted front as a table (see the class docstring), built on first access (one per target: a list)."""
-        if self._outputs() is not None:
-            return [o.equations_ for o in self._outputs()]
-        table = self._built_table()
-        if table is None:
-            check_is_fitted(self, "expression_")
-            exprs = self._simplified_rows(range(len(self._front)))
-            table = self._equations = equations_table(self._front, self._scaling, self.best_index_, exprs)
-        return table
-
-    @equations_.setter
-    def equations_(self, table: pd.DataFrame) -> None:
-        self._equations = table
-
-    def _built_table(self) -> pd.DataFrame | None:
-        """The ``equations_`` table if it exists already (built, set, or stored by a pickle of
-        0.9.0 and earlier, which kept the table itself under ``equations_``), else None."""
-        table = self.__dict__.get("_equations")
-        return self.__dict__.get("equations_") if table is None else table
-
-    def _simplified_rows(self, rows: Any) -> dict[int, sympy.Expr]:
-        """Rows of the front as SymPy in the user's column names, simplified within the seconds
-        ``fit`` left for it (``_simplify_seconds``, spent as they are used) and kept, so
-        ``sympy()`` of one row and the whole table agree. A first Ctrl-C while simplifying leaves
-        the rest unsimplified (:mod:`dgsr.estimator.interrupts`), a second one aborts."""
-        done = self.__dict__.setdefault("_sympy_rows", {})
-        todo = [i for i in rows if i not in done]
-        try:
-            self._simplify_into(todo, done)
-        except INTERRUPTS as err:
-            if getattr(self, "_interrupted", False) or not is_interrupt(err):
-                raise
-            self._interrupted, self.stop_reason_ = True, "interrupted"
-            warn_interrupted("simplification", "the constants are final")
-            self._simplify_seconds = 0.0
-            self._simplify_into(todo, done)
-        return done
-
-    def _simplify_into(self, rows: list[int], done: dict[int, sympy.Expr]) -> None:
-        deadline = time.perf_counter() + getattr(self, "_simplify_seconds", 0.0)
-        try:
-            simplify_rows(done, rows, self.expressions_, self.selected_features_, deadline)
-        finally:
-            self._simplify_seconds = max(deadline - time.perf_counter(), 0.0)
 
     def _outputs(self) -> list[SymbolicRegressor] | None:
         """The fitted single-output estimators of a multi-output fit (None after a single-output one)."""

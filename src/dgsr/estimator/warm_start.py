@@ -42,5 +42,5 @@ def kept_structures(archive: ParetoArchive | None) -> list[Expression]:
 def kept_archive(archive: ParetoArchive, entries: Sequence[Any]) -> ParetoArchive:
     """``archive`` (this fit's search) with the refitted front ``entries`` added: losses all from these rows."""
     for e in entries:
-        archive.add(e.expression, e.mse, e.r2)
+        archive.add(e.expression, e.mse, e.r2, penalised=True)
     return archive

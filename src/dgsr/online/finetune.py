@@ -46,7 +46,7 @@ def finetune_search(X: np.ndarray, y: np.ndarray, policy: Any, *, config: Search
     and the trainer (its ``model`` is the fine-tuned one).
     """
     budget.start()
-    archive = archive if archive is not None else ParetoArchive(config.rules)
+    archive = archive if archive is not None else ParetoArchive(config.rules, config.units)
     model = copy.deepcopy(policy.model)
     device = str(getattr(policy, "device", "cpu"))
     modes = (config.constant_fitting, "never") if config.constant_fitting != "never" else ("never",)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.operators import resolve_operators
+from dgsr.core.units import UnitCheck
 
 CONSTANT_FITTING_MODES = ("never", "best", "all")
 #: The largest formula a search builds, in nodes: SearchConfig and the estimator's checks share it.
@@ -90,6 +91,9 @@ class SearchConfig:
         child that breaks them, whatever the policy, and the archive keeps neither such an
         expression nor a built one (scaled, reweighted) that breaks them; with complexity
         weights the archive's sizes are complexities.
+    units:
+        The columns' and the target's units (:class:`dgsr.core.units.UnitCheck`; None: none): the
+        archive adds its penalty to the loss of a formula that is not dimensionally consistent.
     """
 
     n_samples: int = 16
@@ -116,6 +120,7 @@ class SearchConfig:
     operators: tuple[str, ...] | None = None
     roots: tuple[Expression, ...] = ()
     rules: FormulaRules | None = None
+    units: UnitCheck | None = None
 
     def __post_init__(self) -> None:
         if self.operators is not None:

@@ -87,7 +87,7 @@ def run_search(
     config = config or SearchConfig()
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     budget = (budget or Budget(max_evaluations=100_000)).start()
-    archive = archive if archive is not None else ParetoArchive(config.rules)
+    archive = archive if archive is not None else ParetoArchive(config.rules, config.units)
     X, y, sample_weight = _training_data(X, y, sample_weight)
     evaluator = Evaluator(X, y, config, budget, archive, rng, sample_weight)
     trials = _Trials(X, y, policy, config, rng, budget, evaluator, on_progress)

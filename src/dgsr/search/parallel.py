@@ -179,7 +179,7 @@ class _Merger:
 
     def _merge(self, r: UnitResult) -> None:
         for expr, mse, r2 in r.front:
-            self.archive.add(expr, mse, r2)
+            self.archive.add(expr, mse, r2, penalised=True)
         elapsed = time.perf_counter() - self.start
         for h in r.history:
             if h["best_r2"] > self.best_r2 or (h["best_r2"] == self.best_r2 and h["best_size"] < self.best_size):
@@ -266,7 +266,7 @@ def run_parallel_search(
     n_jobs = resolve_n_jobs(n_jobs) if backend == "ray" else local_processes(n_jobs, budget.max_evaluations)
     start = time.perf_counter()
     clock = _Clock(None if budget.max_time is None else start + budget.max_time)
-    merger = _Merger(archive if archive is not None else ParetoArchive(config.rules), start, on_progress)
+    merger = _Merger(archive if archive is not None else ParetoArchive(config.rules, config.units), start, on_progress)
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     runner: UnitRunner
