@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from collections import Counter
 
+import numpy as np
 import pytest
 import sympy
 
@@ -133,3 +134,19 @@ def test_load_units_rejects_a_duplicate_row(tmp_path):
     path.write_text("name\tsymbol\tunit\tquantity\tsource\np\tx\tm\tlength\ts\np\tx\tm\tlength\ts\n")
     with pytest.raises(ValueError, match="twice"):
         load_units(path)
+
+
+def test_the_units_method_fits_with_the_problems_units():
+    """``dgsr bench --units`` (the ``dgsr-units`` method) hands the table's units to ``fit``."""
+    import pandas as pd
+
+    from dgsr.bench.methods import dgsr_options, problem_units
+    from dgsr.bench.protocol import Split
+
+    assert dgsr_options("dgsr-units") == {"units": True} and dgsr_options("dgsr-random-units")["units"]
+    X = pd.DataFrame({"q1": [1.0], "q2": [1.0], "epsilon": [1.0], "r": [1.0]})
+    split = Split(X, np.ones(1), X, np.ones(1), dataset="feynman_I_12_2")
+    units = problem_units(split)
+    xs = [unit_vector(parse_unit(u)) for u in units["X_units"]]
+    assert xs[0] == unit_vector(parse_unit("A*s")) and xs[3] == unit_vector(parse_unit("m"))
+    assert unit_vector(parse_unit(units["y_units"])) == unit_vector(parse_unit("kg*m/s**2"))  # a force

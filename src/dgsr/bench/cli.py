@@ -52,6 +52,8 @@ def run_parser() -> argparse.ArgumentParser:
                    "once, after developing it on develop); default: develop for laws, all for the others. "
                    "Laws split by family, the other suites by position in their list (even: develop)")
     p.add_argument("--quick", action="store_true", help="fixed 15 Feynman + 10 black-box subset, seed 0, 10 s")
+    p.add_argument("--units", action="store_true", help="fit the dgsr methods with each problem's physical units "
+                   "(Feynman and Strogatz: data/feynman/units.tsv); their names get -units, e.g. dgsr-units")
     p.add_argument("--hard-limit", type=float, default=None, help="kill a run after this many seconds "
                    "(default 2 x time + 30)")
     p.add_argument("--retry-failed", action="store_true", help="re-run rows recorded as failures")
@@ -59,6 +61,13 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--dry-run", action="store_true", help="print the planned runs and exit")
     return p
+
+
+def _with_units(methods: list[str]) -> list[str]:
+    """``--units``: each dgsr method as its ``-units`` variant (the others as they are)."""
+    from .methods import dgsr_options
+
+    return [m + "-units" if dgsr_options(m) is not None and not m.endswith("-units") else m for m in methods]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -69,11 +78,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.noise not in NOISE_LEVELS:
         print(f"note: noise {args.noise} is not one of SRBench's levels {NOISE_LEVELS}", file=sys.stderr)
-    _check_method_packages(_csv(args.methods))
+    methods = _with_units(_csv(args.methods)) if args.units else _csv(args.methods)
+    _check_method_packages(methods)
     data_dir = resolve_data_dir(args.data, args.cache)
     time_s = args.time if args.time is not None else (QUICK_TIME_S if args.quick else STANDARD_TIME_S)
     seeds = _seeds(args.seeds) if args.seeds is not None else ([0] if args.quick else [0, 1, 2])
-    specs = plan_runs(data_dir=data_dir, suites=_csv(args.suite), methods=_csv(args.methods), seeds=seeds,
+    specs = plan_runs(data_dir=data_dir, suites=_csv(args.suite), methods=methods, seeds=seeds,
                       time_s=time_s, evals=args.evals, noise=args.noise,
                       datasets=_csv(args.datasets) if args.datasets else None, limit=args.limit, quick=args.quick,
                       half=args.half)

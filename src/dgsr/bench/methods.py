@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|nochain|nofree|nopair))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|nochain|nofree|nopair|units))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -81,8 +81,10 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|cv\d+|k\d+"
-                            r"|nojit|nosum|nopow|nochain|nofree|nopair", match.group(1)):
-        if token == "nosum":  # the semantic policy without sums of operands as first proposals
+                            r"|nojit|nosum|nopow|nochain|nofree|nopair|units", match.group(1)):
+        if token == "units":  # fit with the problem's physical units (Feynman: data/feynman/units.tsv)
+            options["units"] = True
+        elif token == "nosum":  # the semantic policy without sums of operands as first proposals
             options["additive_roots"] = False
         elif token == "nopow":  # the semantic policy without power-law operands
             options["power_laws"] = False
@@ -158,8 +160,9 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
             kwargs["policy"] = SemanticPolicy(**policy_options)
         if budget.evaluations is not None:
             kwargs["max_evaluations"] = budget.evaluations
+        units = problem_units(split) if kwargs.pop("units", False) else {}
         est = SymbolicRegressor(**kwargs)
-        est.fit(split.X_train, split.y_train)
+        est.fit(split.X_train, split.y_train, **units)
         return MethodResult(
             predictions=np.asarray(est.predict(split.X_test), dtype=np.float64),
             model=est.sympy(),
@@ -168,6 +171,19 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
         )
 
     return run
+
+
+def problem_units(split: Split) -> dict[str, Any]:
+    """``fit``'s ``X_units`` and ``y_units`` for the problem ``split`` comes from, from the packaged
+    units table (:mod:`dgsr.bench.feynman_units`); a problem without units is a ValueError."""
+    from dgsr.bench.feynman_units import load_units
+
+    table = load_units().get(split.dataset)
+    if table is None:
+        raise ValueError(f"no units for {split.dataset!r}: the units table covers the Feynman and Strogatz problems")
+    target = [s for s in table if s not in set(map(str, split.X_train.columns))]
+    return {"X_units": [str(table[str(c)]) for c in split.X_train.columns],
+            "y_units": str(table[target[0]]) if len(target) == 1 else None}
 
 
 def _history_curve(history: Any) -> list[tuple[float, float]] | None:

@@ -30,6 +30,8 @@ class Split:
     y_train: np.ndarray
     X_test: pd.DataFrame
     y_test: np.ndarray
+    #: The problem's name (set by the runner), for methods that look up what the data carry (units).
+    dataset: str = ""
 
 
 def make_split(X: pd.DataFrame, y: np.ndarray, seed: int, *, noise: float = 0.0,

@@ -8,6 +8,7 @@ line appended (and flushed) to ``runs.jsonl``; a second invocation skips runs al
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import math
@@ -147,7 +148,7 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
         law = get_law(spec.dataset)
         noise = law.noise or spec.noise  # an entry's own noise level is part of its definition
         row["noise_train"] = noise
-    split = make_split(problem.X, problem.y, spec.seed, noise=noise)
+    split = dataclasses.replace(make_split(problem.X, problem.y, spec.seed, noise=noise), dataset=spec.dataset)
     row.update(n_train=len(split.y_train), n_test=len(split.y_test), n_features=split.X_train.shape[1])
     method = get_method(spec.method)
     t_fit = time.perf_counter()
