@@ -34,3 +34,9 @@ def run_dgsr(*argv: str, cwd: Any, timeout: float = 280, **kwargs: Any) -> subpr
     """``dgsr argv...`` in a fresh process, its output captured as text."""
     return subprocess.run([*dgsr_command(), *argv], check=False, capture_output=True, text=True, cwd=cwd,
                           env=dgsr_env(), timeout=timeout, **kwargs)
+
+
+def run_python(code: str, timeout: float = 200) -> subprocess.CompletedProcess:
+    """``python -c code`` in a fresh process on this checkout's sources, its output captured as text."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
+                          check=False, env={**os.environ, "PYTHONPATH": SRC})

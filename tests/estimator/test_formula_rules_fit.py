@@ -4,10 +4,7 @@ survive n_jobs, the model file and pickle (issue 50, item 5)."""
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -15,7 +12,7 @@ import pytest
 
 from dgsr import SymbolicRegressor
 from dgsr.core.formula_rules import formula_rules
-from tests.cli.dgsr_process import SRC
+from tests.cli.dgsr_process import run_python
 
 RULES = {"maxdepth": 3, "nested_constraints": {"*": {"sin": 0}}, "constraints": {"/": (-1, 1)}}
 
@@ -95,8 +92,7 @@ def test_rules_hold_with_two_processes_and_survive_the_model_file_and_pickle(tmp
         "print(a.maxdepth, a.complexity_of_variables, a.equations_['complexity'].tolist())\n"
         "print(np.abs(a.predict(X) - b.predict(X)).max())\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=200, check=False,
-                         env={**os.environ, "PYTHONPATH": SRC})
+    out = run_python(code)
     assert out.returncode == 0, out.stderr
     first, second = out.stdout.strip().split("\n")
     assert first == f"3 2 {est.equations_['complexity'].tolist()}"

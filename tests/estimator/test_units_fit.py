@@ -4,10 +4,7 @@ which rows are consistent, and the units survive the model file and pickle."""
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -16,7 +13,7 @@ import pytest
 
 from dgsr import SymbolicRegressor
 from dgsr.core.units import UnitCheck, checked_units
-from tests.cli.dgsr_process import SRC
+from tests.cli.dgsr_process import run_python
 
 
 def _data():
@@ -100,8 +97,7 @@ def test_units_survive_the_model_file_and_pickle(tmp_path):
         "    print(e.X_units_, e.y_units_, e.equations_['dimensionally_consistent'].tolist(),"
         " e.equations_['dimensional_constants'].tolist())\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=200, check=False,
-                         env={**os.environ, "PYTHONPATH": SRC})
+    out = run_python(code)
     assert out.returncode == 0, out.stderr
     want = (f"{est.X_units_} {est.y_units_} {est.equations_['dimensionally_consistent'].tolist()} "
             f"{est.equations_['dimensional_constants'].tolist()}")
