@@ -80,19 +80,22 @@ class ParetoArchive:
         if rules is not None and rules.violation(expression) is not None:
             return False
         size = expression.size if rules is None else rules.complexity(expression)
+        current = self._best.get(size)
+        if current is not None and current.mse <= mse:
+            return False  # the penalty could only raise it: no need to check the units
         units = getattr(self, "units", None)
         if units is not None and not penalised:
             mse = units.penalised_mse(expression, mse)
-        current = self._best.get(size)
-        if current is not None and current.mse <= mse:
-            return False
+            if current is not None and current.mse <= mse:
+                return False
         self._best[size] = ParetoEntry(size, expression, float(mse), float(r2))
         return True
 
     def accepts(self, size: int, mse: float) -> bool:
-        """Whether :meth:`add` would keep an expression of this size and loss (lets callers skip
-        building it); with the user's rules, whether it might (its complexity is not known yet)."""
-        if getattr(self, "rules", None) is not None or getattr(self, "units", None) is not None:
+        """Whether :meth:`add` might keep an expression of this size and loss (lets callers skip
+        building it): exactly with no rules (the units' penalty only raises a loss), and whenever
+        the loss is finite with the user's rules (its complexity is not known yet)."""
+        if getattr(self, "rules", None) is not None:
             return math.isfinite(mse)
         current = self._best.get(size)
         return math.isfinite(mse) and (current is None or mse < current.mse)
