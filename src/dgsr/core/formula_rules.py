@@ -66,14 +66,13 @@ class FormulaRules:
         symbols = expr.symbols
         if not symbols:
             return None
-        ends = expr.subtree_ends
-        if self.max_depth is not None and _depth(symbols, ends) > self.max_depth:
+        if self.max_depth is not None and _depth(expr) > self.max_depth:
             return f"maxdepth={self.max_depth}"
         for outer, inner, most in self.nested:
-            if outer in symbols and inner in symbols and _nesting(symbols, ends, outer, inner) > most:
+            if outer in symbols and inner in symbols and _nesting(expr, outer, inner) > most:
                 return f"nested_constraints: {inner} nested in {outer} more than {most} times"
         if self.argument_limits:
-            return self._argument_violation(symbols, ends)
+            return self._argument_violation(symbols, expr.subtree_ends)
         return None
 
     def _argument_violation(self, symbols: tuple[str, ...], ends: tuple[int, ...]) -> str | None:
@@ -91,33 +90,27 @@ class FormulaRules:
         return None
 
 
-def _depth(symbols: tuple[str, ...], ends: tuple[int, ...]) -> int:
+def _depth(expr: Expression) -> int:
     """Nodes on the longest path from the root to a leaf."""
+    symbols = expr.symbols
     depth = [1] * len(symbols)
     for i in range(len(symbols) - 1, -1, -1):
         if ARITY.get(symbols[i], 0):
-            depth[i] = 1 + max(depth[c] for c in _children(symbols, ends, i))
+            depth[i] = 1 + max(depth[c] for c in expr.children(i))
     return depth[0]
 
 
-def _nesting(symbols: tuple[str, ...], ends: tuple[int, ...], outer: str, inner: str) -> int:
+def _nesting(expr: Expression, outer: str, inner: str) -> int:
     """The most ``inner`` nodes on one path down from (and not counting) an ``outer`` node."""
+    symbols = expr.symbols
     below = [0] * len(symbols)  # inner nodes on the best path from node i down, i included
     worst = 0
     for i in range(len(symbols) - 1, -1, -1):
-        deepest = max((below[c] for c in _children(symbols, ends, i)), default=0)
+        deepest = max((below[c] for c in expr.children(i)), default=0)
         below[i] = deepest + (symbols[i] == inner)
         if symbols[i] == outer:
             worst = max(worst, deepest)
     return worst
-
-
-def _children(symbols: tuple[str, ...], ends: tuple[int, ...], i: int) -> list[int]:
-    out, start = [], i + 1
-    for _ in range(ARITY.get(symbols[i], 0)):
-        out.append(start)
-        start = ends[start]
-    return out
 
 
 def formula_rules(params: Mapping[str, Any]) -> FormulaRules | None:

@@ -118,22 +118,15 @@ class _Walk:
     """One formula's dimensions, subtree by subtree: a vector, None (constants only: any unit), or broken."""
 
     def __init__(self, expr: Expression, x: Sequence[Dims], dimensionless_constants: bool = False):
-        self.symbols, self.constants, self.ends, self.x = expr.symbols, expr.constants, expr.subtree_ends, x
+        self.expr, self.symbols, self.ends, self.x = expr, expr.symbols, expr.subtree_ends, x
         self.constant_dims = DIMENSIONLESS if dimensionless_constants else None
         self.memo: dict[int, object] = {}
         self.constant_at = {}  # position of each constant -> its value
         k = 0
         for i, s in enumerate(self.symbols):
             if s == CONSTANT:
-                self.constant_at[i] = self.constants[k]
+                self.constant_at[i] = expr.constants[k]
                 k += 1
-
-    def children(self, i: int) -> list[int]:
-        out, start = [], i + 1
-        for _ in range(ARITY.get(self.symbols[i], 0)):
-            out.append(start)
-            start = self.ends[start]
-        return out
 
     def power_exponent(self, i: int) -> tuple[float, int] | None:
         """(c, position of u) when node ``i`` is the power ``exp(c*log(u))``."""
@@ -157,7 +150,7 @@ class _Walk:
         if power is not None:
             base = self.dims(power[1])
             return base if base is None or base is _BROKEN else _scaled(base, power[0])
-        parts = [self.dims(c) for c in self.children(i)]
+        parts = [self.dims(c) for c in self.expr.children(i)]
         if any(p is _BROKEN for p in parts):
             return _BROKEN
         if s in TRANSCENDENTAL:
@@ -187,7 +180,7 @@ class _Walk:
         if power is not None:
             c, base = power
             return self.count_dimensional(base, None if needed is None or c == 0 else _scaled(needed, 1.0 / c))
-        kids = self.children(i)
+        kids = self.expr.children(i)
         if s in TRANSCENDENTAL:
             return self.count_dimensional(kids[0], DIMENSIONLESS)
         if len(kids) == 1:

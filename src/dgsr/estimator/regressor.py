@@ -318,7 +318,8 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         previous = self._archive if config.warm_start and getattr(self, "_archive", None) is not None else None
         data = validate_training_data(self, X, y)
         parse_guesses(config, data.names)  # a guess that cannot be used: a ValueError now, before any search
-        checked_units(X_units, y_units, data.X.shape[1], data.names) if has_units(config) else None  # so is a unit
+        if has_units(config):  # so is a unit pint cannot read
+            checked_units(X_units, y_units, data.X.shape[1], data.names)
         if config.max_time is not None:
             # Compiling the kernels (once after installing) is not the method's time: the clock
             # skips it. Loading them from the disk cache counts, as it did when it happened lazily.
