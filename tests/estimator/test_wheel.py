@@ -22,7 +22,8 @@ def test_wheel_contains_and_loads_the_shipped_weights(tmp_path):
         names = set(zf.namelist())
         for needed in ("dgsr/neural/weights/dgsr-small.safetensors", "dgsr/neural/weights/dgsr-small.safetensors.sha256",
                        "dgsr/neural/weights/MODEL_CARD.md", "dgsr/examples/gravity.csv", "dgsr/data/heldout.jsonl.gz",
-                       "dgsr/bench/data/feynman/equations.tsv", "dgsr/bench/data/pmlb/MANIFEST.tsv"):
+                       "dgsr/bench/data/feynman/equations.tsv", "dgsr/bench/data/pmlb/MANIFEST.tsv",
+                       "dgsr/policies/learned/prior.json"):
             assert needed in names, needed
         zf.extractall(tmp_path / "site")
     # Load the weights from the unpacked wheel, in a fresh interpreter that cannot see the checkout.
@@ -30,6 +31,7 @@ def test_wheel_contains_and_loads_the_shipped_weights(tmp_path):
     code = (f"import sys; sys.path.insert(0, {str(site)!r}); "
             "import dgsr, pathlib; from dgsr.neural.policy import NeuralPolicy; "
             "p = NeuralPolicy.from_pretrained(); "
+            "from dgsr.policies.learned.policy import LearnedPriorPolicy; LearnedPriorPolicy(); "
             f"assert pathlib.Path(dgsr.__file__).is_relative_to({str(site)!r}), dgsr.__file__; print('ok')")
     # -I: isolated mode, so neither the checkout (cwd, PYTHONPATH) nor an editable install can leak in.
     out = subprocess.run([sys.executable, "-I", "-c", code], check=False, capture_output=True, text=True,

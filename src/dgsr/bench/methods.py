@@ -70,7 +70,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 
 _DGSR_NAME = re.compile(
-    r"^dgsr((?:-(?:random|neural|semantic|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
+    r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
     r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|nochain|nofree|nopair|units))*)$")
 
 
@@ -80,9 +80,12 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
     if match is None:
         return None
     options: dict[str, Any] = {}
-    for token in re.findall(r"random|neural|semantic|noparam|param|const-[a-z]+|sel-[a-z]+|inner\d+|cv\d+|k\d+"
-                            r"|nojit|nosum|nopow|nochain|nofree|nopair|units", match.group(1)):
-        if token == "units":  # fit with the problem's physical units (Feynman: data/feynman/units.tsv)
+    for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|nochain|nofree|nopair|units", match.group(1)):
+        if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
+            options["policy"] = "learned"
+            options["use_value"] = True
+        elif token == "units":  # fit with the problem's physical units (Feynman: data/feynman/units.tsv)
             options["units"] = True
         elif token == "nosum":  # the semantic policy without sums of operands as first proposals
             options["additive_roots"] = False
@@ -98,7 +101,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["cv_max_rows"] = int(token[len("cv"):])
         elif token == "nojit":  # the numpy scoring and policy paths (dgsr.core.kernels.compiler.AVAILABLE)
             options["jit"] = False
-        elif token in ("random", "neural", "semantic"):
+        elif token in ("random", "neural", "semantic", "learned"):
             options["policy"] = token
         elif token in ("param", "noparam"):  # the semantic policy with or without parametric pair operands
             options["parametric_operands"] = token == "param"
@@ -154,7 +157,11 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
         policy_options = {k: kwargs.pop(k) for k in ("parametric_operands", "additive_roots", "power_laws",
                                                       "inner_chains", "free_exponents", "pair_operands")
                           if k in kwargs}
-        if policy_options:
+        if kwargs.pop("use_value", False):
+            from dgsr.policies.learned.policy import LearnedPriorPolicy
+
+            kwargs["policy"] = LearnedPriorPolicy(use_value=True, **policy_options)
+        elif policy_options:
             from dgsr.policies.semantic.policy import SemanticPolicy
 
             kwargs["policy"] = SemanticPolicy(**policy_options)

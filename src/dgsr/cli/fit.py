@@ -43,8 +43,9 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("--evals", type=int, default=500_000, help="maximum evaluations (default: 500000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--policy", default="semantic",
-                   help="semantic (default: data-aware, wins at equal time), random, neural (shipped weights), "
-                        "or a .safetensors checkpoint")
+                   help="semantic (default: data-aware, wins at equal time), learned (semantic with a prior "
+                        "learned from dgsr's searches), random, neural (shipped weights), a .safetensors "
+                        "checkpoint, or .json learned-prior weights")
     p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
     p.add_argument("--constants", choices=CONSTANT_FITTING_MODES, default=None,
                    help="when to fit constants during search (default: the benchmark-chosen one)")

@@ -42,7 +42,8 @@ def add_subparser(subparsers: Any) -> None:
     p.add_argument("--trials", type=int, default=None, help="stop after this many trials in all")
     p.add_argument("--out", default="run", help="output folder (default: run/)")
     p.add_argument("--policy", default="neural",
-                   help="starting weights: neural (the shipped ones) or a .safetensors checkpoint")
+                   help="starting weights: neural (the shipped transformer), a .safetensors checkpoint, learned "
+                        "(the shipped learned prior over the semantic policy, torch-free) or its .json weights")
     p.add_argument("--backend", choices=("local", "ray"), default="local",
                    help="local: this process or a local process pool; ray: Ray actors")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local instance)")
@@ -67,11 +68,19 @@ def add_subparser(subparsers: Any) -> None:
 
 def load_dataset(path: Path, target: str | None, rng: np.random.Generator, name: str) -> Any:
     """A :class:`~dgsr.online.Dataset` from a table: numeric, finite, at most ``MAX_ROWS`` rows, <= 10 columns."""
+    from dgsr.online import Dataset
+
+    return Dataset(name, *read_search_table(path, target, rng))
+
+
+def read_search_table(path: Path, target: str | None, rng: np.random.Generator
+                      ) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """``X``, ``y`` and the column names of a table to search: numeric, finite, at most
+    ``MAX_ROWS`` rows (a random subset), at most 10 input columns (the most informative)."""
     from dgsr.cli.errors import CLIError
     from dgsr.cli.tables import read_table
     from dgsr.core.operators import MAX_VARIABLES
     from dgsr.estimator.features import select_features
-    from dgsr.online import Dataset
 
     df = read_table(path)
     column = target if target is not None else str(df.columns[-1])
@@ -99,10 +108,10 @@ def load_dataset(path: Path, target: str | None, rng: np.random.Generator, name:
                       f"mutual information with {column!r}: {', '.join(names[i] for i in keep)}", UserWarning,
                       stacklevel=2)
         X, names = X[:, keep], [names[i] for i in keep]
-    return Dataset(name, X, y, tuple(names))
+    return X, y, tuple(names)
 
 
-def _names(paths: list[Path]) -> list[str]:
+def dataset_names(paths: list[Path]) -> list[str]:
     """Dataset names from file names (``name``, ``name-2``, ... when two files share one)."""
     out: list[str] = []
     for p in paths:
@@ -130,6 +139,10 @@ def _start_model(spec: str, device: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Handler of ``dgsr search``."""
+    if args.policy == "learned" or args.policy.endswith(".json"):
+        from dgsr.cli.learned_search import run_learned
+
+        return run_learned(args)
     from dgsr.neural import require_torch
 
     require_torch("dgsr search")
@@ -156,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     datasets, model = [], None
     if not resuming:
         paths = [Path(p) for p in args.data]
-        datasets = [load_dataset(p, args.target, rng, n) for p, n in zip(paths, _names(paths))]
+        datasets = [load_dataset(p, args.target, rng, n) for p, n in zip(paths, dataset_names(paths))]
         model = _start_model(args.policy, args.device)
     config = OnlineConfig(iterations_per_trial=args.iterations, trial_evaluations=args.trial_evals,
                           trial_time=args.trial_time, learn=not args.frozen, synthetic=args.synthetic,

@@ -252,10 +252,10 @@ def validate_params(config: FitConfig) -> None:
     _positive_int(config.batch_size, "batch_size")
     _positive_number(config.dimensional_constraint_penalty, "dimensional_constraint_penalty", allow_zero=True)
     policy = config.policy
-    if isinstance(policy, str) and policy not in BUILTIN_POLICIES and not policy.endswith(".safetensors"):
+    if isinstance(policy, str) and policy not in BUILTIN_POLICIES and not policy.endswith((".safetensors", ".json")):
         names = ", ".join(repr(name) for name in BUILTIN_POLICIES)
-        raise ValueError(f"policy must be {names}, a path to a .safetensors checkpoint or a Policy object, "
-                         f"got {policy!r}.")
+        raise ValueError(f"policy must be {names}, a path to a .safetensors checkpoint or .json learned-prior "
+                         f"weights, or a Policy object, got {policy!r}.")
 
 
 def _positive_int(value: Any, name: str, *, allow_none: bool = False) -> None:

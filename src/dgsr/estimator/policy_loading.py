@@ -1,7 +1,9 @@
 """Policy loading by name: the ``policy=`` argument of the estimator and the CLI turned into a
 :class:`~dgsr.search.policy.Policy`.
 
-``"random"`` is the uniform :class:`~dgsr.policies.random.RandomPolicy`; ``"neural"`` the shipped
+``"random"`` is the uniform :class:`~dgsr.policies.random.RandomPolicy`; ``"learned"`` the semantic
+policy with the shipped learned prior (:mod:`dgsr.policies.learned`), and a path to a ``.json``
+weights file the same with those weights; ``"neural"`` the shipped
 pretrained weights (node values from accuracy: their critic is only pre-trained); a path to a
 ``.safetensors`` file a checkpoint (weights with the model config in the file's metadata,
 CONTRACTS §4); a Policy object passes through. The neural
@@ -21,7 +23,7 @@ from dgsr.neural.device import check_device
 from dgsr.search.policy import Policy
 
 #: The names ``policy=`` accepts besides a checkpoint path or a Policy object.
-BUILTIN_POLICIES = ("semantic", "neural", "random")
+BUILTIN_POLICIES = ("semantic", "learned", "neural", "random")
 #: What an object needs to be used as a policy (the :class:`~dgsr.search.policy.Policy` Protocol).
 POLICY_MEMBERS = ("prepare", "propose", "value", "has_critic", "max_variables")
 
@@ -38,7 +40,8 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
     Parameters
     ----------
     spec:
-        ``"neural"``, ``"random"``, a path to a ``.safetensors`` checkpoint, or a Policy.
+        ``"semantic"``, ``"learned"``, ``"neural"``, ``"random"``, a path to a ``.safetensors``
+        checkpoint or to learned-prior ``.json`` weights, or a Policy.
     device:
         Torch device for the neural policy (ignored by the others).
     operators:
@@ -47,7 +50,9 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
     Raises
     ------
     FileNotFoundError
-        A checkpoint path that does not exist.
+        A checkpoint or weights path that does not exist.
+    dgsr.policies.learned.weights.WeightsError
+        A learned-prior weights file that cannot be used (a ValueError naming the file and why).
     ValueError
         Anything else.
     dgsr.neural.TorchMissingError
@@ -68,6 +73,12 @@ def load_policy(spec: str | os.PathLike | Policy, *, device: str = "cpu",
         from dgsr.policies.semantic.policy import SemanticPolicy
 
         return SemanticPolicy(operators=operators)
+    if text == "learned" or text.endswith(".json"):
+        from dgsr.policies.learned.policy import LearnedPriorPolicy
+
+        if text != "learned" and not os.path.isfile(text):
+            raise FileNotFoundError(f"learned-prior weights not found: {text}")
+        return LearnedPriorPolicy(None if text == "learned" else text, operators=operators)
     if text == "neural":
         require_torch('policy="neural"')  # before the device check, which needs torch
         return _shipped_neural(check_device(device), operators)

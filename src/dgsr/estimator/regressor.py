@@ -77,10 +77,12 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         when this, not ``max_time``, is the binding limit.
     random_state : int, numpy Generator, RandomState or None, default=None
         Seed.
-    policy : {"semantic", "random", "neural"}, path or Policy, default="semantic"
+    policy : {"semantic", "learned", "random", "neural"}, path or Policy, default="semantic"
         Mutation policy: mutations aimed at the data by semantic backpropagation (no training),
-        uniform random mutations, the shipped pretrained weights, a ``.safetensors`` checkpoint,
-        or an object implementing :class:`dgsr.search.policy.Policy`.
+        the same with a prior learned from dgsr's own searches (``"learned"``, or a path to its
+        ``.json`` weights), uniform random mutations, the shipped pretrained transformer (the
+        paper's reference), a ``.safetensors`` checkpoint, or an object implementing
+        :class:`dgsr.search.policy.Policy`.
     n_samples : int, default=16
         Mutations sampled per expansion (K), 1 to 1024.
     iterations_per_trial : int, default=1000

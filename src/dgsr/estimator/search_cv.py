@@ -157,7 +157,8 @@ def fold_policy(config: FitConfig) -> Any:
     from dgsr.policies.semantic.policy import SemanticPolicy
 
     spec = config.policy
-    if isinstance(spec, str) and spec == "semantic":
+    if isinstance(spec, str) and spec in ("semantic", "learned"):
+        # The folds only measure how large a formula the rows support: the semantic policy does.
         return SemanticPolicy(operators=config.allowed_operators(), inner_chains=0)
     if isinstance(spec, SemanticPolicy):
         policy = copy.copy(spec)

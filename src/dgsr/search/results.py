@@ -35,7 +35,8 @@ class TrialRecord:
     ``solution_path``: ``(state, mutation)`` pairs from the empty expression to the solution
     reached in the fewest mutations (None when nothing was solved). ``best_path``: the same
     pairs up to the trial's most accurate expression (the shallowest on ties), solved or not,
-    with that expression's R² in ``best_path_r2``. ``critic_targets``:
+    with that expression's R² in ``best_path_r2``; ``top_paths`` the paths to the trial's eight
+    most accurate expressions, the best first. ``critic_targets``:
     ``(expression, target)``, 1.0 on paths to solutions, else the node's mean value, for nodes
     visited at least ``min_visits`` times.
     """
@@ -48,6 +49,7 @@ class TrialRecord:
     solution_path: list[tuple[Expression, Mutation]] | None = None
     best_path: list[tuple[Expression, Mutation]] | None = None
     best_path_r2: float = -math.inf
+    top_paths: list[list[tuple[Expression, Mutation]]] = field(default_factory=list)
     critic_targets: list[tuple[Expression, float]] = field(default_factory=list)
 
 

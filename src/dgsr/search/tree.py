@@ -7,6 +7,7 @@ children all are; a terminal root ends the trial early.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from typing import Any
@@ -20,6 +21,9 @@ from dgsr.search.evaluator import Evaluator
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
 from dgsr.search.policy import Policy
 from dgsr.search.results import TrialRecord
+
+#: Paths to this many of a trial's most accurate expressions are recorded (TrialRecord.top_paths).
+_TOP_PATHS = 8
 
 
 class Node:
@@ -226,8 +230,15 @@ class Trial:
         record.evaluations = self.evaluator.budget.evaluations - self._evaluations_at_start
         solved = [n for n in self.nodes if n.r2 >= self.config.solved_r2]
         record.solved = bool(solved)
-        if self.config.record_training_data:
+        # A policy that learns from its trials (CONTRACTS §5's optional ``learn``) gets the record.
+        learns = getattr(self.policy, "learns", False)
+        if self.config.record_training_data or learns:
             self._record_training_data(solved)
+        if learns:
+            self.policy.learn(self.context, record)  # type: ignore[attr-defined]
+            if not self.config.record_training_data:  # taken: the search's result does not keep it
+                record.solution_path = record.best_path = None
+                record.top_paths, record.critic_targets = [], []
 
     def release(self) -> None:
         """Unlink the finished tree (each node's parent and children), so that reference counting
@@ -251,6 +262,8 @@ class Trial:
         if scored:
             best = max(scored, key=lambda n: (n.r2, -n.depth))
             self.record.best_path, self.record.best_path_r2 = path_to(best), float(best.r2)
+            top = heapq.nlargest(_TOP_PATHS, scored, key=lambda n: (n.r2, -n.depth))
+            self.record.top_paths = [path_to(n) for n in top]
         for n in self.nodes:
             if id(n) in on_path:
                 self.record.critic_targets.append((n.expression, 1.0))

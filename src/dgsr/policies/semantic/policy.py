@@ -65,6 +65,30 @@ def _evenly_spaced(n: int, k: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
 
 
+@dataclass(frozen=True)
+class ScoredProposal:
+    """A proposal before its prior: the mutation, its match (decades of unexplained variance the
+    expression would keep, :meth:`SemanticPolicy._ranked`), the child it makes, and whether it is
+    a uniformly random exploration proposal rather than a match."""
+
+    mutation: Mutation
+    match: float
+    child: Expression
+    explore: bool = False
+
+
+def match_priors(matches: np.ndarray, temperature: float) -> list[float]:
+    """``softmax(match / temperature)`` over one expansion's proposals.
+
+    On data too small to rank anything (2 rows: every spread is 0) the matches are not finite:
+    such candidates share the prior of the weakest finite one, or all are equal."""
+    finite = np.isfinite(matches)
+    if not finite.all():
+        matches = np.where(finite, matches, matches[finite].min() if finite.any() else 0.0)
+    weights = np.exp((matches - matches.max()) / max(temperature, 1e-6))
+    return (weights / weights.sum()).tolist()
+
+
 @dataclass
 class SemanticContext:
     """Per-trial state: the scoring rows, the library and a random fallback's context."""
@@ -209,6 +233,16 @@ class SemanticPolicy:
     def propose(self, context: SemanticContext, expression: Expression, k: int,
                 rng: np.random.Generator) -> list[Proposal]:
         """Up to ``k`` distinct valid mutations of ``expression``, best-matching first."""
+        found = self.scored_proposals(context, expression, k, rng)
+        if not found:
+            return []
+        priors = match_priors(np.array([c.match for c in found]), self.temperature)
+        return [Proposal(c.mutation, p, c.child) for c, p in zip(found, priors)]
+
+    def scored_proposals(self, context: SemanticContext, expression: Expression, k: int,
+                         rng: np.random.Generator) -> list[ScoredProposal]:
+        """The proposals of :meth:`propose` before their priors: each with its match (random
+        exploration at the weakest match less half a decade) and where it came from."""
         n_random = round(k * self.random_share)
         key = expression.key()
         if key not in context.pending:
@@ -216,29 +250,19 @@ class SemanticPolicy:
                 context.pending.clear()
             context.pending[key] = (self._ranked(context, expression, rng), set())
         ranked, proposed = context.pending[key]
-        found: dict[tuple, tuple[Mutation, float, Expression]] = {}
+        found: dict[tuple, ScoredProposal] = {}
         while ranked and len(found) < k - n_random:
             match, build = ranked.pop()
             mutation = build()
             if mutation is not None:
                 self._add(found, expression, mutation, match, proposed)
         # Exploration: uniform random proposals fill the rest (at a prior of the weakest match).
-        floor = min((m for _, m, _ in found.values()), default=0.0)
+        floor = min((c.match for c in found.values()), default=0.0)
         for p in self._random.propose(context.n_features, expression, k - len(found) + 2, rng):
             if len(found) >= k:
                 break
-            self._add(found, expression, p.mutation, floor - 0.5, proposed, p.child)
-        if not found:
-            return []
-        matches = np.array([m for _, m, _ in found.values()])
-        finite = np.isfinite(matches)
-        if not finite.all():
-            # On data too small to rank anything (2 rows: every spread is 0) the matches are not
-            # finite: such candidates share the prior of the weakest finite one, or all are equal.
-            matches = np.where(finite, matches, matches[finite].min() if finite.any() else 0.0)
-        weights = np.exp((matches - matches.max()) / max(self.temperature, 1e-6))
-        priors = (weights / weights.sum()).tolist()
-        return [Proposal(mut, p, child) for (mut, _, child), p in zip(found.values(), priors)]
+            self._add(found, expression, p.mutation, floor - 0.5, proposed, p.child, explore=True)
+        return list(found.values())
 
     def value(self, context: SemanticContext, expressions: Sequence[Expression]) -> np.ndarray:
         """No critic: NaN for every expression (the search values nodes by their accuracy)."""
@@ -246,7 +270,7 @@ class SemanticPolicy:
 
     # ------------------------------------------------------------------ internals
     def _add(self, found: dict, expression: Expression, mutation: Mutation, match: float,
-             proposed: set, child: Expression | None = None) -> None:
+             proposed: set, child: Expression | None = None, explore: bool = False) -> None:
         """Keep ``mutation`` (and its child: ``child`` when the caller built it already) unless it
         is disallowed, invalid or a duplicate of one proposed for this expression before."""
         if not self._allowed(mutation):
@@ -258,7 +282,7 @@ class SemanticPolicy:
                 return
         key = child.key()
         if key not in found and key not in proposed:
-            found[key] = (mutation, match, child)
+            found[key] = ScoredProposal(mutation, match, child, explore)
             proposed.add(key)
 
     def _allowed(self, mutation: Mutation) -> bool:
