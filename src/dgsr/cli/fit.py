@@ -44,8 +44,9 @@ def add_subparser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--policy", default="semantic",
                    help="semantic (default: data-aware, wins at equal time), learned (semantic with a prior "
-                        "learned from dgsr's searches), random, neural (shipped weights), a .safetensors "
-                        "checkpoint, or .json learned-prior weights")
+                        "learned from dgsr's searches), random, neural (the paper's transformer, shipped as a "
+                        "reference: it loses to random mutations at equal time), a .safetensors checkpoint, or "
+                        ".json learned-prior weights")
     p.add_argument("--k", type=int, default=16, help="mutations sampled per expansion (default: 16)")
     p.add_argument("--constants", choices=CONSTANT_FITTING_MODES, default=None,
                    help="when to fit constants during search (default: the benchmark-chosen one)")
