@@ -27,7 +27,7 @@ import numpy as np
 from dgsr.core.expression import Expression
 from dgsr.policies.learned.features import describe_data, node_features, proposal_features
 from dgsr.policies.learned.network import Adam
-from dgsr.policies.learned.training import Examples, train, trial_examples
+from dgsr.policies.learned.training import Examples, train, trial_examples, value_sample
 from dgsr.policies.learned.weights import SHIPPED, LearnedWeights, load_weights, save_weights
 from dgsr.policies.semantic.policy import SemanticContext, SemanticPolicy, match_priors
 from dgsr.search.policy import Proposal
@@ -134,7 +134,7 @@ class LearnedPriorPolicy(SemanticPolicy):
 
     def learn(self, context: LearnedContext, record: Any) -> None:
         """Take a finished trial's record: keep its examples, and (``online``) update the weights."""
-        targets = record.critic_targets
+        targets = [record.critic_targets[i] for i in value_sample(len(record.critic_targets))]
         value_rows = node_features([e for e, _ in targets], context.columns, context.y, context.data,
                                    (context.expansions, context.best_match)) if targets else None
         found = trial_examples(context.groups, record.top_paths, value_rows, [t for _, t in targets])

@@ -19,7 +19,7 @@ from dgsr.policies.learned.features import NODE_FEATURES, PROPOSAL_FEATURES
 from dgsr.policies.learned.network import Adam, ScoreNet, listwise_loss, value_loss
 from dgsr.policies.learned.weights import LearnedWeights
 
-__all__ = ["Examples", "initial_weights", "train", "trial_examples"]
+__all__ = ["Examples", "initial_weights", "train", "trial_examples", "value_sample"]
 
 HIDDEN = 16  # hidden units of both nets
 _MAX_VALUE_EXAMPLES = 64  # per trial, evenly spaced over its targets (a tree holds thousands)
@@ -53,7 +53,7 @@ def trial_examples(groups: dict[tuple, list[tuple[np.ndarray, list]]], paths: Se
     (features, mutations); ``paths`` are ``(state, mutation)`` pairs down to the trial's best
     expressions, and every expansion of a state on them whose proposals include a mutation taken
     there is a group, those mutations its labels; ``value_rows`` [m, d] are the node features of
-    the ``value_targets``."""
+    the ``value_targets`` (:func:`value_sample` picks which)."""
     out = Examples()
     taken: dict[tuple, list] = {}
     for path in paths:
@@ -65,10 +65,15 @@ def trial_examples(groups: dict[tuple, list[tuple[np.ndarray, list]]], paths: Se
             if labels.any() and not labels.all():
                 out.groups.append((features, labels))
     if value_rows is not None and len(value_targets):
-        keep = np.unique(np.linspace(0, len(value_targets) - 1, min(len(value_targets), _MAX_VALUE_EXAMPLES)).astype(int))
-        out.value_features.extend(value_rows[keep])
-        out.value_targets.extend(float(value_targets[i]) for i in keep)
+        out.value_features.extend(value_rows)
+        out.value_targets.extend(float(t) for t in value_targets)
     return out
+
+
+def value_sample(n: int) -> np.ndarray:
+    """Which of a trial's ``n`` critic targets become value examples: at most 64, evenly spaced
+    (a tree holds thousands, and their features cost an evaluation each)."""
+    return np.unique(np.linspace(0, n - 1, min(n, _MAX_VALUE_EXAMPLES)).astype(int)) if n else np.zeros(0, int)
 
 
 def initial_weights(seed: int = 0, hidden: int = HIDDEN) -> LearnedWeights:
