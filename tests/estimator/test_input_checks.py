@@ -126,7 +126,7 @@ def test_dataframe_names_and_dtypes():
         ({"constant_fitting": "sometimes"}, "constant_fitting must be None or one of"),
         ({"model_selection": "simplest"}, "model_selection must be one of"),
         ({"target_r2": 1.5}, "target_r2 must be None or a finite number <= 1"),
-        ({"policy": "clever"}, "policy must be 'semantic', 'neural', 'random'"),
+        ({"policy": "clever"}, "policy must be 'semantic', 'learned', 'neural', 'random'"),
     ],
 )
 def test_bad_parameters(params, match):
