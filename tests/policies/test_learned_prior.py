@@ -185,3 +185,23 @@ def test_node_features_stay_finite_on_huge_and_broken_values():
     values = policy.value(context, nodes)
     assert np.all(np.isfinite(values)) and np.all((values >= 0) & (values <= 1))
     assert values[1] > values[2]  # a rescaled x0*x1 explains most of y; a NaN everywhere nothing
+
+
+def test_learned_policy_with_two_processes_and_a_pickle_loaded_in_a_fresh_process(tmp_path):
+    import pickle
+
+    from dgsr import SymbolicRegressor
+    from tests.cli.dgsr_process import run_python
+
+    X, y = _data()
+    model = SymbolicRegressor(policy="learned", n_jobs=2, max_evaluations=800, random_state=0).fit(X, y)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(model))
+    np.save(tmp_path / "X.npy", X)
+    code = (f"import json, pickle, numpy as np; m = pickle.load(open({str(path)!r}, 'rb')); "
+            f"print(json.dumps(m.predict(np.load({str(tmp_path / 'X.npy')!r}))[:5].tolist()), m.policy)")
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    values, policy = proc.stdout.strip().rsplit(" ", 1)
+    assert policy == "learned"
+    np.testing.assert_allclose(json.loads(values), model.predict(X)[:5], rtol=1e-12)
