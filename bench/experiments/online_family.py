@@ -109,7 +109,7 @@ def main() -> None:
             sizes += [r["size"] for r in rows]
         print(f"{arm:>6}: test R2 >= 0.999 on {solved} of {args.datasets} per seed; on the later half, "
               f"evaluations to a training R2 of 0.999 {[round(e) for e in evals]} and test accuracy "
-              f"-log10(1 - R2) {[round(d, 2) for d in decades]}; median size {statistics.median(sizes)}")
+              f"-log10(1 - R2) {[round(float(d), 2) for d in decades]}; median size {statistics.median(sizes)}")
 
 
 if __name__ == "__main__":
