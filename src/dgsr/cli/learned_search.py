@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dgsr.cli.errors import CLIError
-from dgsr.runtime.files import atomic_write_text
+from dgsr.runtime.files import atomic_write_text, safe_file_name
 
 PRIOR_FILE, LOG_FILE = "prior.json", "log.jsonl"
 
@@ -43,7 +43,7 @@ def run_learned(args: argparse.Namespace) -> int:
     """Search every file in turn with one learned-prior policy that keeps learning."""
     from dgsr.cli.search import dataset_names, read_search_table
     from dgsr.policies.learned.policy import LearnedPriorPolicy
-    from dgsr.policies.learned.weights import WeightsError, load_weights
+    from dgsr.policies.learned.weights import WeightsError, load_weights, save_weights
 
     out = Path(args.out)
     _check_arguments(args, out)
@@ -69,8 +69,6 @@ def run_learned(args: argparse.Namespace) -> int:
             r = done[name]
             print(f"[{i + 1}/{len(todo)}] {name:<24} R2 {r['r2']:.4f} size {r['size']:>2}  {r['equation']}  "
                   f"(updates {policy.updates})", flush=True)
-    from dgsr.policies.learned.weights import save_weights
-
     save_weights(out / PRIOR_FILE, policy.weights)
     _write_table(out, done)
     print(f"wrote {out / 'results.csv'}, {out / 'results'}/, {out / PRIOR_FILE} ({policy.updates} online updates)")
@@ -99,12 +97,17 @@ def _search_one(policy: Any, name: str, X: np.ndarray, y: np.ndarray, names: tup
             "selected": entry(chosen), "best": entry(result.best), "front": [entry(e) for e in front]}
     folder = out / "results"
     folder.mkdir(exist_ok=True)
-    atomic_write_text(folder / f"{_safe(name)}.json", json.dumps(data, indent=1))
+    atomic_write_text(folder / f"{safe_file_name(name)}.json", json.dumps(data, indent=1))
     with open(out / LOG_FILE, "a") as fh:
         fh.write(json.dumps({k: v for k, v in data.items() if k != "front"}) + "\n")
-    sel = data["selected"] or {"r2": float("nan"), "size": 0, "equation": ""}
-    return {"dataset": name, "r2": sel["r2"], "size": sel["size"], "equation": sel["equation"],
-            "trials": result.n_trials}
+    return _summary(data)
+
+
+def _summary(data: dict[str, Any]) -> dict[str, Any]:
+    """A dataset's row of ``results.csv`` from its result (or log line)."""
+    sel = data.get("selected") or {"r2": float("nan"), "size": 0, "equation": ""}
+    return {"dataset": data["dataset"], "r2": sel["r2"], "size": sel["size"], "equation": sel["equation"],
+            "trials": data["trials"]}
 
 
 def _done(out: Path) -> dict[str, dict[str, Any]]:
@@ -113,9 +116,7 @@ def _done(out: Path) -> dict[str, dict[str, Any]]:
     log = out / LOG_FILE
     for line in log.read_text().splitlines() if log.is_file() else []:
         data = json.loads(line)
-        sel = data.get("selected") or {"r2": float("nan"), "size": 0, "equation": ""}
-        done[data["dataset"]] = {"dataset": data["dataset"], "r2": sel["r2"], "size": sel["size"],
-                                 "equation": sel["equation"], "trials": data["trials"]}
+        done[data["dataset"]] = _summary(data)
     return done
 
 
@@ -123,7 +124,3 @@ def _write_table(out: Path, done: dict[str, dict[str, Any]]) -> None:
     import pandas as pd
 
     atomic_write_text(out / "results.csv", pd.DataFrame(list(done.values())).to_csv(index=False))
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "dataset"

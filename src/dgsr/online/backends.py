@@ -36,7 +36,7 @@ import torch
 
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.model_config import ModelConfig
-from dgsr.runtime.files import atomic_write_text
+from dgsr.runtime.files import atomic_write_text, safe_file_name
 from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 from dgsr.search.workers import BACKENDS, check_backend, start_ray
 
@@ -256,7 +256,7 @@ def write_results(out: Path, results: Sequence[DatasetResult]) -> None:
     rows = []
     for r in results:
         data = r.to_dict()
-        atomic_write_text(folder / f"{_safe(r.name)}.json", json.dumps(data, indent=1, default=_json_default))
+        atomic_write_text(folder / f"{safe_file_name(r.name)}.json", json.dumps(data, indent=1, default=_json_default))
         sel = data["selected"] or {}
         rows.append({"dataset": r.name, "synthetic": r.synthetic, "trials": r.trials, "solved_trials": r.solved_trials,
                      "first_solved_trial": r.first_solved, "r2": sel.get("r2"), "size": sel.get("size"),
@@ -269,10 +269,6 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (np.floating, np.integer)):
         return value.item()
     raise TypeError(f"not JSON serialisable: {type(value)}")
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "dataset"
 
 
 # ---------------------------------------------------------------------- entry point

@@ -50,3 +50,9 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def _write_open(tmp: str, write: Callable[[IO[Any]], Any], text: bool) -> None:
     with open(tmp, "w" if text else "wb", **({"newline": ""} if text else {})) as fh:
         write(fh)
+
+
+def safe_file_name(name: str) -> str:
+    """``name`` with every character but letters, digits and ``-_.`` replaced by ``_`` (a dataset
+    name as a file name; ``dataset`` if nothing is left)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "dataset"

@@ -115,13 +115,8 @@ class LearnedPriorPolicy(SemanticPolicy):
             context.best_match = max(context.best_match, max(matches))
         if self.learns:
             context.groups.setdefault(expression.key(), []).append((F, [c.mutation for c in found]))
-        scores = self.weights.prior.score(F)
-        scores = np.where(np.isfinite(scores), scores, -np.inf)
-        if not np.isfinite(scores).any():
-            scores = np.zeros(len(found))
-        weights = np.exp(scores - scores.max())
-        priors = weights / weights.sum()
-        return [Proposal(c.mutation, float(p), c.child) for c, p in zip(found, priors)]
+        priors = match_priors(self.weights.prior.score(F), 1.0)  # the softmax of the net's scores
+        return [Proposal(c.mutation, p, c.child) for c, p in zip(found, priors)]
 
     def value(self, context: LearnedContext, expressions: Sequence[Expression]) -> np.ndarray:  # type: ignore[override]
         """The learned value in [0, 1] (NaN for all when ``use_value`` is off)."""
