@@ -29,7 +29,7 @@ def _tables(folder) -> list[str]:
 
 def test_search_with_the_learned_prior_learns_across_files_and_resumes(tmp_path):
     paths = _tables(tmp_path)
-    args = ["search", *paths, "--policy", "learned", "--time", "8", "--iterations", "20",
+    args = ["search", *paths, "--policy", "learned", "--time", "120", "--iterations", "20",
             "--trial-evals", "600", "--out", "run", "--quiet"]
     proc = run_dgsr(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
