@@ -15,7 +15,6 @@ import numpy as np
 
 from dgsr.core.evaluate import evaluate_columns, weighted_mean
 from dgsr.core.expression import Expression, MalformedExpression
-from dgsr.core.kernels.linalg import CONSTANT_SPREAD
 from dgsr.core.operators import ARITY, CONSTANT, SymbolTable
 
 __all__ = ["additive_terms", "first_occurrences", "fit_term_weights", "linear_scaling", "scale_expression",
@@ -151,14 +150,8 @@ def fit_term_weights(term_values: np.ndarray, y: np.ndarray,
         gram = weighted @ centered.T
         if not np.isfinite(gram).all():
             return None
-        # Each term scaled to unit norm before the solve, so that the cut-off of nearly collinear
-        # directions depends on correlations, not units: a term near 1e-6 beside one near 1e3
-        # keeps its weight. A term constant up to rounding gets none.
-        spread = np.diagonal(gram)
-        varies = spread > (CONSTANT_SPREAD * means) ** 2 * (term_values.shape[1] if rw is None else float(np.sum(rw)))
-        scale = np.where(varies, 1.0 / np.sqrt(np.where(varies, spread, 1.0)), 0.0)
         try:
-            w = scale * np.linalg.lstsq(gram * np.outer(scale, scale), scale * (weighted @ yc), rcond=1e-12)[0]
+            w = np.linalg.lstsq(gram, weighted @ yc, rcond=1e-12)[0]
         except np.linalg.LinAlgError:
             return None
         residual = yc - w @ centered

@@ -213,16 +213,12 @@ def has_pole(expr: Expression, probes: np.ndarray) -> bool:
 
 
 def as_good(entries: Sequence[Entry], reference: int, errors: np.ndarray | None = None) -> np.ndarray:
-    """The one definition of "as good as entry ``reference``" that every selection step uses: an
-    error at most :data:`POLE_LOSS_FACTOR` times the reference's, on the held-out ``errors`` when
-    there are any (validation rows or folds), else on the training loss; with held-out errors,
-    also any entry within one standard error of the paired per-row difference
-    (:func:`one_se_eligible`). The factor matters there too: two formulas that predict nearly
-    alike have a tiny paired standard error, and a 0.3% difference would otherwise count."""
+    """The one definition of "as good as entry ``reference``" that every selection step uses:
+    within one standard error of the paired per-row difference of the held-out ``errors`` when
+    there are any (validation rows or folds, :func:`one_se_eligible`), else a training loss at
+    most :data:`POLE_LOSS_FACTOR` times the reference's."""
     if errors is not None:
-        reference_error = float(np.mean(errors[reference]))
-        floor = (POLE_LOSS_FACTOR - 1.0) * reference_error if math.isfinite(reference_error) else 0.0
-        return one_se_eligible(errors, reference, floor=floor)
+        return one_se_eligible(errors, reference)
     limit = POLE_LOSS_FACTOR * entries[reference].mse
     return np.array([e.mse <= limit for e in entries])
 

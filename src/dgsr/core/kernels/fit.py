@@ -21,7 +21,6 @@ from dgsr.core.kernels.forward import run_jit
 from dgsr.core.kernels.linalg import (
     centered_normal_equations_jit,
     cholesky_solve_jit,
-    equilibrated_solve_jit,
     normal_equations_jit,
     sum_of_squares_jit,
 )
@@ -136,14 +135,13 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
     if not np.isfinite(largest):
         return params, False, 1, 1
     w = np.empty(m)
-    # Well-conditioned (no term constant up to rounding, every pivot of the terms scaled to unit
-    # norm clear of rounding): the solve is the least-squares solution.
-    if largest <= 0.0 or not equilibrated_solve_jit(gram, rhs, means, n, w, 1e-300):
+    # Well-conditioned (every pivot clear of rounding): the solve is the least-squares solution.
+    if largest <= 0.0 or not cholesky_solve_jit(gram, rhs, w, 1e-300):
         return params, False, 1, 2
     intercept = y_mean
     for i in range(m):
         intercept -= w[i] * means[i]
-        if not np.isfinite(w[i]):
+        if not np.isfinite(w[i]) or gram[i, i] < 1e-10 * largest:
             return params, False, 1, 2
     if not np.isfinite(intercept):
         return params, False, 1, 1

@@ -15,13 +15,7 @@ import numpy as np
 
 from dgsr.core.kernels.compiler import compile_kernel
 
-__all__ = ["CONSTANT_SPREAD", "centered_normal_equations_jit", "cholesky_solve_jit", "equilibrated_solve_jit",
-           "normal_equations_jit",
-           "sum_of_squares_jit"]
-
-#: A term whose spread over the rows is below this share of its mean (in absolute value) is
-#: constant up to rounding: a weight on it would fit rounding noise.
-CONSTANT_SPREAD = 1e-10
+__all__ = ["centered_normal_equations_jit", "cholesky_solve_jit", "normal_equations_jit", "sum_of_squares_jit"]
 
 
 def _cholesky_solve(a, b, out, floor):  # pragma: no cover - compiled below
@@ -51,33 +45,6 @@ def _cholesky_solve(a, b, out, floor):  # pragma: no cover - compiled below
         for k in range(i + 1, p):
             total -= low[k, i] * out[k]
         out[i] = total / low[i, i]
-    return True
-
-
-def _equilibrated_solve(gram, rhs, means, n, out, floor):  # pragma: no cover - compiled below
-    """Solve the centred normal equations ``gram w = rhs`` of ``m`` terms (their ``means``, over
-    ``n`` rows) into ``out``, each term scaled to unit norm first, so that whether two terms are
-    collinear depends on their correlation, not on their units: a term of values near 1e-6 beside
-    one near 1e3 is as independent as it looks. False (``out`` undefined) when a term is constant
-    up to rounding (:data:`CONSTANT_SPREAD`) or not finite, or when a squared pivot of the scaled
-    system is not above ``floor`` (1 minus the share of a term explained by the ones before it)."""
-    m = gram.shape[0]
-    scale = np.empty(m)
-    for i in range(m):
-        d = gram[i, i]
-        if not (d > 0.0 and np.isfinite(d)) or d <= (CONSTANT_SPREAD * means[i]) ** 2 * n:
-            return False
-        scale[i] = 1.0 / np.sqrt(d)
-    a = np.empty((m, m))
-    b = np.empty(m)
-    for i in range(m):
-        for j in range(m):
-            a[i, j] = gram[i, j] * scale[i] * scale[j]
-        b[i] = rhs[i] * scale[i]
-    if not cholesky_solve_jit(a, b, out, floor):
-        return False
-    for i in range(m):
-        out[i] *= scale[i]
     return True
 
 
@@ -248,7 +215,6 @@ _row_sums_jit = compile_kernel(_row_sums, reassociate=True)
 _cross_pairs_jit = compile_kernel(_cross_pairs)
 _cross_sums_jit = compile_kernel(_cross_sums, reassociate=True)
 cholesky_solve_jit = compile_kernel(_cholesky_solve)
-equilibrated_solve_jit = compile_kernel(_equilibrated_solve)
 # Sums over rows, in vector lanes (compile_kernel's ``reassociate``).
 centered_normal_equations_jit = compile_kernel(_centered_normal_equations, reassociate=True)
 normal_equations_jit = compile_kernel(_normal_equations, reassociate=True)

@@ -24,16 +24,15 @@ from typing import NamedTuple
 import numpy as np
 
 from dgsr.core.kernels.compiler import compile_kernel
-from dgsr.core.kernels.linalg import centered_normal_equations_jit, equilibrated_solve_jit
+from dgsr.core.kernels.linalg import centered_normal_equations_jit, cholesky_solve_jit
 from dgsr.core.kernels.rows import binary_in_place_jit, unary_in_place_jit
 from dgsr.core.kernels.structure import structure
 
 __all__ = ["FIT_COLLINEAR", "FIT_DONE", "FIT_NON_FINITE", "FIT_SKIPPED", "EncodedSum", "SumScore", "encode_sum",
            "score_sum", "score_sum_jit"]
 
-# A term whose squared Cholesky pivot, with every term scaled to unit norm, falls below this (1
-# minus the share of it the terms before explain) is treated as collinear: numpy's lstsq (rcond
-# 1e-12, on the same scaled terms) handles those, not Cholesky.
+# A term weight whose Cholesky pivot (squared) falls below this share of the largest diagonal
+# entry is treated as collinear: numpy's lstsq (rcond 1e-12) handles those, not Cholesky.
 _COLLINEAR = 1e-10
 
 # Status of the term fit.
@@ -133,8 +132,8 @@ def _fit_distinct(values, distinct, y, residual, solved, n):  # pragma: no cover
         if not (np.isfinite(means[i]) and np.isfinite(gram[i, i]) and np.isfinite(rhs[i])):
             return 1, 0.0, 0.0
         largest = max(largest, gram[i, i])
-    # Each term scaled to unit norm, each squared pivot checked: below, numpy's lstsq decides.
-    if not largest > 0.0 or not equilibrated_solve_jit(gram, rhs, means, n, solved, _COLLINEAR):
+    # Each squared pivot checked against the scale of the diagonal: below it, numpy's lstsq decides.
+    if not largest > 0.0 or not cholesky_solve_jit(gram, rhs, solved, _COLLINEAR * largest):
         return 2, 0.0, 0.0
     intercept = y_mean
     for i in range(k):
