@@ -1,6 +1,8 @@
 """The SymPy time cap: it interrupts code that swallows exceptions, and leaves no alarm behind."""
 
+import gc
 import signal
+import sys
 import threading
 import time
 
@@ -75,9 +77,6 @@ def test_an_alarm_dropped_in_a_gc_callback_is_not_reported_and_fires_again():
     # A garbage-collector callback (hypothesis installs one) that is running when the alarm lands
     # drops it through sys.unraisablehook; pytest's hook formats what it gets, and a retried alarm
     # landing in that formatting failed a test. The dropped alarm is not reported at all.
-    import gc
-    import sys
-
     reported = []
     slow_calls = [0]
 

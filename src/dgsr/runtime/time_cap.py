@@ -62,8 +62,8 @@ def run_capped(fn: Callable[[], T], seconds: float) -> tuple[bool, T | None]:
         if not isinstance(unraisable.exc_value, _Alarm):
             reporter(unraisable)
 
-    sys.unraisablehook = _pass_over_alarms
     previous = signal.signal(signal.SIGALRM, _alarm)
+    sys.unraisablehook = _pass_over_alarms
     started = time.monotonic()
     outer = 0.0
     finished, value = False, None
