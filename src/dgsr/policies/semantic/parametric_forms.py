@@ -61,6 +61,18 @@ _REFINE_STEPS = 100
 _INNER_STARTS = 2
 #: Rows the screening fits use (evenly spread over the fit rows).
 _SCREEN_ROWS = 100
+#: The chains whose sums of two (:func:`chain_pair`) the library tries: two exponentials, sines,
+#: powers, poles or peaks of one variable (the sum of two squares or roots is one of them again).
+PAIR_SHAPES = (("exp",), ("sin",), (POWER,), ("inv",), ("exp", "sq"))
+#: A pair's second term also starts as its first with the first constant (a rate, a frequency,
+#: an exponent, a width) times each of these: the other term's scale is rarely the first's.
+_PAIR_RESCALES = (3.0, 1.0 / 3.0)
+#: The chains of those shapes that screen best, each tried as a pair's first term.
+_PAIR_FIRSTS = 4
+#: The pairs that screen best, refined on all rows.
+_PAIR_BASES = 2
+#: A pair joins the library when it leaves at most this share of the best chain's squared error.
+_PAIR_GAIN = 0.5
 
 
 def _affine(e: Expression, a: float, b: float) -> Expression:
@@ -150,18 +162,21 @@ def chain_starts(shape: Sequence[str], variable: int, columns: np.ndarray) -> li
 
 
 def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
-              linear_values: np.ndarray | None, steps: int = _STEPS) -> tuple[Expression | None, float]:
+              linear_values: np.ndarray | None, steps: int = _STEPS,
+              pairs: bool = False) -> tuple[Expression | None, float]:
     """The start whose constants, fitted to ``y`` with a weight and an intercept (and weights for
     the rows of ``linear_values``, fitted jointly), leave the least squared error, and that
-    error; ``(None, inf)`` when no start gives finite values."""
+    error; ``(None, inf)`` when no start gives finite values. ``pairs``: each start is a sum
+    ``add(first, second)`` whose two terms get a weight each."""
     best, best_loss = None, math.inf
     for start in starts:
         fitted = fit_inner_constants(start, columns, y, steps=steps).expression
         with np.errstate(all="ignore"):
-            v = evaluate_columns(fitted, columns)
-            if not np.all(np.isfinite(v)) or float(np.ptp(v)) <= 0:
+            parts = _split(fitted) if pairs else [fitted]
+            v = np.vstack([evaluate_columns(p, columns) for p in parts])
+            if not np.all(np.isfinite(v)) or float(np.min(np.ptp(v, axis=1))) <= 0:
                 continue
-            design = v[None, :] if linear_values is None else np.vstack([v[None, :], linear_values])
+            design = v if linear_values is None else np.vstack([v, linear_values])
             fit = fit_term_weights(design, y)
         if fit is not None and math.isfinite(fit[2]) and fit[2] < best_loss:
             best, best_loss = fitted, float(fit[2])
@@ -171,7 +186,8 @@ def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
 def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
                 linear: Sequence[int], keep: int, memo: dict | None = None) -> list[Expression]:
     """The ``keep`` chains over ``variables`` that explain ``y`` best (with the ``linear`` columns
-    beside them), best first, then each variable's best one-operator chain not among them;
+    beside them), best first, then each variable's best one-operator chain not among them, then
+    the two terms of each :func:`chain_pair` that explains ``y`` far better than any chain alone;
     ``memo`` (a dict kept for these rows) holds each chain's fit."""
     shapes = chain_shapes(allowed)
     linear_values = np.vstack([columns[i] for i in linear]) if linear else None
@@ -180,6 +196,7 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     screen = np.unique(np.linspace(0, columns.shape[1] - 1, min(columns.shape[1], _SCREEN_ROWS)).astype(int))
     screen_linear = None if linear_values is None else linear_values[:, screen]
     scored: list[tuple[float, int, Expression]] = []
+    origin: dict[int, tuple[tuple[str, ...], int]] = {}  # order -> (shape, variable)
     simplest: dict[int, tuple[float, int, Expression]] = {}  # per variable, its best one-operator chain
     for i in variables:
         for shape in shapes:
@@ -192,6 +209,7 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
                 if memo is not None:
                     memo[key] = (form, loss)
             if form is not None:
+                origin[len(scored)] = (shape, i)
                 scored.append((loss, len(scored), form))
                 if len(shape) == 1 and loss < simplest.get(i, (math.inf,))[0]:
                     simplest[i] = (loss, len(scored) - 1, form)
@@ -216,4 +234,63 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     keys = {form.key() for form in best}
     best.extend(form for _, _, form in sorted(simplest.values(), key=lambda s: (s[0], s[1]))
                 if form.key() not in keys)
+    best.extend(_best_pairs(scored, origin, columns, y, linear, linear_values, screen,
+                            refined[0][0] if refined else math.inf, memo))
     return best
+
+
+def _best_pairs(scored: list[tuple[float, int, Expression]], origin: dict[int, tuple[tuple[str, ...], int]],
+                columns: np.ndarray, y: np.ndarray, linear: Sequence[int], linear_values: np.ndarray | None,
+                screen: np.ndarray, best_loss: float, memo: dict | None) -> list[Expression]:
+    """The terms of the :data:`_PAIR_BASES` :func:`chain_pair` sums (from the :data:`_PAIR_FIRSTS`
+    best chains of a :data:`PAIR_SHAPES` shape in ``scored``, the screened chains, best first) that screen best, refined on all
+    rows, each kept where it leaves at most :data:`_PAIR_GAIN` of ``best_loss`` (the best refined
+    chain's squared error): a pair whose second term only fits noise is not worth the room."""
+    screen_linear = None if linear_values is None else linear_values[:, screen]
+    pairs: list[tuple[float, int, Expression]] = []
+    bases = [(order, form) for _, order, form in scored if origin[order][0] in PAIR_SHAPES][:_PAIR_FIRSTS]
+    for order, form in bases:
+        shape, i = origin[order]
+        key = ("pair", form.key(), tuple(linear))
+        if memo is not None and key in memo:
+            pair, loss = memo[key]
+        else:
+            pair, loss = chain_pair(form, chain_starts(shape, i, columns), columns[:, screen], y[screen],
+                                    screen_linear)
+            if memo is not None:
+                memo[key] = (pair, loss)
+        if pair is not None:
+            pairs.append((loss, order, pair))
+    out: list[Expression] = []
+    for _, _, pair in sorted(pairs, key=lambda s: (s[0], s[1]))[:_PAIR_BASES]:
+        key = ("refined pair", pair.key())
+        if memo is not None and key in memo:
+            refined, loss = memo[key]
+        else:
+            refined, loss = fit_chain([pair], columns, y, linear_values, steps=_REFINE_STEPS, pairs=True)
+            if memo is not None:
+                memo[key] = (refined, loss)
+        if refined is not None and loss <= _PAIR_GAIN * best_loss:
+            out.extend(_split(refined))
+    return out
+
+
+def chain_pair(first: Expression, starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
+               linear_values: np.ndarray | None) -> tuple[Expression | None, float]:
+    """``add(first, second)`` with ``second`` from the ``starts`` of ``first``'s own shape and
+    variable, fitted as ``w1*first + w2*second + b`` with all constants together, and its squared
+    error; ``(None, inf)`` when no start gives finite values. A sum of two terms of one kind with
+    constants of their own (two exponential decays, two frequencies, an attractive and a
+    repulsive power, an anodic and a cathodic exponential) is not in a library of single terms
+    fitted to ``y`` alone: each term's constants depend on what the other leaves. ``first``
+    rescaled (:data:`_PAIR_RESCALES`) starts the second term too."""
+    rescaled = [first.with_constants([first.constants[0] * f, *first.constants[1:]])
+                for f in _PAIR_RESCALES if first.n_constants]
+    return fit_chain([Expression.combine("add", first, start) for start in [*starts, *rescaled]], columns, y,
+                     linear_values, pairs=True)
+
+
+def _split(pair: Expression) -> list[Expression]:
+    """The two terms of ``add(first, second)``."""
+    first, second = pair.children(0)
+    return [pair.subtree(first), pair.subtree(second)]
