@@ -362,6 +362,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   max_size: int = 6, fit_parametric: bool = False,
                   max_parametric_variables: int = 5,
                   max_chain_variables: int = 3, max_chains: int = 4, pair_forms: bool = True,
+                  chain_pairs: bool = False,
                   extra_operands: Iterable[Expression] = (),
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
                   fit_memo: FitMemo | None = None) -> OperandLibrary:
@@ -375,7 +376,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ``max_chains`` chains ``op(a*x + b)`` over the ``max_chain_variables`` most related variables
     (:mod:`dgsr.policies.semantic.parametric_forms`) join them, the ones that explain ``y`` best
     (with none, the single-variable sines of before); ``pair_forms``: also the two-variable forms
-    and the bumps over 3-5 variables.
+    and the bumps over 3-5 variables; ``chain_pairs``: also the terms of the sums of two chains
+    that explain ``y`` far better than one (:func:`~dgsr.policies.semantic.parametric_forms.chain_pair`).
     ``fit_rows`` = ``(columns, y)`` of other rows to fit the parametric constants on (more rows
     than the scoring ones: a sine of a shifted product fitted on 100 rows lands in a wrong local
     optimum far more often than on 300). ``fit_memo``: fits kept from earlier calls on the same
@@ -423,7 +425,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         # operators over the most related variables (dgsr.policies.semantic.parametric_forms).
         if max_chains > 0:
             fits.extend(best_chains(sorted(pairs[:max_chain_variables]), fit_columns, fit_y, allowed_ops, linear,
-                                    max_chains, memo=None if memo is None else memo.fits))
+                                    max_chains, memo=None if memo is None else memo.fits, pairs=chain_pairs))
         parametric = [form for form in fits if form is not None]
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]

@@ -71,7 +71,7 @@ _PAIR_RESCALES = (3.0, 1.0 / 3.0)
 _PAIR_FIRSTS = 4
 #: The pairs that screen best, refined on all rows.
 _PAIR_BASES = 2
-#: A pair joins the library when it leaves at most this share of the best chain's squared error.
+#: A pair counts when it leaves at most this share of its first term's squared error alone.
 _PAIR_GAIN = 0.5
 
 
@@ -184,11 +184,11 @@ def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
 
 
 def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
-                linear: Sequence[int], keep: int, memo: dict | None = None) -> list[Expression]:
+                linear: Sequence[int], keep: int, memo: dict | None = None, pairs: bool = True) -> list[Expression]:
     """The ``keep`` chains over ``variables`` that explain ``y`` best (with the ``linear`` columns
     beside them), best first, then each variable's best one-operator chain not among them, then
-    the two terms of each :func:`chain_pair` that explains ``y`` far better than any chain alone;
-    ``memo`` (a dict kept for these rows) holds each chain's fit."""
+    (with ``pairs``) the two terms of each :func:`chain_pair` that explains ``y`` far better than
+    any chain alone; ``memo`` (a dict kept for these rows) holds each chain's fit."""
     shapes = chain_shapes(allowed)
     linear_values = np.vstack([columns[i] for i in linear]) if linear else None
     # The screening fits run on a spread subset of the rows (a chain's shape shows on a hundred
@@ -234,22 +234,24 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     keys = {form.key() for form in best}
     best.extend(form for _, _, form in sorted(simplest.values(), key=lambda s: (s[0], s[1]))
                 if form.key() not in keys)
-    best.extend(_best_pairs(scored, origin, columns, y, linear, linear_values, screen,
-                            refined[0][0] if refined else math.inf, memo))
+    if not pairs:
+        return best
+    best.extend(_best_pairs(scored, origin, columns, y, linear, linear_values, screen, memo))
     return best
 
 
 def _best_pairs(scored: list[tuple[float, int, Expression]], origin: dict[int, tuple[tuple[str, ...], int]],
                 columns: np.ndarray, y: np.ndarray, linear: Sequence[int], linear_values: np.ndarray | None,
-                screen: np.ndarray, best_loss: float, memo: dict | None) -> list[Expression]:
-    """The terms of the :data:`_PAIR_BASES` :func:`chain_pair` sums (from the :data:`_PAIR_FIRSTS`
-    best chains of a :data:`PAIR_SHAPES` shape in ``scored``, the screened chains, best first) that screen best, refined on all
-    rows, each kept where it leaves at most :data:`_PAIR_GAIN` of ``best_loss`` (the best refined
-    chain's squared error): a pair whose second term only fits noise is not worth the room."""
+                screen: np.ndarray, memo: dict | None) -> list[Expression]:
+    """The terms of the :data:`_PAIR_BASES` :func:`chain_pair` sums that screen best, refined on
+    all rows. Each pair starts from one of the :data:`_PAIR_FIRSTS` best screened chains of a
+    :data:`PAIR_SHAPES` shape in ``scored`` and counts only where it leaves at most
+    :data:`_PAIR_GAIN` of that chain's squared error: a second term that only fits noise is not
+    worth the library's room."""
     screen_linear = None if linear_values is None else linear_values[:, screen]
     pairs: list[tuple[float, int, Expression]] = []
-    bases = [(order, form) for _, order, form in scored if origin[order][0] in PAIR_SHAPES][:_PAIR_FIRSTS]
-    for order, form in bases:
+    bases = [(loss, order, form) for loss, order, form in scored if origin[order][0] in PAIR_SHAPES][:_PAIR_FIRSTS]
+    for first_loss, order, form in bases:
         shape, i = origin[order]
         key = ("pair", form.key(), tuple(linear))
         if memo is not None and key in memo:
@@ -259,18 +261,18 @@ def _best_pairs(scored: list[tuple[float, int, Expression]], origin: dict[int, t
                                     screen_linear)
             if memo is not None:
                 memo[key] = (pair, loss)
-        if pair is not None:
+        if pair is not None and loss <= _PAIR_GAIN * first_loss:
             pairs.append((loss, order, pair))
     out: list[Expression] = []
     for _, _, pair in sorted(pairs, key=lambda s: (s[0], s[1]))[:_PAIR_BASES]:
         key = ("refined pair", pair.key())
         if memo is not None and key in memo:
-            refined, loss = memo[key]
+            refined = memo[key]
         else:
-            refined, loss = fit_chain([pair], columns, y, linear_values, steps=_REFINE_STEPS, pairs=True)
+            refined = fit_chain([pair], columns, y, linear_values, steps=_REFINE_STEPS, pairs=True)[0]
             if memo is not None:
-                memo[key] = (refined, loss)
-        if refined is not None and loss <= _PAIR_GAIN * best_loss:
+                memo[key] = refined
+        if refined is not None:
             out.extend(_split(refined))
     return out
 

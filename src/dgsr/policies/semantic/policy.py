@@ -151,6 +151,10 @@ class SemanticPolicy:
     free_exponents:
         Power laws keep exponents that are no half-integer as fitted (``x**0.65``), where the data
         are a product of powers; off, they are rounded to halves or left out.
+    chain_pairs:
+        With ``inner_chains``, also sums of two chains of one shape fitted together (two
+        exponentials, sines, powers, poles or peaks of one variable,
+        :func:`~dgsr.policies.semantic.parametric_forms.chain_pair`), whose terms join the library.
     pair_operands:
         With ``parametric_operands``, also the two-variable forms (``sin(c*u + d)``, ``sq(u - c)``,
         ``inv(u + c)`` of a pair's product or sum, the sine of a shifted product) and the bumps
@@ -164,7 +168,7 @@ class SemanticPolicy:
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
-                 pair_operands: bool = True):
+                 pair_operands: bool = True, chain_pairs: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
@@ -178,6 +182,7 @@ class SemanticPolicy:
         self.inner_chains = inner_chains
         self.free_exponents = free_exponents
         self.pair_operands = pair_operands
+        self.chain_pairs = chain_pairs
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -209,7 +214,8 @@ class SemanticPolicy:
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo(),
                                 max_chains=getattr(self, "inner_chains", 0),
-                                pair_forms=getattr(self, "pair_operands", True))
+                                pair_forms=getattr(self, "pair_operands", True),
+                                chain_pairs=getattr(self, "chain_pairs", False))
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
