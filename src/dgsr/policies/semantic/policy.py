@@ -145,16 +145,14 @@ class SemanticPolicy:
         Add the monomials read off a log-space regression of ``y`` on the variables to the
         library (:func:`~dgsr.policies.semantic.power_law.power_law_operands`).
     inner_chains:
-        Chains ``op(a*x + b)`` of one or two unary operators (constants inside nonlinear parts,
-        :mod:`~dgsr.policies.semantic.parametric_forms`) kept in the library, those that explain
-        ``y`` best (0: none).
+        Chains ``op(a*x + b)`` of one or two unary operators (:mod:`~dgsr.policies.semantic.parametric_forms`)
+        kept in the library, those that explain ``y`` best (0: none).
     free_exponents:
         Power laws keep exponents that are no half-integer as fitted (``x**0.65``), where the data
         are a product of powers; off, they are rounded to halves or left out.
     chain_pairs:
-        With ``inner_chains``, also sums of two chains of one shape fitted together (two
-        exponentials, sines, powers, poles or peaks of one variable,
-        :func:`~dgsr.policies.semantic.parametric_forms.chain_pair`), whose terms join the library.
+        With ``inner_chains``, also the terms of sums of two chains of one shape fitted together
+        (:func:`~dgsr.policies.semantic.parametric_forms.chain_pair`: two exponentials, sines, ...).
     pair_operands:
         With ``parametric_operands``, also the two-variable forms (``sin(c*u + d)``, ``sq(u - c)``,
         ``inv(u + c)`` of a pair's product or sum, the sine of a shifted product) and the bumps
@@ -176,13 +174,9 @@ class SemanticPolicy:
         self.max_nodes = max_nodes
         self.temperature = temperature
         self.size_penalty = size_penalty
-        self.parametric_operands = parametric_operands
-        self.additive_roots = additive_roots
-        self.power_laws = power_laws
-        self.inner_chains = inner_chains
-        self.free_exponents = free_exponents
+        self.parametric_operands, self.additive_roots, self.power_laws = parametric_operands, additive_roots, power_laws
+        self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands = pair_operands
-        self.chain_pairs = chain_pairs
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
