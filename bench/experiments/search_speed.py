@@ -7,7 +7,8 @@ this process) together with the evaluations it spent (under ``model_selection="c
 on all rows gets part of the budget), not the fold searches, the polish or the simplification.
 Prints each set's best evaluations per CPU second over ``--repeats`` and their geometric mean.
 ``--all-searches``: every search of the fit instead (the fold searches too, each with its own
-operand library), at the fit's end.
+operand library), at the fit's end. Also prints the CPU time the semantic policy spent building
+its operand libraries (``build_library``) within the timed searches.
 Compare two versions by running it from each tree, alternating: CPU time depends far less on
 the machine's load than wall time does.
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from dgsr import SymbolicRegressor
 from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
+from dgsr.policies.semantic import policy as semantic_policy
 from dgsr.search import parallel
 
 
@@ -64,6 +66,17 @@ def main() -> None:
         return result
 
     parallel.run_search = timed_search
+    library_seconds: list[float] = []
+    build_library = semantic_policy.build_library
+
+    def timed_library(*a, **k):
+        start = time.process_time()
+        try:
+            return build_library(*a, **k)
+        finally:
+            library_seconds.append(time.process_time() - start)
+
+    semantic_policy.build_library = timed_library
     best: dict[str, float] = {}
     for _ in range(args.repeats):
         for name, X, y in problems:
@@ -74,10 +87,13 @@ def main() -> None:
             except _SearchDone:
                 pass
             sec, ev = (sum(values) for values in zip(*seconds))
+            library = sum(library_seconds)
             seconds.clear()
+            library_seconds.clear()
             rate = ev / sec
             best[name] = max(best.get(name, 0.0), rate)
-            print(f"  {name}: {sec:.2f} s, {ev:.0f} evaluations, {rate:.0f}/s", flush=True)
+            print(f"  {name}: {sec:.2f} s, {ev:.0f} evaluations, {rate:.0f}/s; operand libraries {library:.2f} s "
+                  f"({library / sec:.0%})", flush=True)
     for name, r in best.items():
         print(f"{name}: {r:.0f} evaluations/s")
     import statistics

@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|nochainpair|nochain|nofree|nopair|units))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|units))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -81,7 +81,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
-                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|nochainpair|nochain|nofree|nopair|units", match.group(1)):
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|units", match.group(1)):
         if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
             options["policy"] = "learned"
             options["use_value"] = True
@@ -91,8 +91,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["additive_roots"] = False
         elif token == "nopow":  # the semantic policy without power-law operands
             options["power_laws"] = False
-        elif token == "nochainpair":  # chains, but not the sums of two chains of one shape
-            options["chain_pairs"] = False
+        elif token == "chainpair":  # also the sums of two chains of one shape (off by default)
+            options["chain_pairs"] = True
         elif token == "nochain":  # the semantic policy without chains op(a*x + b) in its library
             options["inner_chains"] = 0
         elif token == "nofree":  # power laws with half-integer exponents only

@@ -153,6 +153,7 @@ class SemanticPolicy:
     chain_pairs:
         With ``inner_chains``, also the terms of sums of two chains of one shape fitted together
         (:func:`~dgsr.policies.semantic.parametric_forms.chain_pair`: two exponentials, sines, ...).
+        Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-28-chain-pairs.md).
     pair_operands:
         With ``parametric_operands``, also the two-variable forms (``sin(c*u + d)``, ``sq(u - c)``,
         ``inv(u + c)`` of a pair's product or sum, the sine of a shifted product) and the bumps
@@ -166,7 +167,7 @@ class SemanticPolicy:
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
-                 pair_operands: bool = True, chain_pairs: bool = True):
+                 pair_operands: bool = True, chain_pairs: bool = False):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
