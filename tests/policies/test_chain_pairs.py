@@ -74,17 +74,17 @@ def test_without_the_pairs_the_same_budget_does_not_recover_it(name: str) -> Non
 def test_the_pair_terms_carry_the_laws_own_constants() -> None:
     x = np.random.default_rng(2).uniform(0.0, 8.0, 300)
     y = 3.1 * np.exp(-0.37 * x) + 1.4 * np.exp(-2.9 * x)
-    terms = best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {})
+    terms = best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {}, pairs=True)
     rates = sorted(t.constants[0] for t in terms if t.symbols[:3] == ("exp", "add", "mul") and t.size == 6)
     assert any(r == pytest.approx(-2.9, rel=1e-4) for r in rates), rates
     assert any(r == pytest.approx(-0.37, rel=1e-4) for r in rates), rates
-    assert len(best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {}, pairs=False)) < len(terms)
+    assert len(best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {})) < len(terms)
 
 
 def test_noise_gets_no_pair() -> None:
     rng = np.random.default_rng(4)
     x = rng.uniform(0.0, 8.0, 300)
     y = 2.0 * np.exp(-0.5 * x) + 0.05 * rng.normal(size=300)  # one decay: a second term only fits noise
-    with_pairs = best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {})
-    without = best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {}, pairs=False)
+    with_pairs = best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {}, pairs=True)
+    without = best_chains([0], x[None, :], y, ALL_OPERATORS, [], 4, {})
     assert [t.key() for t in with_pairs] == [t.key() for t in without]

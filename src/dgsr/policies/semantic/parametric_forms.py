@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,8 @@ from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import OPERATORS
+
+T = TypeVar("T")
 
 #: The unary operators of the chains: ``cos`` is ``sin`` with a phase, ``tan`` has poles
 #: everywhere its argument spans more than a period.
@@ -184,7 +187,7 @@ def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
 
 
 def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
-                linear: Sequence[int], keep: int, memo: dict | None = None, pairs: bool = True) -> list[Expression]:
+                linear: Sequence[int], keep: int, memo: dict | None = None, pairs: bool = False) -> list[Expression]:
     """The ``keep`` chains over ``variables`` that explain ``y`` best (with the ``linear`` columns
     beside them), best first, then each variable's best one-operator chain not among them, then
     (with ``pairs``) the two terms of each :func:`chain_pair` that explains ``y`` far better than
@@ -196,20 +199,14 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     screen = np.unique(np.linspace(0, columns.shape[1] - 1, min(columns.shape[1], _SCREEN_ROWS)).astype(int))
     screen_linear = None if linear_values is None else linear_values[:, screen]
     scored: list[tuple[float, int, Expression]] = []
-    origin: dict[int, tuple[tuple[str, ...], int]] = {}  # order -> (shape, variable)
+    origins: list[tuple[tuple[str, ...], int]] = []  # (shape, variable) of each scored chain, by its order
     simplest: dict[int, tuple[float, int, Expression]] = {}  # per variable, its best one-operator chain
     for i in variables:
         for shape in shapes:
-            key = ("chain", i, shape, tuple(linear))
-            if memo is not None and key in memo:
-                form, loss = memo[key]
-            else:
-                form, loss = fit_chain(chain_starts(shape, i, columns), columns[:, screen], y[screen],
-                                       screen_linear)
-                if memo is not None:
-                    memo[key] = (form, loss)
+            form, loss = _memoised(memo, ("chain", i, shape, tuple(linear)), _screened_chain,
+                                   shape, i, columns, y, screen, screen_linear)
             if form is not None:
-                origin[len(scored)] = (shape, i)
+                origins.append((shape, i))
                 scored.append((loss, len(scored), form))
                 if len(shape) == 1 and loss < simplest.get(i, (math.inf,))[0]:
                     simplest[i] = (loss, len(scored) - 1, form)
@@ -218,13 +215,8 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     # (exp(a/(T + d)) for an activation, where d goes to 0 slowly), which 20 steps do not cross.
     refined: list[tuple[float, int, Expression]] = []
     for loss, order, form in scored[:3 * keep]:
-        key = ("refined", form.key())
-        if memo is not None and key in memo:
-            better, better_loss = memo[key]
-        else:
-            better, better_loss = fit_chain([form], columns, y, linear_values, steps=_REFINE_STEPS)
-            if memo is not None:
-                memo[key] = (better, better_loss)
+        better, better_loss = _memoised(memo, ("refined", form.key()), fit_chain,
+                                        [form], columns, y, linear_values, steps=_REFINE_STEPS)
         if better is not None:  # losses on all rows, comparable with each other
             refined.append((better_loss, order, better))
     refined.sort(key=lambda s: (s[0], s[1]))
@@ -236,42 +228,52 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
                 if form.key() not in keys)
     if not pairs:
         return best
-    best.extend(_best_pairs(scored, origin, columns, y, linear, linear_values, screen, memo))
+    best.extend(_best_pairs(scored, origins, columns, y, linear, linear_values, screen, screen_linear, memo))
     return best
 
 
-def _best_pairs(scored: list[tuple[float, int, Expression]], origin: dict[int, tuple[tuple[str, ...], int]],
+def _screened_chain(shape: Sequence[str], variable: int, columns: np.ndarray, y: np.ndarray, screen: np.ndarray,
+                    screen_linear: np.ndarray | None) -> tuple[Expression | None, float]:
+    """:func:`fit_chain` from the starts of ``shape`` over ``variable``, on the ``screen`` rows."""
+    return fit_chain(chain_starts(shape, variable, columns), columns[:, screen], y[screen], screen_linear)
+
+
+def _screened_pair(first: Expression, shape: Sequence[str], variable: int, columns: np.ndarray, y: np.ndarray,
+                   screen: np.ndarray, screen_linear: np.ndarray | None) -> tuple[Expression | None, float]:
+    """:func:`chain_pair` of ``first`` (a chain of ``shape`` over ``variable``) on the ``screen`` rows."""
+    return chain_pair(first, chain_starts(shape, variable, columns), columns[:, screen], y[screen], screen_linear)
+
+
+def _memoised(memo: dict | None, key: tuple, compute: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``memo[key]``, which ``compute(*args, **kwargs)`` gives and ``memo`` keeps the first time
+    (without a memo: computed)."""
+    if memo is None:
+        return compute(*args, **kwargs)
+    if key not in memo:
+        memo[key] = compute(*args, **kwargs)
+    return memo[key]
+
+
+def _best_pairs(scored: list[tuple[float, int, Expression]], origins: list[tuple[tuple[str, ...], int]],
                 columns: np.ndarray, y: np.ndarray, linear: Sequence[int], linear_values: np.ndarray | None,
-                screen: np.ndarray, memo: dict | None) -> list[Expression]:
+                screen: np.ndarray, screen_linear: np.ndarray | None, memo: dict | None) -> list[Expression]:
     """The terms of the :data:`_PAIR_BASES` :func:`chain_pair` sums that screen best, refined on
     all rows. Each pair starts from one of the :data:`_PAIR_FIRSTS` best screened chains of a
     :data:`PAIR_SHAPES` shape in ``scored`` and counts only where it leaves at most
     :data:`_PAIR_GAIN` of that chain's squared error: a second term that only fits noise is not
     worth the library's room."""
-    screen_linear = None if linear_values is None else linear_values[:, screen]
     pairs: list[tuple[float, int, Expression]] = []
-    bases = [(loss, order, form) for loss, order, form in scored if origin[order][0] in PAIR_SHAPES][:_PAIR_FIRSTS]
+    bases = [(loss, order, form) for loss, order, form in scored if origins[order][0] in PAIR_SHAPES][:_PAIR_FIRSTS]
     for first_loss, order, form in bases:
-        shape, i = origin[order]
-        key = ("pair", form.key(), tuple(linear))
-        if memo is not None and key in memo:
-            pair, loss = memo[key]
-        else:
-            pair, loss = chain_pair(form, chain_starts(shape, i, columns), columns[:, screen], y[screen],
-                                    screen_linear)
-            if memo is not None:
-                memo[key] = (pair, loss)
+        shape, i = origins[order]
+        pair, loss = _memoised(memo, ("pair", form.key(), tuple(linear)), _screened_pair,
+                               form, shape, i, columns, y, screen, screen_linear)
         if pair is not None and loss <= _PAIR_GAIN * first_loss:
             pairs.append((loss, order, pair))
     out: list[Expression] = []
     for _, _, pair in sorted(pairs, key=lambda s: (s[0], s[1]))[:_PAIR_BASES]:
-        key = ("refined pair", pair.key())
-        if memo is not None and key in memo:
-            refined = memo[key]
-        else:
-            refined = fit_chain([pair], columns, y, linear_values, steps=_REFINE_STEPS, pairs=True)[0]
-            if memo is not None:
-                memo[key] = refined
+        refined, _ = _memoised(memo, ("refined pair", pair.key()), fit_chain,
+                               [pair], columns, y, linear_values, steps=_REFINE_STEPS, pairs=True)
         if refined is not None:
             out.extend(_split(refined))
     return out
