@@ -199,7 +199,7 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     # Kept only when asked for: the one part of the fitted state that grows with the search.
     archive = kept_archive(result.archive, entries) if config.warm_start else None
     if split is None:
-        return cross_validated(config, entries, X, y, w, polish_rng, plan, ledger), archive
+        return cross_validated(config, entries, X, y, w, polish_rng, plan, ledger, policy), archive
     outcome = validated(entries, split, X_all, y_all, w_all, polish_rng, plan, ledger)  # scored again: penalise again
     return replace(outcome, entries=penalised(outcome.entries, config.search_units)), archive
 

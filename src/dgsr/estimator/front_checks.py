@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -68,10 +69,12 @@ def validated(entries: list[FrontEntry], split: Split, X: np.ndarray, y: np.ndar
 
 
 def cross_validated(config: FitConfig, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray,
-                    w: np.ndarray | None, rng: np.random.Generator, plan: BudgetPlan, ledger: FitLedger) -> Outcome:
+                    w: np.ndarray | None, rng: np.random.Generator, plan: BudgetPlan, ledger: FitLedger,
+                    policy: Any = None) -> Outcome:
     """The front, with ``"cv"``'s choice among it when the data are small enough to check
     (:mod:`dgsr.estimator.cross_validation`), bounded by the size limit of the whole-search check
-    on tiny data (:mod:`dgsr.estimator.search_cv`); otherwise the caller's rule picks."""
+    on tiny data (:mod:`dgsr.estimator.search_cv`, its fold searches seeded by the search's
+    ``policy``); otherwise the caller's rule picks."""
     n_rows = len(y)
     if not entries or not config.cross_validates(n_rows) or ledger.interrupted:
         return Outcome(entries)
@@ -92,7 +95,7 @@ def cross_validated(config: FitConfig, entries: list[FrontEntry], X: np.ndarray,
     floor = exact_fit_floor(y, w)  # two exact laws: rounding noise must not choose between them
     limit = None
     if config.cross_validates_search(n_rows):
-        limit = _size_limit(config, entries, X, y, w, rng, plan, ledger)
+        limit = _size_limit(config, entries, X, y, w, rng, plan, ledger, policy)
         if limit is not None:
             within = np.array([e.size <= limit for e in entries])
             # Entries above the limit leave the running: every later choice (the undersampled
@@ -104,12 +107,12 @@ def cross_validated(config: FitConfig, entries: list[FrontEntry], X: np.ndarray,
 
 
 def _size_limit(config: FitConfig, entries: list[FrontEntry], X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
-                rng: np.random.Generator, plan: BudgetPlan, ledger: FitLedger) -> int | None:
+                rng: np.random.Generator, plan: BudgetPlan, ledger: FitLedger, policy: Any) -> int | None:
     """:func:`dgsr.estimator.search_cv.size_limit` within what is left of the budget (None when
     nothing is left, or after a Ctrl-C in it)."""
     evals_left = None if plan.max_evaluations is None else plan.max_evaluations - ledger.evaluations
     try:
-        limit, spent, interrupted = size_limit(config, entries, X, y, w, rng, plan.fold_deadline, evals_left)
+        limit, spent, interrupted = size_limit(config, entries, X, y, w, rng, plan.fold_deadline, evals_left, policy)
     except INTERRUPTS as err:
         if not is_interrupt(err):
             raise

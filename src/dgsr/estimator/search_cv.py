@@ -112,8 +112,8 @@ def chosen_limit(errors: np.ndarray, limits: Sequence[int], reached: int) -> int
 
 
 def fold_fronts(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, labels: np.ndarray,
-                seeds: Sequence[int], deadline: float | None, max_evaluations: float | None
-                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, bool]:
+                seeds: Sequence[int], deadline: float | None, max_evaluations: float | None,
+                operands: tuple[Any, ...] | None = None) -> tuple[list[tuple[np.ndarray, np.ndarray]], float, bool]:
     """``(fronts, evaluations, interrupted)``: each fold's front, as :func:`limit_errors` takes it,
     from a search of the other folds' rows (:func:`dgsr.estimator.fit_front.fit_front` on
     :meth:`~dgsr.estimator.fit_config.FitConfig.for_fold_search` of ``config``: chosen by
@@ -121,7 +121,8 @@ def fold_fronts(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray |
     the time left before ``deadline`` (a ``time.perf_counter()``), at most ``max_evaluations``
     evaluations each; its predictions NaN where a formula is undefined), the evaluations all of
     them spent, and whether a Ctrl-C ended one of them. Fewer fronts than folds: the time ran out
-    or a Ctrl-C came."""
+    or a Ctrl-C came. ``operands``: the search on all rows' parametric operands, which the fold
+    searches' libraries refit rather than screen again (:func:`search_operands`)."""
     from dgsr.estimator.fit_front import fit_front
     from dgsr.estimator.fit_search import search_rows
     from dgsr.estimator.input_checks import TrainingData
@@ -134,7 +135,7 @@ def fold_fronts(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray |
         max_time = None if deadline is None else (deadline - time.perf_counter()) / (len(seeds) - k)
         if max_time is not None and max_time < _MIN_FOLD_SECONDS:
             break  # out of time: the fronts are incomplete
-        fold = config.for_fold_search(int(seed), max_time, max_evaluations, fold_policy(config))
+        fold = config.for_fold_search(int(seed), max_time, max_evaluations, fold_policy(config, operands))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fold's notes on its smaller data are not the user's
             start = time.perf_counter()
@@ -148,33 +149,50 @@ def fold_fronts(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray |
     return fronts, spent, False
 
 
-def fold_policy(config: FitConfig) -> Any:
-    """The fold searches' policy: the fit's own, but the semantic policy without its chains
-    (:mod:`dgsr.policies.semantic.parametric_forms`). The chains' fits are a fixed cost per
-    search, paid again in every fold, which on a few dozen rows took most of a short fold
-    search's time, so the folds reached small sizes only and let a large formula through; the
-    folds measure how large a formula the rows support, which the other operands show as well."""
+def fold_policy(config: FitConfig, operands: tuple[Any, ...] | None = None) -> Any:
+    """The fold searches' policy: the fit's own, but the semantic policy's library built from
+    ``operands``, the search on all rows' parametric operands refitted on the fold's rows
+    (:func:`search_operands`), or without ``operands``, without its chains
+    (:mod:`dgsr.policies.semantic.parametric_forms`). Screening every form's starts is a fixed
+    cost per search, paid again in every fold: on a few dozen rows it took most of a short fold
+    search's time, so the folds reached small sizes only and let a large formula through."""
     from dgsr.policies.semantic.policy import SemanticPolicy
 
     spec = config.policy
     if isinstance(spec, str) and spec in ("semantic", "learned"):
         # The folds only measure how large a formula the rows support: the semantic policy does.
-        return SemanticPolicy(operators=config.allowed_operators(), inner_chains=0)
-    if isinstance(spec, SemanticPolicy):
+        policy = SemanticPolicy(operators=config.allowed_operators(), inner_chains=0)
+    elif isinstance(spec, SemanticPolicy):
         policy = copy.copy(spec)
         policy.inner_chains = 0
-        return policy
-    return spec
+    else:
+        return spec
+    policy.seeded_operands = operands
+    return policy
+
+
+def search_operands(policy: Any, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tuple[Any, ...] | None:
+    """The parametric operands of ``policy``'s library on all of ``X, y`` (its scoring rows drawn
+    from ``rng``), for the fold searches to refit (:func:`fold_policy`); None for a policy without
+    them. Built here rather than kept from the search, so they do not depend on ``n_jobs`` (the
+    policy's memo of its fits on these rows makes it cheap after a search in this process)."""
+    from dgsr.policies.semantic.policy import SemanticPolicy
+
+    if not isinstance(policy, SemanticPolicy) or not policy.parametric_operands:
+        return None
+    library = policy.prepare(X, y, rng).library
+    return tuple(e for e, fitted in zip(library.expressions, library.parametric) if fitted)
 
 
 def size_limit(config: FitConfig, entries: Sequence[Any], X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
-               rng: np.random.Generator, deadline: float | None, max_evaluations: float | None
-               ) -> tuple[int | None, float, bool]:
+               rng: np.random.Generator, deadline: float | None, max_evaluations: float | None,
+               policy: Any = None) -> tuple[int | None, float, bool]:
     """``(limit, evaluations, interrupted)``: the size limit the whole-search check supports for
     the front ``entries`` of a fit on ``X, y`` (None where it does not apply: an exact front, no
     budget left, a Ctrl-C), the evaluations spent, and whether a Ctrl-C ended it.
     ``deadline``: ``time.perf_counter()`` by which the fold searches end; ``max_evaluations``:
-    what they may spend together."""
+    what they may spend together; ``policy``: the search's, whose parametric operands the fold
+    searches refit (:func:`search_operands`)."""
     if not entries or max(e.r2 for e in entries) >= NOISE_FREE_R2:
         return None, 0.0, False
     labels = fold_labels(len(y), rng, SEARCH_CV_FOLDS)
@@ -185,7 +203,8 @@ def size_limit(config: FitConfig, entries: Sequence[Any], X: np.ndarray, y: np.n
     if config.verbose:
         print(f"dgsr: {len(y)} rows: repeating the search on {SEARCH_CV_FOLDS} folds to see how large a "
               "formula they support", file=sys.stderr, flush=True)
-    fronts, spent, interrupted = fold_fronts(config, X, y, w, labels, seeds, deadline, fold_evals)
+    operands = search_operands(policy, X, y, rng.spawn(1)[0])
+    fronts, spent, interrupted = fold_fronts(config, X, y, w, labels, seeds, deadline, fold_evals, operands)
     if interrupted or len(fronts) < SEARCH_CV_FOLDS:
         return None, spent, interrupted
     limits = sorted({int(e.size) for e in entries} | {int(s) for sizes, _ in fronts for s in sizes})

@@ -44,6 +44,7 @@ from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.policies.semantic.parametric_forms import best_chains
+from dgsr.policies.semantic.relevance import relevance
 
 #: Levenberg-Marquardt steps that fit a parametric operand's constants to y when the library is built.
 _PARAMETRIC_STEPS = 20
@@ -304,36 +305,6 @@ def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray,
     return best
 
 
-def _rank(v: np.ndarray) -> np.ndarray:
-    return np.argsort(np.argsort(v, kind="stable"), kind="stable").astype(np.float64)
-
-
-def _relevance(columns: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Absolute Spearman correlation of each column with ``y`` and with ``|y - median|``
-    (so symmetric laws such as ``x**2`` count too)."""
-    n_features, n = columns.shape
-    if n < 3:
-        return np.zeros(n_features)
-    targets = [_rank(y), _rank(np.abs(y - np.median(y)))]
-    out = np.zeros(n_features)
-    for j in range(n_features):
-        rx = _rank(columns[j])
-        rx -= rx.mean()
-        sx = float(np.sqrt(rx @ rx))
-        if sx == 0:
-            continue
-        rxs = [rx, _rank(np.abs(columns[j] - np.median(columns[j])))]
-        for r_x in rxs:
-            r_x = r_x - r_x.mean()
-            sxx = float(np.sqrt(r_x @ r_x))
-            for t in targets:
-                t = t - t.mean()
-                st = float(np.sqrt(t @ t))
-                if sxx > 0 and st > 0:
-                    out[j] = max(out[j], abs(float(r_x @ t)) / (sxx * st))
-    return out
-
-
 class FitMemo:
     """The parametric operands fitted on one set of fit rows, kept across the trials of a search.
 
@@ -357,6 +328,34 @@ class FitMemo:
         return self
 
 
+def _screened_parametric(pairs: list[int], fit_columns: np.ndarray, fit_y: np.ndarray, allowed_ops: frozenset[str],
+                         linear: list[int], memo: FitMemo | None, max_parametric_variables: int,
+                         max_chain_variables: int, max_chains: int, pair_forms: bool,
+                         chain_pairs: bool) -> list[Expression | None]:
+    """The parametric operands of :func:`build_library`, each form's starts screened on the fit rows."""
+    top = sorted(pairs[:max_parametric_variables])
+    fits: list[Expression | None] = []
+    if max_chains <= 0:  # the chains hold sin(c*x + d) and every other one-operator form
+        for i in top:
+            fits.extend(_fitted(starts, fit_columns, fit_y, linear, memo=memo)
+                        for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops))
+    for a_i, i in enumerate(top if pair_forms else []):
+        for j in top[a_i + 1:]:
+            product = [_b("mul", _var(i), _var(j))] if "mul" in allowed_ops else []
+            fits.extend(_fitted(starts, fit_columns, fit_y, linear, product, memo=memo)
+                        for starts in _parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops))
+    # Bumps over the 3, 4 and 5 most related variables (the pair forms hold the 2-variable one).
+    for k in range(3, min(len(pairs), max_parametric_variables) + 1 if pair_forms else 3):
+        start = _parametric_bump(sorted(pairs[:k]), fit_columns, allowed_ops)
+        fits.append(_fitted([start], fit_columns, fit_y, linear, memo=memo) if start is not None else None)
+    # Constants inside nonlinear parts, by one mechanism: chains op(a*x + b) of the unary
+    # operators over the most related variables (dgsr.policies.semantic.parametric_forms).
+    if max_chains > 0:
+        fits.extend(best_chains(sorted(pairs[:max_chain_variables]), fit_columns, fit_y, allowed_ops, linear,
+                                max_chains, memo=None if memo is None else memo.fits, pairs=chain_pairs))
+    return fits
+
+
 def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] | None = None,
                   max_rich_variables: int = 12, max_pair_variables: int = 6,
                   max_size: int = 6, fit_parametric: bool = False,
@@ -365,7 +364,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   chain_pairs: bool = False,
                   extra_operands: Iterable[Expression] = (),
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
-                  fit_memo: FitMemo | None = None) -> OperandLibrary:
+                  fit_memo: FitMemo | None = None,
+                  seeded: Sequence[Expression] | None = None) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -381,11 +381,14 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ``fit_rows`` = ``(columns, y)`` of other rows to fit the parametric constants on (more rows
     than the scoring ones: a sine of a shifted product fitted on 100 rows lands in a wrong local
     optimum far more often than on 300). ``fit_memo``: fits kept from earlier calls on the same
-    fit rows (:class:`FitMemo`; the result is the same with or without it).
+    fit rows (:class:`FitMemo`; the result is the same with or without it). ``seeded``: the
+    parametric operands of another library on other rows (the search on all rows, for a fold
+    search's library): each is refitted here from its own constants, in place of screening the
+    starts of every form and chain again.
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
-    order = np.argsort(-_relevance(columns, y), kind="stable") if n_features > 1 else np.arange(n_features)
+    order = np.argsort(-relevance(columns, y), kind="stable") if n_features > 1 else np.arange(n_features)
     rich = [int(i) for i in order[:max_rich_variables]]
     pairs = rich[:max_pair_variables]
     candidates: list[Expression] = [_var(i) for i in range(n_features)]
@@ -406,26 +409,12 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         # fit in every trial, which fit_memo then computes once.
         linear = sorted(rich) if fit_columns.shape[1] > len(rich) + 2 else []
         memo = fit_memo.for_rows(fit_columns, fit_y) if fit_memo is not None else None
-        top = sorted(pairs[:max_parametric_variables])
-        fits: list[Expression | None] = []
-        if max_chains <= 0:  # the chains hold sin(c*x + d) and every other one-operator form
-            for i in top:
-                fits.extend(_fitted(starts, fit_columns, fit_y, linear, memo=memo)
-                            for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops))
-        for a_i, i in enumerate(top if pair_forms else []):
-            for j in top[a_i + 1:]:
-                product = [_b("mul", _var(i), _var(j))] if "mul" in allowed_ops else []
-                fits.extend(_fitted(starts, fit_columns, fit_y, linear, product, memo=memo)
-                            for starts in _parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops))
-        # Bumps over the 3, 4 and 5 most related variables (the pair forms hold the 2-variable one).
-        for k in range(3, min(len(pairs), max_parametric_variables) + 1 if pair_forms else 3):
-            start = _parametric_bump(sorted(pairs[:k]), fit_columns, allowed_ops)
-            fits.append(_fitted([start], fit_columns, fit_y, linear, memo=memo) if start is not None else None)
-        # Constants inside nonlinear parts, by one mechanism: chains op(a*x + b) of the unary
-        # operators over the most related variables (dgsr.policies.semantic.parametric_forms).
-        if max_chains > 0:
-            fits.extend(best_chains(sorted(pairs[:max_chain_variables]), fit_columns, fit_y, allowed_ops, linear,
-                                    max_chains, memo=None if memo is None else memo.fits, pairs=chain_pairs))
+        if seeded is not None:
+            fits = [_fitted([form], fit_columns, fit_y, linear, memo=memo) for form in seeded]
+        else:
+            fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
+                                        max_parametric_variables, max_chain_variables, max_chains,
+                                        pair_forms, chain_pairs)
         parametric = [form for form in fits if form is not None]
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]

@@ -162,6 +162,8 @@ class SemanticPolicy:
 
     has_critic = False
     max_variables = None
+    #: A fold search's: the search on all rows' parametric operands, refitted instead of screened.
+    seeded_operands: tuple[Expression, ...] | None = None
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
@@ -210,7 +212,7 @@ class SemanticPolicy:
                                 extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo(),
                                 max_chains=getattr(self, "inner_chains", 0),
                                 pair_forms=getattr(self, "pair_operands", True),
-                                chain_pairs=getattr(self, "chain_pairs", False))
+                                chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands)
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
