@@ -35,6 +35,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -316,7 +317,7 @@ class FitMemo:
 
     def __init__(self) -> None:
         self.rows: bytes = b""
-        self.fits: dict[tuple, Expression | None] = {}
+        self.fits: dict[tuple, Any] = {}  # a fit, or a whole list of them
 
     def for_rows(self, columns: np.ndarray, y: np.ndarray) -> FitMemo:
         """This memo, emptied unless it holds fits on exactly these rows."""
@@ -412,9 +413,19 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
         if seeded is not None:
             fits = [_fitted([form], fit_columns, fit_y, linear, memo=memo) for form in seeded]
         else:
-            fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
-                                        max_parametric_variables, max_chain_variables, max_chains,
-                                        pair_forms, chain_pairs)
+            # Each form's fit is memoised; so is the whole list, which depends on the variables
+            # ranked first only through the sets of the first few (_screened_parametric).
+            ranked = tuple(tuple(sorted(pairs[:k])) for k in
+                           (max_chain_variables, *range(3, min(len(pairs), max_parametric_variables) + 1)))
+            key = ("screened", tuple(sorted(pairs[:max_parametric_variables])), ranked, tuple(linear), allowed_ops,
+                   max_chains, pair_forms, chain_pairs)
+            fits = None if memo is None else memo.fits.get(key)
+            if fits is None:
+                fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
+                                            max_parametric_variables, max_chain_variables, max_chains,
+                                            pair_forms, chain_pairs)
+                if memo is not None:
+                    memo.fits[key] = fits
         parametric = [form for form in fits if form is not None]
 
     extra = [e for e in extra_operands if all(s in allowed_ops for s in e.symbols if s in UNARY or s in BINARY)]
@@ -424,42 +435,45 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     return _assemble(ordered, columns, max_size)
 
 
+def _values(expr: Expression, columns: np.ndarray, memo: dict | None) -> np.ndarray:
+    """``expr`` on ``columns``, read from ``memo`` (operand key -> values) or evaluated and kept there."""
+    v = None if memo is None else memo.get(expr.key())
+    if v is None:
+        v = evaluate_columns(expr, columns)
+        if memo is not None:
+            if len(memo) >= _MAX_MEMO:
+                memo.clear()
+            memo[expr.key()] = v
+    return v
+
+
 def _assemble(ordered: Iterable[tuple[Expression, bool, bool]], columns: np.ndarray,
               max_size: int, memo: dict | None = None) -> OperandLibrary:
     """The library of ``(operand, parametric, exempt from max_size)`` entries: each evaluated on
     ``columns`` (or read from ``memo``, operand key -> its values on these ``columns``), kept when
     finite, not constant and distinct by values from those before it."""
     n_rows = columns.shape[1]
-    exprs: list[Expression] = []
-    rows: list[np.ndarray] = []
-    flags: list[bool] = []
+    entries = [(expr, is_parametric) for expr, is_parametric, any_size in ordered if any_size or expr.size <= max_size]
+    every = np.empty((len(entries), n_rows))
+    for k, (expr, _) in enumerate(entries):
+        every[k] = _values(expr, columns, memo)
+    with np.errstate(all="ignore"):
+        spread = every.max(axis=1) - every.min(axis=1)
+        scale = np.abs(every).max(axis=1)
+        usable = (np.isfinite(every).all(axis=1) & (spread > 1e-12 * np.maximum(scale, 1e-300))
+                  & np.isfinite(spread))
+        # Distinct by values: relative rounding keeps float noise from splitting equal operands.
+        rounded = np.round(every / scale[:, None], 9)
+    kept: list[int] = []
     seen: set[bytes] = set()
-    for expr, is_parametric, any_size in ordered:
-        if expr.size > max_size and not any_size:
-            continue
-        v = None if memo is None else memo.get(expr.key())
-        if v is None:
-            v = evaluate_columns(expr, columns)
-            if memo is not None:
-                if len(memo) >= _MAX_MEMO:
-                    memo.clear()
-                memo[expr.key()] = v
-        with np.errstate(all="ignore"):
-            if not np.all(np.isfinite(v)):
-                continue
-            spread = float(np.max(v) - np.min(v))
-            scale = float(np.max(np.abs(v)))
-            if not (spread > 1e-12 * max(scale, 1e-300)) or not math.isfinite(spread):
-                continue
-            # Distinct by values: relative rounding keeps float noise from splitting equal operands.
-            key = np.round(v / scale, 9).tobytes()
-        if key in seen:
-            continue
-        seen.add(key)
-        exprs.append(expr)
-        rows.append(v)
-        flags.append(is_parametric)
-    values = np.array(rows, dtype=np.float64).reshape(len(rows), n_rows)
+    for k in np.flatnonzero(usable):
+        key = rounded[k].tobytes()
+        if key not in seen:
+            seen.add(key)
+            kept.append(int(k))
+    exprs = [entries[k][0] for k in kept]
+    flags = [entries[k][1] for k in kept]
+    values = every[kept]
     with np.errstate(all="ignore"):
         centered = values - values.mean(axis=1, keepdims=True)
         norms2 = np.einsum("ij,ij->i", centered, centered)
