@@ -57,6 +57,7 @@ class FitConfig:
     batch_size: int = 1000
     dimensional_constraint_penalty: float = 1000.0
     dimensionless_constants_only: bool = False
+    snap_constants: bool = True
     #: ``fit``'s ``X_units`` and ``y_units`` (arguments of ``fit``, as in PySR, not parameters).
     x_units: Any = None
     y_units: Any = None

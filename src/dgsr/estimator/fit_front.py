@@ -191,7 +191,8 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
     floor = exact_fit_floor(y, w)
     keep = plan.polish_reserve(went_on)  # evaluations kept for what follows the polish
-    refitted = polish(candidates, as_columns(Xr), yr, polish_rng, plan, ledger, wr, keep=keep)
+    refitted = polish(candidates, as_columns(Xr), yr, polish_rng, plan, ledger, wr, keep=keep,
+                      snap=config.snap_constants)
     if sample is not None:
         refitted = scored_on_all_rows(refitted, X, y, w)
     refitted = _within_rules(config, refitted, X, y, w)
@@ -200,7 +201,7 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     archive = kept_archive(result.archive, entries) if config.warm_start else None
     if split is None:
         return cross_validated(config, entries, X, y, w, polish_rng, plan, ledger, policy), archive
-    outcome = validated(entries, split, X_all, y_all, w_all, polish_rng, plan, ledger)  # scored again: penalise again
+    outcome = validated(entries, split, X_all, y_all, w_all, polish_rng, plan, ledger, config.snap_constants)  # scored again: penalise again
     return replace(outcome, entries=penalised(outcome.entries, config.search_units)), archive
 
 

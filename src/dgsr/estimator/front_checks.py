@@ -51,15 +51,15 @@ def exact_fit_floor(y: np.ndarray, w: np.ndarray | None) -> float:
 
 
 def validated(entries: list[FrontEntry], split: Split, X: np.ndarray, y: np.ndarray, w: np.ndarray | None,
-              rng: np.random.Generator, plan: BudgetPlan, ledger: FitLedger) -> Outcome:
+              rng: np.random.Generator, plan: BudgetPlan, ledger: FitLedger, snap: bool = True) -> Outcome:
     """The front searched on ``split[0]`` with the entry the validation rows ``split[1]`` choose
     (the smallest within one standard error of the lowest loss), its constants refitted on all
     rows, and every entry scored on all rows. Refitting keeps each structure, so each entry keeps
-    its size (a complexity, with the user's weights)."""
+    its size (a complexity, with the user's weights); ``snap``: as :func:`~dgsr.estimator.polish.polish`."""
     w_val = w[split[1]] if w is not None else None
     errors = squared_errors([e.expression for e in entries], X[split[1]], y[split[1]], w_val)
     chosen = validation_choice(errors, floor=exact_fit_floor(y[split[1]], w_val))
-    refit = polish([entries[chosen].expression], as_columns(X), y, rng, plan, ledger, w)
+    refit = polish([entries[chosen].expression], as_columns(X), y, rng, plan, ledger, w, snap=snap)
     if refit:
         entries[chosen] = dataclasses.replace(refit[0], size=entries[chosen].size)
     all_columns, y_var = as_columns(X), weighted_var(y, w)

@@ -14,6 +14,7 @@ import numpy as np
 from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import weighted_var
 from dgsr.core.expression import Expression
+from dgsr.core.snapping import snap_constants
 from dgsr.estimator.budget_plan import BudgetPlan
 from dgsr.estimator.front import FrontEntry, front_entry, tidy_constants
 from dgsr.estimator.interrupts import FitLedger
@@ -22,15 +23,18 @@ from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 # Refit cap per expression (the search's own fits stop at 1 s, Appendix E.2); longer here since
 # it runs once per front entry, on all rows.
 _POLISH_SECONDS = 2.0
+#: Evaluations per constant that snapping may spend at most (eight simple values, each refitted).
+_SNAP_EVALUATIONS = 57
 
 
 def polish(exprs: list[Expression], columns: np.ndarray, y: np.ndarray, rng: np.random.Generator,
-           plan: BudgetPlan, ledger: FitLedger, w: np.ndarray | None = None, keep: float = 0.0
-           ) -> list[FrontEntry]:
-    """``exprs`` with their constants refitted and tidied on ``columns, y``, scored; entries whose
-    loss is not finite are dropped. Within ``plan``'s time and what ``ledger`` says is left of its
-    evaluations, less ``keep`` (left for what follows: the ``"cv"`` check); the evaluations spent
-    are added to ``ledger``, and nothing is refitted after a Ctrl-C it recorded."""
+           plan: BudgetPlan, ledger: FitLedger, w: np.ndarray | None = None, keep: float = 0.0,
+           snap: bool = True) -> list[FrontEntry]:
+    """``exprs`` with their constants refitted, snapped to simple values where the rows allow
+    (``snap``, :func:`~dgsr.core.snapping.snap_constants`) and tidied on ``columns, y``, scored;
+    entries whose loss is not finite are dropped. Within ``plan``'s time and what ``ledger`` says
+    is left of its evaluations, less ``keep`` (left for what follows: the ``"cv"`` check); the
+    evaluations spent are added to ``ledger``, and nothing is refitted after a Ctrl-C it recorded."""
     y_var = weighted_var(y, w)
     evals_left = plan.evaluations_left(ledger.evaluations, keep)
     entries = []
@@ -38,7 +42,7 @@ def polish(exprs: list[Expression], columns: np.ndarray, y: np.ndarray, rng: np.
         if not ledger.interrupted:
             try:
                 expr, evals_left = _polish_one(expr, columns, y, rng, plan, ledger, w, y_var, evals_left,
-                                               len(exprs) - i)
+                                               len(exprs) - i, snap)
             except INTERRUPTS as err:  # Ctrl-C while polishing: keep what was searched
                 if not is_interrupt(err):
                     raise
@@ -49,8 +53,8 @@ def polish(exprs: list[Expression], columns: np.ndarray, y: np.ndarray, rng: np.
 
 def _polish_one(expr: Expression, columns: np.ndarray, y: np.ndarray, rng: np.random.Generator, plan: BudgetPlan,
                 ledger: FitLedger, w: np.ndarray | None, y_var: float, evals_left: float,
-                n_left: int) -> tuple[Expression, float]:
-    """Refit and tidy one expression's constants; returns it and the evaluations left."""
+                n_left: int, snap: bool) -> tuple[Expression, float]:
+    """Refit, snap (``snap``) and tidy one expression's constants; returns it and the evaluations left."""
     time_left = plan.time_left()
     if expr.n_constants and evals_left >= 2 and time_left > 0:
         cap = min(_POLISH_SECONDS, time_left / n_left)
@@ -61,6 +65,10 @@ def _polish_one(expr: Expression, columns: np.ndarray, y: np.ndarray, rng: np.ra
         ledger.evaluations += fit.evaluations
         if fit.improved and fit.r2 > -math.inf:
             expr = fit.expression
+    if snap and expr.n_constants and evals_left >= _SNAP_EVALUATIONS * expr.n_constants and plan.time_left() > 0:
+        expr, spent = snap_constants(expr, columns, y, w)
+        evals_left -= spent
+        ledger.evaluations += spent
     if expr.n_constants and evals_left >= 2 * expr.n_constants + 2:  # tidy_constants's most
         expr, spent = tidy_constants(expr, columns, y, w=w)
         evals_left -= spent

@@ -172,6 +172,11 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         PySR's names: value candidates on ``batch_size`` rows drawn once (None: when there are more
         rows; False: on every row); above 100,000 rows the refit uses a sample and losses are
         measured on all rows (:mod:`dgsr.estimator.large_data`).
+    snap_constants : bool, default=True
+        Set each fitted constant of the front to a simple value near it (an integer, a half, a
+        third, a quarter, a multiple of pi) where a likelihood-ratio test on the training rows
+        cannot tell the two apart, the other constants refitted (:mod:`dgsr.core.snapping`): on
+        noisy rows ``exp(-0.5003*x**2)`` becomes ``exp(-x**2/2)``.
 
     Attributes
     ----------
@@ -247,6 +252,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         batch_size: int = 1000,
         dimensional_constraint_penalty: float = 1000.0,
         dimensionless_constants_only: bool = False,
+        snap_constants: bool = True,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -282,6 +288,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         self.batch_size = batch_size
         self.dimensional_constraint_penalty = dimensional_constraint_penalty
         self.dimensionless_constants_only = dimensionless_constants_only
+        self.snap_constants = snap_constants
 
     # ------------------------------------------------------------------ fit
     @entry_point

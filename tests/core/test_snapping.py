@@ -1,0 +1,119 @@
+"""Fitted constants snapped to simple values only where the fit's own rows cannot tell them apart
+(:mod:`dgsr.core.snapping`)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from dgsr.core.evaluate import as_columns, evaluate_columns
+from dgsr.core.parser import parse as parse_expression
+from dgsr.core.snapping import simple_values, snap_constants
+from dgsr.estimator.regressor import SymbolicRegressor
+
+
+def _noisy(rng: np.random.Generator, y: np.ndarray, level: float = 0.01) -> np.ndarray:
+    return y + level * math.sqrt(float(np.mean(y**2))) * rng.normal(size=len(y))
+
+
+def test_simple_values_are_zero_then_the_near_simple_numbers_simplest_first():
+    assert simple_values(0.5003) == [0.0, 0.5]
+    assert simple_values(2.9) == [0.0, 3.0]  # 2.75 and 3*pi/4... are more than 5% away
+    assert simple_values(3.1398) == [0.0, 3.0, 3.25, math.pi]  # fractions before pi
+    assert simple_values(-1.4999) == [0.0, -1.5, -math.pi / 2]
+    assert simple_values(0.148) == [0.0]  # nothing simple near it but zero
+    assert simple_values(0.0) == [] and simple_values(math.nan) == []
+
+
+def test_a_constant_the_noise_hides_snaps_and_the_others_are_refitted():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 4.0, size=(600, 1))
+    truth = 2.3 * np.exp(-0.5 * x[:, 0]) * np.cos(3.0 * x[:, 0])
+    y = _noisy(rng, truth)
+    fitted = parse_expression("2.2987*exp(-0.5009*x0)*cos(2.9991*x0)")
+    snapped, spent = snap_constants(fitted, as_columns(x), y)
+    assert spent > 0
+    values = sorted(snapped.constants)
+    assert values[0] == -0.5 and values[2] == 3.0  # the rate and the frequency snap
+    assert abs(values[1] - 2.3) < 0.02 and values[1] != 2.2987  # the amplitude is refitted, not snapped
+    before = np.mean((evaluate_columns(fitted, as_columns(x)) - y) ** 2)
+    after = np.mean((evaluate_columns(snapped, as_columns(x)) - y) ** 2)
+    assert after < 1.01 * before  # the snapped law fits as well
+
+
+def test_a_constant_the_rows_pin_down_stays_as_fitted():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.0, 4.0, size=(2000, 1))
+    y = _noisy(rng, np.exp(-0.47 * x[:, 0]), level=0.001)  # 0.47 is 6% from 0.5 but near nothing else
+    fitted = parse_expression("exp(-0.4702*x0)")
+    snapped, _ = snap_constants(fitted, as_columns(x), y)
+    assert snapped.constants == fitted.constants
+    y2 = _noisy(rng, np.exp(-0.49 * x[:, 0]), level=0.001)  # 2% from 0.5: tried, and rejected
+    fitted2 = parse_expression("exp(-0.4901*x0)")
+    assert snap_constants(fitted2, as_columns(x), y2)[0].constants == fitted2.constants
+
+
+def test_without_noise_only_a_constant_already_simple_to_float_precision_snaps():
+    x = np.linspace(0.1, 3.0, 300)[:, None]
+    exact = parse_expression("1.5*sin(2.001*x0)")
+    y = 1.5 * np.sin(2.001 * x[:, 0])
+    assert snap_constants(exact, as_columns(x), y)[0].constants == exact.constants
+    nearly = parse_expression("1.5*sin(1.99999999999*x0)")
+    assert snap_constants(nearly, as_columns(x), 1.5 * np.sin(2.0 * x[:, 0]))[0].constants == (1.5, 2.0)
+
+
+def test_a_term_the_data_do_not_need_is_zeroed_and_one_they_need_is_kept():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1.0, 1.0, size=(400, 2))
+    y = _noisy(rng, 1.3 * X[:, 0] + 0.7 * X[:, 1] ** 2, level=0.05)
+    fitted = parse_expression("1.3021*x0 + 0.0041*x1 + 0.6987*x1**2")
+    snapped, _ = snap_constants(fitted, as_columns(X), y)
+    c = snapped.constants
+    assert c[1] == 0.0  # the spurious linear term in x1
+    assert abs(c[0] - 1.3) < 0.05 and abs(c[2] - 0.7) < 0.05 and c[0] != 0.0 and c[2] != 0.0
+
+
+def test_a_weighted_fit_snaps_by_its_weights():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 3.0, size=(500, 1))
+    y = _noisy(rng, np.sin(2.0 * x[:, 0]), level=0.02)
+    w = rng.uniform(0.5, 2.0, size=len(y))
+    snapped, _ = snap_constants(parse_expression("sin(2.0012*x0)"), as_columns(x), y, w)
+    assert snapped.constants == (2.0,)
+    zero_weights = np.zeros(len(y))
+    zero_weights[:50] = 1.0
+    assert snap_constants(parse_expression("sin(2.0012*x0)"), as_columns(x), y, zero_weights)[0].constants == (2.0,)
+
+
+def test_undefined_values_never_snap_and_nothing_warns():
+    x = np.linspace(0.1, 2.0, 100)[:, None]
+    y = np.log(0.5 * x[:, 0])
+    fitted = parse_expression("log(0.5003*x0)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        snapped, _ = snap_constants(fitted, as_columns(x), y)
+    assert snapped.constants in ((0.5,), (0.5003,))  # never 0: log(0) is not finite
+
+
+@pytest.mark.timeout(300, method="thread")
+def test_the_estimator_returns_the_law_with_simple_constants_at_one_percent_noise_and_not_without_snapping():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-3.0, 3.0, size=(600, 1))
+    y = _noisy(rng, np.exp(-X[:, 0] ** 2 / 2) / math.sqrt(2 * math.pi))
+    found = {}
+    for snap in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # The search stops at the target, leaving the polish its evaluations (not the 2% a
+            # search that spends its whole budget leaves it).
+            est = SymbolicRegressor(max_time=None, max_evaluations=200_000, target_r2=0.9995, random_state=0,
+                                    snap_constants=snap)
+            found[snap] = est.fit(X, y).sympy()
+    import sympy
+
+    x0 = sympy.Symbol("x0")
+    assert sympy.simplify(found[True] / sympy.exp(-x0**2 / 2)).is_constant()
+    assert not sympy.simplify(found[False] / sympy.exp(-x0**2 / 2)).is_constant()
