@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import sklearn.base
 
 import dgsr
 from dgsr.estimator import display, pickle_version
@@ -233,3 +234,20 @@ def test_a_pickle_without_a_version_says_so(fitted):
     clone = SymbolicRegressor.__new__(SymbolicRegressor)
     with pytest.warns(DgsrVersionWarning, match="recorded no version"):
         clone.__setstate__(state)
+
+
+def test_a_pickle_written_before_a_parameter_existed_takes_its_default_and_refits(fitted):
+    est, X, y = fitted
+    state = est.__getstate__()
+    for added_since in ("snap_constants", "dimensionless_constants_only", "batch_size"):
+        state.pop(added_since)
+    clone = SymbolicRegressor.__new__(SymbolicRegressor)
+    clone.__setstate__(state)
+    assert clone.predict(X).tobytes() == est.predict(X).tobytes()
+    params = clone.get_params()
+    assert params["snap_constants"] is True and params["dimensionless_constants_only"] is False
+    assert params["batch_size"] == 1000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refit = sklearn.base.clone(clone).set_params(max_evaluations=300, max_time=None).fit(X, y)
+    assert np.all(np.isfinite(refit.predict(X)))

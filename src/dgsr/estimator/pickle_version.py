@@ -3,12 +3,15 @@
 A pickle stores the estimator's attributes as they are; a dgsr whose attributes differ may load
 it and then fail or predict differently. So ``__getstate__`` adds the writer's version and
 ``__setstate__`` warns (it does not refuse: a pickle of a nearby version often still works) when
-the version is another one, or missing (pickles of dgsr 0.10.0 and earlier record none). The
-versioned JSON model file (:mod:`dgsr.estimator.model_file`) is the way between versions.
+the version is another one, or missing (pickles of dgsr 0.10.0 and earlier record none). A
+parameter added since the pickle was written takes its default (:func:`parameter_defaults`), so
+an old estimator can still be cloned and refitted. The versioned JSON model file
+(:mod:`dgsr.estimator.model_file`) is the way between versions.
 """
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any
 
@@ -43,3 +46,10 @@ def checked_state(state: dict[str, Any], name: str) -> dict[str, Any]:
                       "move models between versions with est.save(path) and SymbolicRegressor.from_file(path).",
                       DgsrVersionWarning, stacklevel=3)
     return state
+
+
+def parameter_defaults(cls: type) -> dict[str, Any]:
+    """The defaults of ``cls.__init__``'s parameters, by name: what a pickle of an older
+    version lacks for a parameter added since."""
+    return {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+            if name != "self" and p.default is not inspect.Parameter.empty}

@@ -44,7 +44,7 @@ from dgsr.estimator.input_checks import (
 )
 from dgsr.estimator.model_file import load_model, save_model
 from dgsr.estimator.multi_output import each_output, fit_outputs, n_targets, predict_outputs
-from dgsr.estimator.pickle_version import checked_state, with_version
+from dgsr.estimator.pickle_version import checked_state, parameter_defaults, with_version
 from dgsr.estimator.plotting import plot_front
 from dgsr.estimator.user_warnings import entry_point
 from dgsr.estimator.warm_start import data_key
@@ -469,6 +469,8 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(checked_state(state, type(self).__name__))
+        for name, default in parameter_defaults(type(self)).items():  # parameters added since it was written
+            self.__dict__.setdefault(name, default)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
