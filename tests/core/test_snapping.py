@@ -86,6 +86,9 @@ def test_a_weighted_fit_snaps_by_its_weights():
     zero_weights = np.zeros(len(y))
     zero_weights[:50] = 1.0
     assert snap_constants(parse_expression("sin(2.0012*x0)"), as_columns(x), y, zero_weights)[0].constants == (2.0,)
+    no_rows = np.zeros(len(y))  # nothing to test against: nothing snaps
+    assert snap_constants(parse_expression("sin(2.0012*x0)"), as_columns(x), y, no_rows) == (
+        parse_expression("sin(2.0012*x0)"), 0)
 
 
 def test_undefined_values_never_snap_and_nothing_warns():

@@ -99,6 +99,8 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
     if not len(theta) or not len(y):
         return expr, 0
     n = int(np.count_nonzero(w > 0)) if w is not None else len(y)
+    if n == 0:
+        return expr, 0
     floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
     with np.errstate(all="ignore"):
         start = _sse(expr, theta, columns, y, w)
