@@ -21,7 +21,7 @@ from scipy.special import chdtri
 
 from dgsr.core.evaluate import weighted_var
 from dgsr.core.expression import Expression
-from dgsr.core.gradients import compile_expression, run_program
+from dgsr.core.gradients import Program, compile_expression, run_program
 
 __all__ = ["simple_values", "snap_constants"]
 
@@ -52,21 +52,20 @@ def simple_values(value: float) -> list[float]:
     return out
 
 
-def _sse(expr: Expression, theta: np.ndarray, columns: np.ndarray, y: np.ndarray,
+def _sse(program: Program, theta: np.ndarray, columns: np.ndarray, y: np.ndarray,
          w: np.ndarray | None) -> float:
-    value, _ = run_program(compile_expression(expr), theta, columns, jacobian=False)
+    value, _ = run_program(program, theta, columns, jacobian=False)
     residual = value - y
     total = float(np.dot(residual * w, residual)) if w is not None else float(np.dot(residual, residual))
     return total if math.isfinite(total) else math.inf
 
 
-def _refit(expr: Expression, theta: np.ndarray, free: list[int], columns: np.ndarray, y: np.ndarray,
-           w: np.ndarray | None, sse: float) -> tuple[np.ndarray, float, int]:
+def _refit(program: Program, theta: np.ndarray, free: list[int], columns: np.ndarray, y: np.ndarray,
+           w: np.ndarray | None, sqrt_w: np.ndarray | None, sse: float) -> tuple[np.ndarray, float, int]:
     """``theta`` after up to :data:`_REFIT_STEPS` Gauss-Newton steps on the ``free`` constants (a
-    step is kept only when it lowers the sum of squares); returns it, its SSE and the passes spent."""
-    program = compile_expression(expr)
+    step is kept only when it lowers the sum of squares); returns it, its SSE and the passes spent.
+    ``sqrt_w``: the square roots of the weights ``w``."""
     spent = 0
-    sqrt_w = None if w is None else np.sqrt(w)
     for _ in range(_REFIT_STEPS if free else 0):
         value, jac = run_program(program, theta, columns)
         spent += 1
@@ -79,7 +78,7 @@ def _refit(expr: Expression, theta: np.ndarray, free: list[int], columns: np.nda
         step = np.linalg.lstsq(J, residual, rcond=None)[0]
         trial = theta.copy()
         trial[free] += step
-        new_sse = _sse(expr, trial, columns, y, w)
+        new_sse = _sse(program, trial, columns, y, w)
         spent += 1
         if not new_sse < sse:
             break
@@ -102,8 +101,10 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
     if n == 0:
         return expr, 0
     floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
+    program = compile_expression(expr)  # one structure throughout: only its constants change
+    sqrt_w = None if w is None else np.sqrt(w)
     with np.errstate(all="ignore"):
-        start = _sse(expr, theta, columns, y, w)
+        start = _sse(program, theta, columns, y, w)
         spent = 1
         if not math.isfinite(start):
             return expr, spent
@@ -119,9 +120,9 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
                 trial = theta.copy()
                 trial[i] = candidate
                 free = [j for j in range(len(theta)) if j != i and j not in snapped]
-                trial_sse = _sse(expr, trial, columns, y, w)
+                trial_sse = _sse(program, trial, columns, y, w)
                 spent += 1
-                trial, trial_sse, passes = _refit(expr, trial, free, columns, y, w, trial_sse)
+                trial, trial_sse, passes = _refit(program, trial, free, columns, y, w, sqrt_w, trial_sse)
                 spent += passes
                 statistic = n * math.log(max(trial_sse, floor) / base) if math.isfinite(trial_sse) else math.inf
                 if statistic <= chdtri(len(snapped) + 1, level):
