@@ -25,6 +25,9 @@ def test_simple_values_are_zero_then_the_near_simple_numbers_simplest_first():
     assert simple_values(3.1398) == [0.0, 3.0, 3.25, math.pi]  # fractions before pi
     assert simple_values(-1.4999) == [0.0, -1.5, -math.pi / 2]
     assert simple_values(0.148) == [0.0]  # nothing simple near it but zero
+    # multiples of pi**2 come after those of pi
+    assert simple_values(9.8702) == [0.0, 10.0, 9.75, 3 * math.pi, 13 * math.pi / 4, math.pi**2]
+    assert simple_values(2.4671) == [0.0, 2.5, 3 * math.pi / 4, math.pi**2 / 4]
     assert simple_values(0.0) == [] and simple_values(math.nan) == []
 
 
@@ -63,6 +66,18 @@ def test_without_noise_only_a_constant_already_simple_to_float_precision_snaps()
     assert snap_constants(exact, as_columns(x), y)[0].constants == exact.constants
     nearly = parse_expression("1.5*sin(1.99999999999*x0)")
     assert snap_constants(nearly, as_columns(x), 1.5 * np.sin(2.0 * x[:, 0]))[0].constants == (1.5, 2.0)
+
+
+def test_a_squared_wave_number_snaps_to_pi_squared_on_exact_data():
+    # sqrt(w**2 - pi**2/d**2) (a guided wave's cutoff): the search returns pi**2 to float precision
+    # inside a sum, where the multiplicative check cannot absorb it.
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.uniform(4.0, 6.0, 300), rng.uniform(1.0, 2.0, 300)])
+    y = np.sqrt(X[:, 0] ** 2 - math.pi**2 / X[:, 1] ** 2)
+    fitted = parse_expression("sqrt(x0**2 - 9.86960440109*inv(x1**2))")
+    assert snap_constants(fitted, as_columns(X), y)[0].constants == (math.pi**2,)
+    off = parse_expression("sqrt(x0**2 - 9.8701*inv(x1**2))")  # 5e-5 away: the exact rows tell it apart
+    assert snap_constants(off, as_columns(X), np.sqrt(X[:, 0] ** 2 - 9.8701 / X[:, 1] ** 2))[0].constants == (9.8701,)
 
 
 def test_a_term_the_data_do_not_need_is_zeroed_and_one_they_need_is_kept():

@@ -3,8 +3,8 @@
 A law's constants are often simple (``exp(-x**2/2)``, ``sin(2*t)``, ``x**1.5``), but a fit to
 noisy rows returns ``exp(-0.5003*x**2)``: a formula that predicts as well and is not the law.
 :func:`snap_constants` tries, constant by constant, 0 and the simple values near each one (an
-integer, a half, a third or a quarter, a multiple of pi or of its half or quarter), refits the constants not
-yet snapped by a few Gauss-Newton steps, and keeps the snap when a likelihood-ratio test on the
+integer, a half, a third or a quarter, a multiple of pi or pi**2 or of their halves or quarters),
+refits the constants not yet snapped by a few Gauss-Newton steps, and keeps the snap when a likelihood-ratio test on the
 fit's own rows does not reject it: ``n*log(SSE_snapped/SSE)`` within the chi-square quantile for
 the number of constants snapped so far (Gaussian errors; Wilks). On data without noise the
 residual is float noise (a floor of 1e-12 of the variance per row), so only a constant that is
@@ -34,17 +34,19 @@ _REFIT_STEPS = 3
 #: Residual floor per row, as a share of var(y): below it a residual is float noise.
 _FLOOR = 1e-12
 _DENOMINATORS = (1, 2, 3, 4)
+#: pi and pi**2 (a wave number's square, a buckling load, a box's energy levels), each over these.
+_PI_POWERS = (math.pi, math.pi ** 2)
 _PI_DENOMINATORS = (1, 2, 4)
 
 
 def simple_values(value: float) -> list[float]:
     """The simple values for ``value``, simplest first: 0 (a term or shift the data do not need),
     then those within 5% of it: the nearest integer, halves, thirds and quarters, then multiples of
-    pi, pi/2 and pi/4 (never ``value`` itself)."""
+    pi, pi/2 and pi/4, then of pi**2, pi**2/2 and pi**2/4 (never ``value`` itself)."""
     if not math.isfinite(value) or value == 0.0:
         return []
     found = [round(value * q) / q for q in _DENOMINATORS]
-    found += [math.pi * round(value * q / math.pi) / q for q in _PI_DENOMINATORS]
+    found += [base * round(value * q / base) / q for base in _PI_POWERS for q in _PI_DENOMINATORS]
     out: list[float] = [0.0]
     for v in found:
         if v != 0.0 and v != value and abs(v - value) <= _NEAR * abs(value) and v not in out:
