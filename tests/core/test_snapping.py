@@ -11,7 +11,7 @@ import pytest
 
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.parser import parse as parse_expression
-from dgsr.core.snapping import simple_values, snap_constants
+from dgsr.core.snapping import merged_constants, simple_values, snap_constants
 from dgsr.estimator.regressor import SymbolicRegressor
 
 
@@ -78,6 +78,36 @@ def test_a_squared_wave_number_snaps_to_pi_squared_on_exact_data():
     assert snap_constants(fitted, as_columns(X), y)[0].constants == (math.pi**2,)
     off = parse_expression("sqrt(x0**2 - 9.8701*inv(x1**2))")  # 5e-5 away: the exact rows tell it apart
     assert snap_constants(off, as_columns(X), np.sqrt(X[:, 0] ** 2 - 9.8701 / X[:, 1] ** 2))[0].constants == (9.8701,)
+
+
+def test_constants_only_their_product_or_sum_fits_are_merged_into_one():
+    X = np.random.default_rng(4).uniform(1.0, 2.0, size=(50, 3))
+    cases = {  # expression: (merged constants, indices set to the identity)
+        "(x1 + 12*(0.08332*(x2*x0)))*x0": ((12 * 0.08332, 1.0), {1}),
+        "2*x0/(3*x1)": ((2 / 3, 1.0), {1}),
+        "3/(2*x0)": ((1.5, 1.0), {1}),
+        "1.5 + (x0 - 2.25)": ((-0.75, 0.0), {1}),
+        "2*(x0 + 1)": ((2.0, 1.0), set()),  # a product and a sum: nothing to merge
+        "0*x0/(2*x1)": ((0.0, 2.0), set()),  # a zero factor is left alone
+    }
+    for text, (constants, fixed) in cases.items():
+        expr = parse_expression(text)
+        merged, indices = merged_constants(expr)
+        assert merged.symbols == expr.symbols and set(indices) == fixed, text
+        assert np.allclose(merged.constants, constants, rtol=1e-12, atol=0), text
+        assert np.allclose(evaluate_columns(merged, as_columns(X)), evaluate_columns(expr, as_columns(X)),
+                           rtol=1e-12, atol=1e-12), text
+
+
+def test_a_scale_split_over_two_factors_snaps_once_merged():
+    # The search returns q*(Ef + 12*(0.08332*(B*v))*sin(t)): neither factor is near a simple value,
+    # their product (0.9998) is 1 within the noise.
+    rng = np.random.default_rng(5)
+    X = rng.uniform(1.0, 5.0, size=(2000, 4))
+    y = _noisy(rng, X[:, 0] * (X[:, 1] + X[:, 2] * X[:, 3]))
+    fitted = parse_expression("(x1 + 12*(0.08332*(x2*x3)))*x0")
+    snapped, _ = snap_constants(fitted, as_columns(X), y)
+    assert snapped.constants == (1.0, 1.0)
 
 
 def test_a_term_the_data_do_not_need_is_zeroed_and_one_they_need_is_kept():

@@ -10,6 +10,10 @@ the number of constants snapped so far (Gaussian errors; Wilks). On data without
 residual is float noise (a floor of 1e-12 of the variance per row), so only a constant that is
 already its simple value to about six digits snaps. Nothing here names a law: the decision is
 made per fit, on that fit's data.
+
+Constants the data cannot tell apart are merged first (:func:`merged_constants`): in
+``12*(0.08332*(B*v))`` only the product 0.9999 is fitted, and neither factor alone is near a
+simple value; merged, it is ``0.9999*(1*(B*v))``, and the 0.9999 can snap to 1.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from scipy.special import chdtri
 from dgsr.core.evaluate import weighted_var
 from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
+from dgsr.core.operators import CONSTANT
 
-__all__ = ["simple_values", "snap_constants"]
+__all__ = ["merged_constants", "simple_values", "snap_constants"]
 
 #: Significance level of the likelihood-ratio test a snap must pass.
 SNAP_LEVEL = 0.05
@@ -52,6 +57,58 @@ def simple_values(value: float) -> list[float]:
         if v != 0.0 and v != value and abs(v - value) <= _NEAR * abs(value) and v not in out:
             out.append(float(v))
     return out
+
+
+_GROUPS = {"mul": ("mul", "div", 1.0), "div": ("mul", "div", 1.0), "add": ("add", "sub", 0.0),
+           "sub": ("add", "sub", 0.0)}
+
+
+def _group_constants(expr: Expression, position: int, kind: tuple[str, str, float], sign: int,
+                     found: list[tuple[int, int]], inside: set[int]) -> None:
+    """The constant leaves of the product (or sum) rooted at ``position`` as ``(index, sign)``:
+    sign -1 for a divisor (or a subtrahend); the group's operator nodes go into ``inside``."""
+    symbol = expr.symbols[position]
+    if symbol == CONSTANT:
+        found.append((expr.constant_offset(position), sign))
+    elif symbol in kind[:2]:
+        inside.add(position)
+        left, right = expr.children(position)
+        _group_constants(expr, left, kind, sign, found, inside)
+        _group_constants(expr, right, kind, -sign if symbol == kind[1] else sign, found, inside)
+
+
+def merged_constants(expr: Expression) -> tuple[Expression, frozenset[int]]:
+    """``expr`` with the constant factors of each product merged into one, and the constant terms
+    of each sum into one, and the indices of the constants set to 1 (or 0) by the merge: the
+    same function (to rounding), with no two constants that only their product (or sum) fits.
+    A product with a zero or non-finite factor is left as it is."""
+    values = list(expr.constants)
+    fixed: set[int] = set()
+    inside: set[int] = set()
+    for position, symbol in enumerate(expr.symbols):
+        kind = _GROUPS.get(symbol)
+        if kind is None or position in inside:
+            continue
+        found: list[tuple[int, int]] = []
+        _group_constants(expr, position, kind, 1, found, inside)
+        if len(found) < 2 or not all(math.isfinite(values[i]) and (kind[2] == 0.0 or values[i] != 0.0)
+                                     for i, _ in found):
+            continue
+        keep, keep_sign = next(((i, g) for i, g in found if g > 0), found[0])
+        if kind[2] == 0.0:
+            total = sum(g * values[i] for i, g in found)
+            merged = total * keep_sign
+        else:
+            total = math.prod(values[i] ** g for i, g in found)
+            merged = total ** keep_sign
+        if not math.isfinite(merged) or (kind[2] != 0.0 and merged == 0.0):
+            continue
+        for i, _ in found:
+            values[i] = kind[2]
+            fixed.add(i)
+        values[keep] = merged
+        fixed.discard(keep)
+    return (expr.with_constants(values) if fixed else expr), frozenset(fixed)
 
 
 def _sse(program: Program, theta: np.ndarray, columns: np.ndarray, y: np.ndarray,
@@ -96,12 +153,14 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
     Constants are tried nearest-to-simple first. A snap is kept when ``n*log(SSE/SSE0)``, against
     the fit before any snap, is within the chi-square quantile at ``level`` with as many degrees of
     freedom as constants snapped (``n``: rows with a positive weight)."""
-    theta = np.asarray(expr.constants, dtype=np.float64)
-    if not len(theta) or not len(y):
+    if not expr.n_constants or not len(y):
         return expr, 0
     n = int(np.count_nonzero(w > 0)) if w is not None else len(y)
     if n == 0:
         return expr, 0
+    original = expr
+    expr, fixed = merged_constants(expr)  # a 1 or 0 left by the merge is neither tried nor refitted
+    theta = np.asarray(expr.constants, dtype=np.float64)
     floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
     program = compile_expression(expr)  # one structure throughout: only its constants change
     sqrt_w = None if w is None else np.sqrt(w)
@@ -109,7 +168,7 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
         start = _sse(program, theta, columns, y, w)
         spent = 1
         if not math.isfinite(start):
-            return expr, spent
+            return original, spent
         base = max(start, floor)
         snapped: list[int] = []
 
@@ -117,11 +176,11 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
             near = simple_values(float(theta[i]))[1:]
             return abs(near[0] - theta[i]) / abs(theta[i]) if near else math.inf
 
-        for i in sorted(range(len(theta)), key=nearness):
+        for i in sorted((j for j in range(len(theta)) if j not in fixed), key=nearness):
             for candidate in simple_values(float(theta[i])):
                 trial = theta.copy()
                 trial[i] = candidate
-                free = [j for j in range(len(theta)) if j != i and j not in snapped]
+                free = [j for j in range(len(theta)) if j != i and j not in snapped and j not in fixed]
                 trial_sse = _sse(program, trial, columns, y, w)
                 spent += 1
                 trial, trial_sse, passes = _refit(program, trial, free, columns, y, w, sqrt_w, trial_sse)
@@ -131,4 +190,4 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
                     theta = trial
                     snapped.append(i)
                     break
-    return (expr.with_constants(theta.tolist()) if snapped else expr), spent
+    return (expr.with_constants(theta.tolist()) if snapped else original), spent
