@@ -64,3 +64,23 @@ def test_a_malformed_unit_is_one_clear_error(x_units, y_units, message):
     with pytest.raises((ValueError, TypeError)) as err:
         checked_units(x_units, y_units, 4)
     assert message in str(err.value)
+
+
+def _groups(units: list[str]) -> list[str]:
+    from dgsr.core.units import dimensionless_groups
+
+    return [str(g) for g in dimensionless_groups([parse_unit(u, "u") for u in units])]
+
+
+def test_dimensionless_groups_are_the_minimal_products_of_powers_whose_units_cancel():
+    # h, omega, kb, T: the one group is h*omega/(kb*T)
+    assert _groups(["kg*m**2/s", "1/s", "kg*m**2/(K*s**2)", "K"]) == ["x0*x1/(x2*x3)"]
+    # n0, m, x, T, g, kb (a barometric law): m*g*x/(kb*T), five variables; n0 has no partner
+    assert _groups(["m**-3", "kg", "m", "K", "m/s**2", "kg*m**2/(K*s**2)"]) == ["x1*x2*x4/(x3*x5)"]
+    # two speeds and a pure number: v/u only (a pure number is a group alone, already a variable)
+    assert _groups(["m/s", "m/s", "1", "m"]) == ["x0/x1"]
+    # a squared exponent: m*omega**2*x**2/E
+    assert _groups(["kg", "1/s", "m", "J"]) == ["x0*x1**2*x2**2/x3"]
+    # three lengths: each pair is a group, and no group of three (it would contain a pair)
+    assert _groups(["m", "m", "m"]) == ["x0/x1", "x0/x2", "x1/x2"]
+    assert _groups(["kg", "m", "s"]) == []  # independent units: no group

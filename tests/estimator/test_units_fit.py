@@ -115,3 +115,30 @@ def test_several_targets_take_one_unit_each():
     assert all("dimensionally_consistent" in table.columns for table in est.equations_)
     with pytest.raises(ValueError, match="y_units must be a list of 2 units"):
         est.fit(X, Y, X_units=["kg", "m/s"], y_units="J")
+
+
+def _bose_einstein() -> tuple[np.ndarray, np.ndarray, dict]:
+    """1/(exp(h*omega/(kb*T)) - 1): the law's argument is the columns' one dimensionless group."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 5, size=(500, 4))
+    h, omega, kb, T = X.T
+    return X, 1.0 / (np.exp(h * omega / (kb * T)) - 1.0), {
+        "X_units": ["kg*m**2/s", "1/s", "kg*m**2/(K*s**2)", "K"], "y_units": "1"}
+
+
+@pytest.mark.parametrize("unit_chains", [True, False])
+def test_units_give_the_chains_the_dimensionless_group_as_their_argument(unit_chains):
+    import sympy
+
+    from dgsr.policies.semantic.policy import SemanticPolicy
+
+    X, y, units = _bose_einstein()
+    policy = SemanticPolicy(unit_chains=unit_chains)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SymbolicRegressor(max_evaluations=8000, random_state=0, policy=policy).fit(X, y, **units)
+    x0, x1, x2, x3 = sympy.symbols("x0 x1 x2 x3")
+    law = 1 / (sympy.exp(x0 * x1 / (x2 * x3)) - 1)
+    found = sympy.simplify(est.sympy() - law) == 0
+    assert found == unit_chains  # within this budget, only through the group h*omega/(kb*T)
+    assert policy.unit_groups == ()  # the caller's policy object is not changed

@@ -26,6 +26,11 @@ def as_columns(X: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(X, dtype=np.float64).T)
 
 
+def evenly_spaced(n: int, k: int) -> np.ndarray:
+    """Up to ``k`` row indices spread evenly over ``n`` rows (no draw from an rng)."""
+    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
+
+
 def evaluate_columns(expr: Expression, columns: np.ndarray) -> np.ndarray:
     """Values of ``expr`` on data given as columns [n_features, n_rows]; may be non-finite.
 

@@ -15,9 +15,12 @@ carry whatever unit it needs, as in PySR (unless ``dimensionless_constants``, Py
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from dgsr.core.expression import Expression
 from dgsr.core.operators import ARITY, CONSTANT, TRANSCENDENTAL, is_variable, variable_index
@@ -211,3 +214,58 @@ def checked_units(x_units: Sequence[object] | None, y_units: object, n_columns: 
     if not all(math.isfinite(v) for d in (*xs, y) for v in d):
         raise ValueError("units must have finite dimensions")
     return xs, y
+
+
+def dimensionless_groups(x: Sequence[Dims], max_variables: int = 5, max_exponent: int = 2) -> list[Expression]:
+    """The dimensionless products of powers of the variables with units ``x`` (Buckingham's pi
+    groups), as expressions: ``h*omega/(kb*T)``, ``m*g*x/(kb*T)``, ``v/c``.
+
+    Each is a minimal one: its variables' dimensions are dependent, every proper subset of them
+    independent, so its exponents are fixed up to a scale (smallest 1, first positive); groups of
+    2 to ``max_variables`` variables with units, integer exponents of at most ``max_exponent``.
+    These are the arguments a unit-consistent law can give ``exp``, ``sin`` or ``log``. Fewest
+    variables first."""
+    dimensional = [i for i, d in enumerate(x) if any(abs(v) > _TOLERANCE for v in d)]
+    groups: list[Expression] = []
+    for k in range(2, min(max_variables, len(dimensional)) + 1):
+        for subset in itertools.combinations(dimensional, k):
+            exponents = _null_exponents(np.array([x[i] for i in subset], dtype=np.float64).T, max_exponent)
+            if exponents is not None:
+                groups.append(_monomial(dict(zip(subset, exponents))))
+    return groups
+
+
+def _null_exponents(dims: np.ndarray, max_exponent: int) -> list[int] | None:
+    """The integer exponents (smallest 1 in size, first positive) of the one dimensionless
+    product of the columns of ``dims`` [7, k], when there is exactly one and it uses every column
+    (a minimal dependent set); None otherwise or when an exponent is not a small integer."""
+    k = dims.shape[1]
+    _, singular, vt = np.linalg.svd(dims)
+    rank = int(np.count_nonzero(singular > 1e-9))
+    if rank != k - 1:
+        return None
+    null = vt[-1]
+    if np.min(np.abs(null)) < 1e-9:
+        return None
+    scaled = null / np.min(np.abs(null))
+    scaled = scaled if scaled[0] > 0 else -scaled
+    rounded = np.round(scaled)
+    if np.max(np.abs(scaled - rounded)) > 1e-6 or np.max(np.abs(rounded)) > max_exponent:
+        return None
+    return [int(e) for e in rounded]
+
+
+def _monomial(exponents: dict[int, int]) -> Expression:
+    """``prod x_i**e_i`` as a product over a product (``sq`` for a square)."""
+    def product(items: list[tuple[int, int]]) -> Expression | None:
+        out = None
+        for i, e in items:
+            factor = Expression.variable(i)
+            factor = Expression.combine("sq", factor) if abs(e) == 2 else factor
+            out = factor if out is None else Expression.combine("mul", out, factor)
+        return out
+
+    numerator = product([(i, e) for i, e in sorted(exponents.items()) if e > 0])
+    denominator = product([(i, e) for i, e in sorted(exponents.items()) if e < 0])
+    assert numerator is not None  # the first exponent is positive
+    return numerator if denominator is None else Expression.combine("div", numerator, denominator)

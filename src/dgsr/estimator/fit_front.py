@@ -28,7 +28,7 @@ from dgsr.estimator.budget_plan import BudgetPlan, plan_budget
 from dgsr.estimator.features import select_features
 from dgsr.estimator.fit_config import FitConfig
 from dgsr.estimator.fit_search import SearchRows, continued, feature_limit, random_streams, run_search
-from dgsr.estimator.fit_units import has_units, penalised, unit_check
+from dgsr.estimator.fit_units import has_units, penalised, unit_check, with_unit_groups
 from dgsr.estimator.front import FrontEntry, admitted, best_of_each_size, front_entry
 from dgsr.estimator.front_checks import Outcome, Split, cross_validated, exact_fit_floor, validated
 from dgsr.estimator.guesses import seeded
@@ -111,6 +111,7 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
     if has_units(config):  # the units of the searched columns, the penalty in the search's loss units
         config = replace(config, search_units=unit_check(config, index, rows.X.shape[1],
                                                                    weighted_var(rows.y, rows.w)))
+        policy = with_unit_groups(policy, config.search_units)
     if previous is not None and (not np.array_equal(previous[0], index) or previous[2] != rows.scaling):
         previous = None  # other columns or units: the old archive's variables mean other things
     split = _validation_rows(config, len(rows.y), feat_rng.spawn(1)[0])

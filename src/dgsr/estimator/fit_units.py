@@ -10,13 +10,14 @@ carry a unit (:func:`unit_columns`).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dgsr.core.units import UnitCheck, checked_units
+from dgsr.core.units import UnitCheck, checked_units, dimensionless_groups
 from dgsr.estimator.front import FrontEntry
 
 
@@ -33,6 +34,21 @@ def unit_check(config: Any, index: np.ndarray, n_columns: int, y_var: float) -> 
     xs, y = checked_units(config.x_units, config.y_units, n_columns)
     penalty = float(config.dimensional_constraint_penalty) * (y_var if y_var > 0 else 1.0)
     return UnitCheck(tuple(xs[int(i)] for i in index), y, penalty, bool(config.dimensionless_constants_only))
+
+
+def with_unit_groups(policy: Any, units: UnitCheck | None) -> Any:
+    """``policy`` whose chains also take the dimensionless groups of the searched columns' units
+    as their argument (a copy of a semantic policy with ``unit_chains``), or ``policy`` itself."""
+    from dgsr.policies.semantic.policy import SemanticPolicy
+
+    if units is None or not isinstance(policy, SemanticPolicy) or not getattr(policy, "unit_chains", True):
+        return policy
+    groups = tuple(dimensionless_groups(units.x))
+    if not groups:
+        return policy
+    policy = copy.copy(policy)  # the caller's policy object is not changed
+    policy.unit_groups = groups
+    return policy
 
 
 def penalised(entries: Sequence[FrontEntry], units: UnitCheck | None) -> list[FrontEntry]:

@@ -5,28 +5,8 @@ operand at once with matrix products, so the library is a matrix ``[n_operands, 
 the expressions it came from. Entries are distinct by their values on the rows (two operands
 with the same values are one; the smaller is kept), finite on every row and not constant.
 
-What goes in (all over the data's own variables, at most 6 nodes):
-
-* every variable ``x_i``, and the unary functions of it that are defined on the rows;
-* *inner-constant forms* that a law often needs and that growing mutations reach only through
-  worse intermediate expressions: ``exp(c*x)``, ``sin(c*x)``, ``cos(c*x)`` for a few ``c``, and
-  shifts ``sq(x - c)``, ``inv(x + c)``, ``inv(c + sq(x))``, ``sqrt(c + sq(x))`` with ``c`` taken
-  from the data (quartiles of ``x``) or simple values; the search fits those constants later;
-* pairwise products, quotients, sums and differences of variables, ``sq(x_i - x_j)``,
-  ``sq(x_i) + sq(x_j)``, the distance ``sqrt(sq(x_i) + sq(x_j))``, and ``exp``, ``sin``, ``cos``
-  of a product or quotient (``exp(-x_i*x_j)``, ``cos(x_i/x_j)``), for the variables most related
-  to ``y`` when there are many.
-
-With ``fit_parametric`` (the semantic policy's default) the library also holds *parametric*
-operands, exempt from the size limit, whose inner constants are fitted to ``y`` here: for the
-variables most related to ``y``, ``sin(c*x + d)``; for each pair of them, sines and cosines of a
-shifted product, of ``c*u + d`` (``u`` the pair's product or sum), ``sq(u - c)``, ``inv(u + c)``
-and a two-variable bump; and a bump ``inv(sum_i sq(w_i*(x_i - a_i)) + c)`` over the 3, 4 and 5
-most related variables.
-
-With many columns the single-variable forms are built for the ``max_rich_variables`` variables
-most related to ``y`` (rank correlation of any form with ``y``) and pairs for the
-``max_pair_variables`` first of them; every variable stays in the library as itself.
+What goes in is built by :mod:`dgsr.policies.semantic.operand_forms` (the forms) and fitted
+here (the parametric ones, :func:`build_library`).
 """
 
 from __future__ import annotations
@@ -44,6 +24,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
+from dgsr.policies.semantic import operand_forms as forms
 from dgsr.policies.semantic.parametric_forms import best_chains
 from dgsr.policies.semantic.relevance import relevance
 
@@ -52,19 +33,6 @@ _PARAMETRIC_STEPS = 20
 #: Operands whose values an :func:`operand_library` memo keeps before it starts again.
 _MAX_MEMO = 2000
 
-_C = Expression.constant
-
-
-def _var(i: int) -> Expression:
-    return Expression.variable(i)
-
-
-def _u(op: str, a: Expression) -> Expression:
-    return Expression.combine(op, a)
-
-
-def _b(op: str, a: Expression, b: Expression) -> Expression:
-    return Expression.combine(op, a, b)
 
 
 @dataclass(frozen=True)
@@ -99,178 +67,6 @@ class OperandLibrary:
         return len(self.expressions)
 
 
-def _single_variable_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> Iterable[Expression]:
-    v = _var(i)
-    yield v
-    for op in UNARY:
-        if op in allowed:
-            yield _u(op, v)
-    if {"mul", "sq"} <= allowed:
-        yield _b("mul", v, _u("sq", v))  # x**3
-    if "mul" in allowed:
-        for c in (-1.0, 2.0, -2.0, 0.5, -0.5, math.pi, 2 * math.pi):
-            for op in ("exp", "sin", "cos"):
-                if op in allowed and (op == "exp" or c > 0):
-                    yield _u(op, _b("mul", _C(c), v))
-    finite = x[np.isfinite(x)]
-    if not len(finite):
-        return
-    q = np.quantile(finite, [0.25, 0.5, 0.75])
-    shifts = sorted({float(f"{s:.3g}") for s in (*q, 1.0, -1.0)} - {0.0})
-    for c in shifts:
-        if {"sq", "sub"} <= allowed:
-            yield _u("sq", _b("sub", v, _C(c)))
-        if {"inv", "add"} <= allowed:
-            yield _u("inv", _b("add", v, _C(c)))
-    for c in (1.0, float(f"{np.median(finite * finite):.3g}")):
-        if c <= 0:
-            continue
-        if {"inv", "add", "sq"} <= allowed:
-            yield _u("inv", _b("add", _C(c), _u("sq", v)))
-        if {"sqrt", "add", "sq"} <= allowed:
-            yield _u("sqrt", _b("add", _C(c), _u("sq", v)))
-        if {"sqrt", "sub", "sq"} <= allowed:
-            yield _u("sqrt", _b("sub", _C(c), _u("sq", v)))
-
-
-def _pair_forms(i: int, j: int, allowed: frozenset[str]) -> Iterable[Expression]:
-    a, b = _var(i), _var(j)
-    for op in BINARY:
-        if op in allowed:
-            yield _b(op, a, b)
-    if "div" in allowed:
-        yield _b("div", b, a)
-    if "sub" in allowed:
-        yield _b("sub", b, a)
-    if {"sq", "sub"} <= allowed:
-        yield _u("sq", _b("sub", a, b))
-    if {"sq", "add"} <= allowed:
-        yield _b("add", _u("sq", a), _u("sq", b))
-    if {"mul", "sq"} <= allowed:
-        yield _b("mul", _u("sq", a), b)
-        yield _b("mul", a, _u("sq", b))
-    if {"div", "sq"} <= allowed:
-        yield _b("div", a, _u("sq", b))
-        yield _b("div", b, _u("sq", a))
-    if {"mul", "sqrt"} <= allowed:
-        yield _u("sqrt", _b("mul", a, b))
-    if {"sqrt", "add", "sq"} <= allowed:
-        yield _u("sqrt", _b("add", _u("sq", a), _u("sq", b)))  # a distance
-    for inner in ("mul", "div"):
-        if inner not in allowed:
-            continue
-        for op in ("exp", "sin", "cos"):
-            if op in allowed:
-                yield _u(op, _b(inner, a, b))
-        if {"exp", "mul"} <= allowed:
-            yield _u("exp", _b("mul", _C(-1.0), _b(inner, a, b)))
-
-
-def _pair_root_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
-                     allowed: frozenset[str]) -> Iterable[Expression]:
-    """``sqrt(c - sq(u))`` and ``sqrt(c + sq(u))`` for ``u`` the ratio (either way) or product of
-    two variables: the single-variable ``sqrt(c +- sq(x))`` forms, for a dimensionless ratio
-    (a Lorentz factor ``sqrt(1 - v**2/c**2)``, a cosine from a sine ``sqrt(1 - (a/b)**2)``). Seven
-    nodes, one more than the library's limit, so they are built apart; ``c`` starts at 1 (the
-    search fits it later)."""
-    if not {"sqrt", "sq"} <= allowed:
-        return
-    a, b = _var(i), _var(j)
-    with np.errstate(all="ignore"):
-        forms = [("div", _b("div", a, b), xi / xj), ("div", _b("div", b, a), xj / xi), ("mul", _b("mul", a, b), xi * xj)]
-    for op, u, values in forms:
-        if op not in allowed or not np.all(np.isfinite(values)):
-            continue
-        if "sub" in allowed and float(np.max(np.abs(values))) < 1.0:  # defined on every row
-            yield _u("sqrt", _b("sub", _C(1.0), _u("sq", u)))
-        if "add" in allowed:
-            yield _u("sqrt", _b("add", _C(1.0), _u("sq", u)))
-
-
-def _parametric_pair_forms(i: int, j: int, xi: np.ndarray, xj: np.ndarray,
-                           allowed: frozenset[str]) -> Iterable[list[Expression]]:
-    """Operands of two variables with constants inside a nonlinear part, each as a list of
-    starting points: ``sin(c*(x_i + a)*(x_j + b))``, ``sin(c*u + d)``, ``sq(u - c)``,
-    ``inv(u + c)`` with ``u`` the product or sum of the two, and the bump
-    ``inv(sq(x_i - a) + sq(x_j - b) + c)``. A sine's frequency has many local optima, so it starts
-    at a half and at a whole period over the range of its argument (and the shifted product
-    from three shift pairs)."""
-    a, b = _var(i), _var(j)
-    with np.errstate(all="ignore"):
-        shift_i, shift_j = -float(np.min(xi)), -float(np.min(xj))  # makes both factors >= 0
-        forms = [("mul", _b("mul", a, b), xi * xj), ("add", _b("add", a, b), xi + xj)]
-    forms = [f for f in forms if f[0] in allowed]
-
-    def periods(u: np.ndarray) -> list[float]:
-        spread = float(np.ptp(u)) if np.all(np.isfinite(u)) else 0.0
-        ok = spread > 0 and math.isfinite(spread)
-        return [k * math.pi / spread for k in (1.0, 2.0, 4.0)] if ok else [1.0]
-
-    # Shift starts: both factors non-negative, centred, both non-positive (the law's zero
-    # crossings may lie anywhere in the range; LM from one start finds only the nearest).
-    with np.errstate(all="ignore"):
-        shift_pairs = [(shift_i, shift_j), (-float(np.median(xi)), -float(np.median(xj))),
-                       (-float(np.max(xi)), -float(np.max(xj)))]
-    shift_pairs = [p for p in shift_pairs if all(map(math.isfinite, p))]
-    for trig in ("sin", "cos"):
-        if {trig, "mul", "add"} <= allowed:
-            starts = []
-            for si, sj in shift_pairs:
-                with np.errstate(all="ignore"):
-                    values = (xi + si) * (xj + sj)
-                product = _b("mul", _b("add", a, _C(si)), _b("add", b, _C(sj)))
-                starts.extend(_u(trig, _b("mul", _C(c), product)) for c in periods(values))
-            yield starts
-            for _, u, values in forms:
-                yield [_u(trig, _b("add", _b("mul", _C(c), u), _C(0.0))) for c in periods(values)]
-    if {"inv", "sq", "sub", "add"} <= allowed:
-        # A bump: the inverse of a sum of shifted squares (a Lorentzian / Cauchy profile),
-        # centred on the data to start.
-        with np.errstate(all="ignore"):
-            ci, cj = float(np.median(xi)), float(np.median(xj))
-            width = float(np.var(xi) + np.var(xj))
-        if all(map(math.isfinite, (ci, cj, width))) and width > 0:
-            bump = _b("add", _b("add", _u("sq", _b("sub", a, _C(ci))), _u("sq", _b("sub", b, _C(cj)))), _C(width))
-            yield [_u("inv", bump)]
-    for _, u, values in forms:
-        middle = float(np.median(values)) if np.all(np.isfinite(values)) else 0.0
-        if {"sq", "sub"} <= allowed:
-            yield [_u("sq", _b("sub", u, _C(middle)))]
-        if {"inv", "add"} <= allowed:
-            yield [_u("inv", _b("add", u, _C(1.0 - float(np.min(values)) if np.all(np.isfinite(values)) else 1.0)))]
-
-
-def _parametric_bump(variables: Sequence[int], columns: np.ndarray, allowed: frozenset[str]) -> Expression | None:
-    """The start of ``inv(sum_i sq(w_i*(x_i - a_i)) + c)`` over three or more ``variables``: a
-    bump (Lorentzian profile) in several variables, each with its own width, so one that does
-    not matter can fade (its ``w_i`` fitted to ~0). Centred on the medians, ``w_i = 1/std(x_i)``,
-    ``c`` the number of variables; None where the operators or the data do not allow it."""
-    if len(variables) < 3 or not {"inv", "sq", "mul", "sub", "add"} <= allowed:
-        return None
-    total: Expression | None = None
-    with np.errstate(all="ignore"):
-        for i in variables:
-            x = columns[i]
-            centre, scale = float(np.median(x)), float(np.std(x))
-            if not (math.isfinite(centre) and math.isfinite(scale) and scale > 0):
-                return None
-            term = _u("sq", _b("mul", _C(1.0 / scale), _b("sub", _var(i), _C(centre))))
-            total = term if total is None else _b("add", total, term)
-    return _u("inv", _b("add", total, _C(float(len(variables)))))
-
-
-def _parametric_single_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> Iterable[list[Expression]]:
-    """``sin(c*x_i + d)`` (a frequency and a phase, which the fixed grid of single-variable forms
-    lacks), starting at a half, a whole and two periods over the variable's range."""
-    if not {"sin", "mul", "add"} <= allowed:
-        return
-    spread = float(np.ptp(x)) if np.all(np.isfinite(x)) else 0.0
-    if not (spread > 0 and math.isfinite(spread)):
-        return
-    v = _var(i)
-    yield [_u("sin", _b("add", _b("mul", _C(k * math.pi / spread), v), _C(0.0))) for k in (1.0, 2.0, 4.0)]
-
-
 def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray,
             linear: list[int], terms: Sequence[Expression] = (), memo: FitMemo | None = None) -> Expression | None:
     """The start whose constants, fitted to ``y`` with a few Levenberg-Marquardt steps together
@@ -293,7 +89,7 @@ def _fitted(starts: list[Expression], columns: np.ndarray, y: np.ndarray,
     linear_values = np.vstack(rows) if rows else None
     for start in starts:
         model = start
-        for extra in [*(_var(i) for i in linear), *kept]:
+        for extra in [*(Expression.variable(i) for i in linear), *kept]:
             model = Expression.combine("add", model, extra)
         fitted = fit_inner_constants(model, columns, y, steps=_PARAMETRIC_STEPS).expression
         form = start.with_constants(fitted.constants[:start.n_constants])  # the start's constants lead
@@ -332,27 +128,28 @@ class FitMemo:
 def _screened_parametric(pairs: list[int], fit_columns: np.ndarray, fit_y: np.ndarray, allowed_ops: frozenset[str],
                          linear: list[int], memo: FitMemo | None, max_parametric_variables: int,
                          max_chain_variables: int, max_chains: int, pair_forms: bool,
-                         chain_pairs: bool) -> list[Expression | None]:
-    """The parametric operands of :func:`build_library`, each form's starts screened on the fit rows."""
+                         chain_pairs: bool, groups: Sequence[Expression] = ()) -> list[Expression | None]:
+    """The parametric operands of :func:`build_library`, each form's starts screened on the fit
+    rows; the chains over the most related variables and over ``groups``."""
     top = sorted(pairs[:max_parametric_variables])
     fits: list[Expression | None] = []
     if max_chains <= 0:  # the chains hold sin(c*x + d) and every other one-operator form
         for i in top:
             fits.extend(_fitted(starts, fit_columns, fit_y, linear, memo=memo)
-                        for starts in _parametric_single_forms(i, fit_columns[i], allowed_ops))
+                        for starts in forms.parametric_single_forms(i, fit_columns[i], allowed_ops))
     for a_i, i in enumerate(top if pair_forms else []):
         for j in top[a_i + 1:]:
-            product = [_b("mul", _var(i), _var(j))] if "mul" in allowed_ops else []
+            product = [Expression.combine("mul", Expression.variable(i), Expression.variable(j))] if "mul" in allowed_ops else []
             fits.extend(_fitted(starts, fit_columns, fit_y, linear, product, memo=memo)
-                        for starts in _parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops))
+                        for starts in forms.parametric_pair_forms(i, j, fit_columns[i], fit_columns[j], allowed_ops))
     # Bumps over the 3, 4 and 5 most related variables (the pair forms hold the 2-variable one).
     for k in range(3, min(len(pairs), max_parametric_variables) + 1 if pair_forms else 3):
-        start = _parametric_bump(sorted(pairs[:k]), fit_columns, allowed_ops)
+        start = forms.parametric_bump(sorted(pairs[:k]), fit_columns, allowed_ops)
         fits.append(_fitted([start], fit_columns, fit_y, linear, memo=memo) if start is not None else None)
     # Constants inside nonlinear parts, by one mechanism: chains op(a*x + b) of the unary
     # operators over the most related variables (dgsr.policies.semantic.parametric_forms).
     if max_chains > 0:
-        fits.extend(best_chains(sorted(pairs[:max_chain_variables]), fit_columns, fit_y, allowed_ops, linear,
+        fits.extend(best_chains([*sorted(pairs[:max_chain_variables]), *groups], fit_columns, fit_y, allowed_ops, linear,
                                 max_chains, memo=None if memo is None else memo.fits, pairs=chain_pairs))
     return fits
 
@@ -366,7 +163,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   extra_operands: Iterable[Expression] = (),
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
                   fit_memo: FitMemo | None = None,
-                  seeded: Sequence[Expression] | None = None) -> OperandLibrary:
+                  seeded: Sequence[Expression] | None = None,
+                  chain_arguments: Sequence[Expression] = ()) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -385,22 +183,24 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     fit rows (:class:`FitMemo`; the result is the same with or without it). ``seeded``: the
     parametric operands of another library on other rows (the search on all rows, for a fold
     search's library): each is refitted here from its own constants, in place of screening the
-    starts of every form and chain again.
+    starts of every form and chain again. ``chain_arguments``: expressions of the variables (the
+    dimensionless groups of a fit with units) the chains also take as their argument, the
+    ``max_chain_variables`` most related to ``y``.
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
     order = np.argsort(-relevance(columns, y), kind="stable") if n_features > 1 else np.arange(n_features)
     rich = [int(i) for i in order[:max_rich_variables]]
     pairs = rich[:max_pair_variables]
-    candidates: list[Expression] = [_var(i) for i in range(n_features)]
+    candidates: list[Expression] = [Expression.variable(i) for i in range(n_features)]
     for i in rich:
-        candidates.extend(_single_variable_forms(i, columns[i], allowed_ops))
+        candidates.extend(forms.single_variable_forms(i, columns[i], allowed_ops))
     roots: list[Expression] = []  # pair forms one node over max_size
     for a_i, i in enumerate(pairs):
         for j in pairs[a_i + 1:]:
-            candidates.extend(_pair_forms(i, j, allowed_ops))
+            candidates.extend(forms.pair_forms(i, j, allowed_ops))
             if fit_parametric:  # a constant inside a nonlinear part, as the parametric forms
-                roots.extend(_pair_root_forms(i, j, columns[i], columns[j], allowed_ops))
+                roots.extend(forms.pair_root_forms(i, j, columns[i], columns[j], allowed_ops))
     parametric: list[Expression] = []
     fit_columns, fit_y = (columns, y) if fit_rows is None else fit_rows
     if fit_parametric and fit_columns.shape[1] >= 8 and float(np.var(fit_y)) > 0:
@@ -417,13 +217,14 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             # ranked first only through the sets of the first few (_screened_parametric).
             ranked = tuple(tuple(sorted(pairs[:k])) for k in
                            (max_chain_variables, *range(3, min(len(pairs), max_parametric_variables) + 1)))
+            groups = _related(chain_arguments, fit_columns, fit_y, max_chain_variables) if max_chains > 0 else []
             key = ("screened", tuple(sorted(pairs[:max_parametric_variables])), ranked, tuple(linear), allowed_ops,
-                   max_chains, pair_forms, chain_pairs)
+                   max_chains, pair_forms, chain_pairs, tuple(g.key() for g in groups))
             fits = None if memo is None else memo.fits.get(key)
             if fits is None:
                 fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
                                             max_parametric_variables, max_chain_variables, max_chains,
-                                            pair_forms, chain_pairs)
+                                            pair_forms, chain_pairs, groups)
                 if memo is not None:
                     memo.fits[key] = fits
         parametric = [form for form in fits if form is not None]
@@ -433,6 +234,19 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ordered = ([(e, False, False) for e in sorted(candidates, key=lambda e: e.size)]
                + [(e, False, True) for e in [*roots, *extra]] + [(e, True, True) for e in parametric])
     return _assemble(ordered, columns, max_size)
+
+
+def _related(arguments: Sequence[Expression], columns: np.ndarray, y: np.ndarray, keep: int) -> list[Expression]:
+    """The ``keep`` of ``arguments`` most related to ``y`` on ``columns`` (finite everywhere)."""
+    if not arguments:
+        return []
+    with np.errstate(all="ignore"):
+        values = [evaluate_columns(a, columns) for a in arguments]
+    usable = [(a, v) for a, v in zip(arguments, values) if np.all(np.isfinite(v)) and np.ptp(v) > 0]
+    if not usable:
+        return []
+    scores = relevance(np.vstack([v for _, v in usable]), y)
+    return [usable[int(i)][0] for i in np.argsort(-scores, kind="stable")[:keep]]
 
 
 def _values(expr: Expression, columns: np.ndarray, memo: dict | None) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from dgsr.core.evaluate import evaluate_columns
+from dgsr.core.evaluate import evaluate_columns, evenly_spaced
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
@@ -125,13 +125,16 @@ def _argument(op: str, below: Expression, values: np.ndarray, target: tuple[floa
     return _affine(below, a, target[0] - a * lo)
 
 
-def chain_starts(shape: Sequence[str], variable: int, columns: np.ndarray) -> list[Expression]:
+def chain_starts(shape: Sequence[str], variable: int | Expression, columns: np.ndarray) -> list[Expression]:
     """Starting points of the chain ``shape`` (outermost first) over variable ``variable`` of
-    ``columns``: each operator's argument is the map that puts the values below it on one of its
-    :data:`_RANGES`."""
+    ``columns`` (or over an expression of them, such as a dimensionless group): each operator's
+    argument is the map that puts the values below it on one of its :data:`_RANGES`."""
     inner = shape[-1]
-    x = columns[variable]
-    v = Expression.variable(variable)
+    v = variable if isinstance(variable, Expression) else Expression.variable(int(variable))
+    with np.errstate(all="ignore"):
+        x = evaluate_columns(v, columns) if isinstance(variable, Expression) else columns[variable]
+    if not np.all(np.isfinite(x)):
+        return []
     ranges = _RANGES["inv"][:1] if inner == POWER else _RANGES[inner]  # a power's base: positive
     if len(shape) > 1:  # under an outer operator: the inner one's two main ranges
         ranges = ranges[:_INNER_STARTS]
@@ -186,30 +189,32 @@ def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
     return best, best_loss
 
 
-def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
+def best_chains(variables: Sequence[int | Expression], columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
                 linear: Sequence[int], keep: int, memo: dict | None = None, pairs: bool = False) -> list[Expression]:
-    """The ``keep`` chains over ``variables`` that explain ``y`` best (with the ``linear`` columns
-    beside them), best first, then each variable's best one-operator chain not among them, then
-    (with ``pairs``) the two terms of each :func:`chain_pair` that explains ``y`` far better than
-    any chain alone; ``memo`` (a dict kept for these rows) holds each chain's fit."""
+    """The ``keep`` chains over ``variables`` (indices, or expressions of the columns) that explain
+    ``y`` best (with the ``linear`` columns beside them), best first, then each variable's best
+    one-operator chain not among them, then (with ``pairs``) the two terms of each
+    :func:`chain_pair` that explains ``y`` far better than any chain alone; ``memo`` (a dict kept
+    for these rows) holds each chain's fit."""
     shapes = chain_shapes(allowed)
     linear_values = np.vstack([columns[i] for i in linear]) if linear else None
     # The screening fits run on a spread subset of the rows (a chain's shape shows on a hundred
     # rows; most of a fit's cost is per row), the refinement below on all of them.
-    screen = np.unique(np.linspace(0, columns.shape[1] - 1, min(columns.shape[1], _SCREEN_ROWS)).astype(int))
+    screen = evenly_spaced(columns.shape[1], _SCREEN_ROWS)
     screen_linear = None if linear_values is None else linear_values[:, screen]
     scored: list[tuple[float, int, Expression]] = []
-    origins: list[tuple[tuple[str, ...], int]] = []  # (shape, variable) of each scored chain, by its order
-    simplest: dict[int, tuple[float, int, Expression]] = {}  # per variable, its best one-operator chain
+    origins: list[tuple[tuple[str, ...], int | Expression]] = []  # (shape, variable) of each scored chain
+    simplest: dict[Any, tuple[float, int, Expression]] = {}  # per variable, its best one-operator chain
     for i in variables:
+        name = i.key() if isinstance(i, Expression) else i
         for shape in shapes:
-            form, loss = _memoised(memo, ("chain", i, shape, tuple(linear)), _screened_chain,
+            form, loss = _memoised(memo, ("chain", name, shape, tuple(linear)), _screened_chain,
                                    shape, i, columns, y, screen, screen_linear)
             if form is not None:
                 origins.append((shape, i))
                 scored.append((loss, len(scored), form))
-                if len(shape) == 1 and loss < simplest.get(i, (math.inf,))[0]:
-                    simplest[i] = (loss, len(scored) - 1, form)
+                if len(shape) == 1 and loss < simplest.get(name, (math.inf,))[0]:
+                    simplest[name] = (loss, len(scored) - 1, form)
     scored.sort(key=lambda s: (s[0], s[1]))
     # The best chains get more steps: a law's own constants often lie along a flat valley
     # (exp(a/(T + d)) for an activation, where d goes to 0 slowly), which 20 steps do not cross.
@@ -232,13 +237,13 @@ def best_chains(variables: Sequence[int], columns: np.ndarray, y: np.ndarray, al
     return best
 
 
-def _screened_chain(shape: Sequence[str], variable: int, columns: np.ndarray, y: np.ndarray, screen: np.ndarray,
+def _screened_chain(shape: Sequence[str], variable: int | Expression, columns: np.ndarray, y: np.ndarray, screen: np.ndarray,
                     screen_linear: np.ndarray | None) -> tuple[Expression | None, float]:
     """:func:`fit_chain` from the starts of ``shape`` over ``variable``, on the ``screen`` rows."""
     return fit_chain(chain_starts(shape, variable, columns), columns[:, screen], y[screen], screen_linear)
 
 
-def _screened_pair(first: Expression, shape: Sequence[str], variable: int, columns: np.ndarray, y: np.ndarray,
+def _screened_pair(first: Expression, shape: Sequence[str], variable: int | Expression, columns: np.ndarray, y: np.ndarray,
                    screen: np.ndarray, screen_linear: np.ndarray | None) -> tuple[Expression | None, float]:
     """:func:`chain_pair` of ``first`` (a chain of ``shape`` over ``variable``) on the ``screen`` rows."""
     return chain_pair(first, chain_starts(shape, variable, columns), columns[:, screen], y[screen], screen_linear)
@@ -254,7 +259,7 @@ def _memoised(memo: dict | None, key: tuple, compute: Callable[..., T], *args: A
     return memo[key]
 
 
-def _best_pairs(scored: list[tuple[float, int, Expression]], origins: list[tuple[tuple[str, ...], int]],
+def _best_pairs(scored: list[tuple[float, int, Expression]], origins: list[tuple[tuple[str, ...], int | Expression]],
                 columns: np.ndarray, y: np.ndarray, linear: Sequence[int], linear_values: np.ndarray | None,
                 screen: np.ndarray, screen_linear: np.ndarray | None, memo: dict | None) -> list[Expression]:
     """The terms of the :data:`_PAIR_BASES` :func:`chain_pair` sums that screen best, refined on

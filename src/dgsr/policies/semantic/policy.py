@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from dgsr.core.evaluate import as_columns
+from dgsr.core.evaluate import as_columns, evenly_spaced
 from dgsr.core.expression import Expression
 from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators
 from dgsr.policies.random import RandomPolicy
@@ -51,18 +51,12 @@ from dgsr.search.policy import Proposal
 _SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
 _ADDITIVE = frozenset({"add", "sub"})
 _ALL_OPERATORS = frozenset(OPERATORS)  # a policy allowed all of them checks no mutation's symbols
-# Binary mutation kinds and how each turns desired values D and current values A into a target for B.
 _MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
 _POWER_LAW_ROWS = 1000  # rows the power-law exponents are fitted on
 #: Rows the parametric operands' constants are fitted on (the scoring rows are n_rows): on 100 rows
 #: a sine of a shifted product lands in a wrong local optimum in about one draw in five, on 300
 #: in none of 24 (three such laws, eight draws each; docs/notes/design_history.md).
 _PARAMETRIC_FIT_ROWS = 300
-
-
-def _evenly_spaced(n: int, k: int) -> np.ndarray:
-    """Up to ``k`` row indices spread evenly over ``n`` rows (no draw from an rng)."""
-    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
 
 
 @dataclass(frozen=True)
@@ -158,18 +152,23 @@ class SemanticPolicy:
         With ``parametric_operands``, also the two-variable forms (``sin(c*u + d)``, ``sq(u - c)``,
         ``inv(u + c)`` of a pair's product or sum, the sine of a shifted product) and the bumps
         over 3-5 variables (docs/DESIGN.md, "General mechanisms, not templates").
+    unit_chains:
+        In a fit with units, chains also over the dimensionless groups of the variables
+        (``h*omega/(kb*T)``: :func:`dgsr.core.units.dimensionless_groups`), set by the estimator.
     """
 
     has_critic = False
     max_variables = None
     #: A fold search's: the search on all rows' parametric operands, refitted instead of screened.
     seeded_operands: tuple[Expression, ...] | None = None
+    #: The dimensionless groups of a fit with units (the estimator sets them when ``unit_chains``).
+    unit_groups: tuple[Expression, ...] = ()
 
     def __init__(self, n_rows: int = 100, random_share: float = 0.25, max_nodes: int = 6,
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
-                 pair_operands: bool = True, chain_pairs: bool = False):
+                 pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows = n_rows
@@ -179,7 +178,7 @@ class SemanticPolicy:
         self.size_penalty = size_penalty
         self.parametric_operands, self.additive_roots, self.power_laws = parametric_operands, additive_roots, power_laws
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
-        self.pair_operands = pair_operands
+        self.pair_operands, self.unit_chains = pair_operands, unit_chains
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -199,20 +198,21 @@ class SemanticPolicy:
         if power_laws:
             # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
             # that is not a power is noise in log space), without drawing from rng.
-            spread = _evenly_spaced(n, _POWER_LAW_ROWS)
+            spread = evenly_spaced(n, _POWER_LAW_ROWS)
             monomials = power_law_operands(as_columns(X[spread]), y[spread],
                                            free=getattr(self, "free_exponents", False))
         fit_rows = None
         if self.parametric_operands and n > self.n_rows:
             # The parametric constants are fitted on more rows than the scoring ones, evenly
             # spaced (no draw from rng), the scoring rows' values read off the fitted forms.
-            spread = _evenly_spaced(n, _PARAMETRIC_FIT_ROWS)
+            spread = evenly_spaced(n, _PARAMETRIC_FIT_ROWS)
             fit_rows = (as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo(),
                                 max_chains=getattr(self, "inner_chains", 0),
                                 pair_forms=getattr(self, "pair_operands", True),
-                                chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands)
+                                chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands,
+                                chain_arguments=self.unit_groups)
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
