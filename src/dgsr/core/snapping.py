@@ -4,8 +4,8 @@ A law's constants are often simple (``exp(-x**2/2)``, ``sin(2*t)``, ``x**1.5``),
 noisy rows returns ``exp(-0.5003*x**2)``: a formula that predicts as well and is not the law.
 :func:`snap_constants` tries, constant by constant, 0 and the simple values near each one (an
 integer, a half, a third or a quarter, a multiple of pi or pi**2 or of their halves or quarters),
-refits the constants not yet snapped by a few Gauss-Newton steps, and keeps the snap when a likelihood-ratio test on the
-fit's own rows does not reject it: ``n*log(SSE_snapped/SSE)`` within the chi-square quantile for
+refits the constants not yet snapped by a few Gauss-Newton steps, and keeps the snap when a
+likelihood-ratio test on the fit's own rows does not reject it: ``n*log(SSE_snapped/SSE)`` within the chi-square quantile for
 the number of constants snapped so far (Gaussian errors; Wilks). On data without noise the
 residual is float noise (a floor of 1e-12 of the variance per row), so only a constant that is
 already its simple value to about six digits snaps. Nothing here names a law: the decision is

@@ -237,8 +237,8 @@ def best_chains(variables: Sequence[int | Expression], columns: np.ndarray, y: n
     return best
 
 
-def _screened_chain(shape: Sequence[str], variable: int | Expression, columns: np.ndarray, y: np.ndarray, screen: np.ndarray,
-                    screen_linear: np.ndarray | None) -> tuple[Expression | None, float]:
+def _screened_chain(shape: Sequence[str], variable: int | Expression, columns: np.ndarray, y: np.ndarray,
+                    screen: np.ndarray, screen_linear: np.ndarray | None) -> tuple[Expression | None, float]:
     """:func:`fit_chain` from the starts of ``shape`` over ``variable``, on the ``screen`` rows."""
     return fit_chain(chain_starts(shape, variable, columns), columns[:, screen], y[screen], screen_linear)
 
