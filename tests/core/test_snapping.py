@@ -87,6 +87,10 @@ def test_constants_only_their_product_or_sum_fits_are_merged_into_one():
         "2*x0/(3*x1)": ((2 / 3, 1.0), {1}),
         "3/(2*x0)": ((1.5, 1.0), {1}),
         "1.5 + (x0 - 2.25)": ((-0.75, 0.0), {1}),
+        "3*inv(2*x0)": ((1.5, 1.0), {1}),
+        "2*sq(3*x0)": ((18.0, 1.0), {1}),  # through a square, the inner factor enters squared
+        "2*sqrt(4*x0)": ((4.0, 1.0), {1}),
+        "2*sqrt(-4*x0)": ((2.0, -4.0), set()),  # no real root of -4: left alone
         "2*(x0 + 1)": ((2.0, 1.0), set()),  # a product and a sum: nothing to merge
         "0*x0/(2*x1)": ((0.0, 2.0), set()),  # a zero factor is left alone
     }
@@ -96,7 +100,7 @@ def test_constants_only_their_product_or_sum_fits_are_merged_into_one():
         assert merged.symbols == expr.symbols and set(indices) == fixed, text
         assert np.allclose(merged.constants, constants, rtol=1e-12, atol=0), text
         assert np.allclose(evaluate_columns(merged, as_columns(X)), evaluate_columns(expr, as_columns(X)),
-                           rtol=1e-12, atol=1e-12), text
+                           rtol=1e-12, atol=1e-12, equal_nan=True), text
 
 
 def test_a_scale_split_over_two_factors_snaps_once_merged():

@@ -59,55 +59,62 @@ def simple_values(value: float) -> list[float]:
     return out
 
 
-_GROUPS = {"mul": ("mul", "div", 1.0), "div": ("mul", "div", 1.0), "add": ("add", "sub", 0.0),
-           "sub": ("add", "sub", 0.0)}
+#: How each node passes its children's constants into the product (or sum) it belongs to: the
+#: power (or sign) of each child, by operator. A constant under ``sq`` enters a product squared.
+_PRODUCT = {"mul": (1.0, 1.0), "div": (1.0, -1.0), "inv": (-1.0,), "sq": (2.0,), "sqrt": (0.5,)}
+_SUM = {"add": (1.0, 1.0), "sub": (1.0, -1.0)}
 
 
-def _group_constants(expr: Expression, position: int, kind: tuple[str, str, float], sign: int,
-                     found: list[tuple[int, int]], inside: set[int]) -> None:
-    """The constant leaves of the product (or sum) rooted at ``position`` as ``(index, sign)``:
-    sign -1 for a divisor (or a subtrahend); the group's operator nodes go into ``inside``."""
+def _group_constants(expr: Expression, position: int, passes: dict[str, tuple[float, ...]], power: float,
+                     found: list[tuple[int, float]], inside: set[int]) -> None:
+    """The constant leaves of the product (or sum) rooted at ``position`` as ``(index, power)``
+    (its power in the product, or its sign in the sum); the group's nodes go into ``inside``."""
     symbol = expr.symbols[position]
     if symbol == CONSTANT:
-        found.append((expr.constant_offset(position), sign))
-    elif symbol in kind[:2]:
+        found.append((expr.constant_offset(position), power))
+    elif symbol in passes:
         inside.add(position)
-        left, right = expr.children(position)
-        _group_constants(expr, left, kind, sign, found, inside)
-        _group_constants(expr, right, kind, -sign if symbol == kind[1] else sign, found, inside)
+        for child, child_power in zip(expr.children(position), passes[symbol]):
+            _group_constants(expr, child, passes, power * child_power, found, inside)
+
+
+def _merged(values: list[float], found: list[tuple[int, float]], product: bool) -> int | None:
+    """Merge the group ``found`` into its first constant of power (or sign) +1, or else -1, the
+    others set to 1 (or 0) in ``values``; that constant's index, or None when nothing merges."""
+    keep = next((k for k in found if k[1] == 1.0), next((k for k in found if k[1] == -1.0), None))
+    if keep is None or len(found) < 2 or not all(math.isfinite(values[i]) for i, _ in found):
+        return None
+    if product:
+        if any(values[i] == 0.0 or (values[i] < 0 and p != round(p)) for i, p in found):
+            return None
+        merged = math.prod(values[i] ** p for i, p in found) ** keep[1]
+    else:
+        merged = sum(p * values[i] for i, p in found) * keep[1]
+    if not math.isfinite(merged) or (product and merged == 0.0):
+        return None
+    for i, _ in found:
+        values[i] = 1.0 if product else 0.0
+    values[keep[0]] = merged
+    return keep[0]
 
 
 def merged_constants(expr: Expression) -> tuple[Expression, frozenset[int]]:
-    """``expr`` with the constant factors of each product merged into one, and the constant terms
-    of each sum into one, and the indices of the constants set to 1 (or 0) by the merge: the
-    same function (to rounding), with no two constants that only their product (or sum) fits.
-    A product with a zero or non-finite factor is left as it is."""
+    """``expr`` with the constant factors of each product merged into one (through ``inv``, ``sq``
+    and ``sqrt`` too) and the constant terms of each sum into one, and the indices of the constants
+    the merge set to 1 (or 0): the same function (to rounding), with no two constants of which the
+    data fit only the product (or sum). A product with a zero factor is left as it is."""
     values = list(expr.constants)
     fixed: set[int] = set()
     inside: set[int] = set()
     for position, symbol in enumerate(expr.symbols):
-        kind = _GROUPS.get(symbol)
-        if kind is None or position in inside:
+        if position in inside or not (symbol in _PRODUCT or symbol in _SUM):
             continue
-        found: list[tuple[int, int]] = []
-        _group_constants(expr, position, kind, 1, found, inside)
-        if len(found) < 2 or not all(math.isfinite(values[i]) and (kind[2] == 0.0 or values[i] != 0.0)
-                                     for i, _ in found):
-            continue
-        keep, keep_sign = next(((i, g) for i, g in found if g > 0), found[0])
-        if kind[2] == 0.0:
-            total = sum(g * values[i] for i, g in found)
-            merged = total * keep_sign
-        else:
-            total = math.prod(values[i] ** g for i, g in found)
-            merged = total ** keep_sign
-        if not math.isfinite(merged) or (kind[2] != 0.0 and merged == 0.0):
-            continue
-        for i, _ in found:
-            values[i] = kind[2]
-            fixed.add(i)
-        values[keep] = merged
-        fixed.discard(keep)
+        found: list[tuple[int, float]] = []
+        passes = _PRODUCT if symbol in _PRODUCT else _SUM
+        _group_constants(expr, position, passes, 1.0, found, inside)
+        keep = _merged(values, found, passes is _PRODUCT)
+        if keep is not None:
+            fixed.update(i for i, _ in found if i != keep)
     return (expr.with_constants(values) if fixed else expr), frozenset(fixed)
 
 
