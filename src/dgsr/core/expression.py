@@ -213,7 +213,7 @@ class Expression:
             if s == CONSTANT:
                 ci -= 1
                 value = self.constants[ci]
-                stack.append(_sympy_number(_round_sig(value, digits) if digits else value))
+                stack.append(_sympy_number(value, digits))
             elif is_variable(s):
                 idx = variable_index(s)
                 stack.append(symbols[idx] if symbols is not None else sympy.Symbol(s))
@@ -297,7 +297,18 @@ def _format_number(value: float, precision: int | None) -> str:
     return f"{value:.{precision}g}"
 
 
-def _sympy_number(value: float) -> sympy.Expr:
+def _sympy_number(value: float, digits: int | None = None) -> sympy.Expr:
+    """An integer or a snapped simple value exactly (``1/3``, ``pi/2``), anything else as a float
+    (rounded to ``digits`` significant digits when given)."""
+    from dgsr.core.snapping import exact_value  # snapping builds on expressions
+
     if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
         return sympy.Integer(int(value))
+    exact = exact_value(value)
+    if exact is not None:
+        return exact
+    if digits:
+        value = _round_sig(value, digits)
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return sympy.Integer(int(value))
     return sympy.Float(value)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import sympy
 from scipy.special import chdtri
 
 from dgsr.core.evaluate import weighted_var
@@ -28,7 +29,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
 from dgsr.core.operators import CONSTANT
 
-__all__ = ["merged_constants", "simple_values", "snap_constants"]
+__all__ = ["exact_value", "merged_constants", "simple_values", "snap_constants"]
 
 #: Significance level of the likelihood-ratio test a snap must pass.
 SNAP_LEVEL = 0.05
@@ -116,6 +117,24 @@ def merged_constants(expr: Expression) -> tuple[Expression, frozenset[int]]:
         if keep is not None:
             fixed.update(i for i, _ in found if i != keep)
     return (expr.with_constants(values) if fixed else expr), frozenset(fixed)
+
+
+def exact_value(value: float) -> sympy.Expr | None:
+    """The simple value (:func:`simple_values`) that ``value`` is to the last bit, as SymPy writes
+    it exactly (``Rational(1, 3)``, ``pi/2``, ``pi**2``), or None: how a snapped constant shows.
+    Integers are left to the caller."""
+    if not math.isfinite(value) or value == 0.0 or abs(value) > 1e6:
+        return None
+    for q in _DENOMINATORS[1:]:
+        p = round(value * q)
+        if p / q == value:
+            return sympy.Rational(p, q)
+    for base, exact in zip(_PI_POWERS, (sympy.pi, sympy.pi**2)):
+        for q in _PI_DENOMINATORS:
+            k = round(value * q / base)
+            if k != 0 and base * k / q == value:  # the arithmetic of simple_values
+                return sympy.Rational(k, q) * exact
+    return None
 
 
 def _sse(program: Program, theta: np.ndarray, columns: np.ndarray, y: np.ndarray,
