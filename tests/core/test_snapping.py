@@ -11,7 +11,7 @@ import pytest
 
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.parser import parse as parse_expression
-from dgsr.core.snapping import merged_constants, simple_values, snap_constants
+from dgsr.core.snapping import exact_value, merged_constants, simple_values, snap_constants
 from dgsr.estimator.regressor import SymbolicRegressor
 
 
@@ -169,3 +169,15 @@ def test_the_estimator_returns_the_law_with_simple_constants_at_one_percent_nois
     x0 = sympy.Symbol("x0")
     assert sympy.simplify(found[True] / sympy.exp(-x0**2 / 2)).is_constant()
     assert not sympy.simplify(found[False] / sympy.exp(-x0**2 / 2)).is_constant()
+
+
+def test_a_snapped_third_or_multiple_of_pi_shows_exactly():
+    import sympy
+
+    assert exact_value(1 / 3) == sympy.Rational(1, 3) and exact_value(-8 / 3) == sympy.Rational(-8, 3)
+    assert exact_value(2 * math.pi) == 2 * sympy.pi and exact_value(math.pi / 4) == sympy.pi / 4
+    assert exact_value(math.pi**2 / 2) == sympy.pi**2 / 2
+    for plain in (0.5, 1.25, 3.0, 0.3333, 3.1416, math.nan, 0.0):  # decimals read well; near is not equal
+        assert exact_value(plain) is None
+    x0 = sympy.Symbol("x0")
+    assert parse_expression("0.3333333333333333*x0 + 6.283185307179586").to_sympy() == x0 / 3 + 2 * sympy.pi

@@ -120,15 +120,14 @@ def merged_constants(expr: Expression) -> tuple[Expression, frozenset[int]]:
 
 
 def exact_value(value: float) -> sympy.Expr | None:
-    """The simple value (:func:`simple_values`) that ``value`` is to the last bit, as SymPy writes
-    it exactly (``Rational(1, 3)``, ``pi/2``, ``pi**2``), or None: how a snapped constant shows.
-    Integers are left to the caller."""
+    """The simple value (:func:`simple_values`) without a finite decimal that ``value`` is to the
+    last bit, as SymPy writes it exactly (``Rational(1, 3)``, ``pi/2``, ``pi**2``), or None: how a
+    snapped third or multiple of pi shows (halves and quarters read well as decimals)."""
     if not math.isfinite(value) or value == 0.0 or abs(value) > 1e6:
         return None
-    for q in _DENOMINATORS[1:]:
-        p = round(value * q)
-        if p / q == value:
-            return sympy.Rational(p, q)
+    p = round(value * 3)
+    if p % 3 and p / 3 == value:
+        return sympy.Rational(p, 3)
     for base, exact in zip(_PI_POWERS, (sympy.pi, sympy.pi**2)):
         for q in _PI_DENOMINATORS:
             k = round(value * q / base)
