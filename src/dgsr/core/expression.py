@@ -302,13 +302,11 @@ def _sympy_number(value: float, digits: int | None = None) -> sympy.Expr:
     (rounded to ``digits`` significant digits when given)."""
     from dgsr.core.snapping import exact_value  # snapping builds on expressions
 
-    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
-        return sympy.Integer(int(value))
-    exact = exact_value(value)
+    exact = exact_value(value)  # never an integer
     if exact is not None:
         return exact
     if digits:
         value = _round_sig(value, digits)
-        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
-            return sympy.Integer(int(value))
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return sympy.Integer(int(value))
     return sympy.Float(value)
