@@ -8,10 +8,13 @@ import warnings
 
 import numpy as np
 import pytest
+import sympy
 
+from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns
+from dgsr.core.gradients import compile_expression
 from dgsr.core.parser import parse as parse_expression
-from dgsr.core.snapping import exact_value, merged_constants, simple_values, snap_constants
+from dgsr.core.snapping import exact_value, merged_constants, scale_group, simple_values, snap_constants
 from dgsr.estimator.regressor import SymbolicRegressor
 
 
@@ -164,16 +167,12 @@ def test_the_estimator_returns_the_law_with_simple_constants_at_one_percent_nois
             est = SymbolicRegressor(max_time=None, max_evaluations=200_000, target_r2=0.9995, random_state=0,
                                     snap_constants=snap)
             found[snap] = est.fit(X, y).sympy()
-    import sympy
-
     x0 = sympy.Symbol("x0")
     assert sympy.simplify(found[True] / sympy.exp(-x0**2 / 2)).is_constant()
     assert not sympy.simplify(found[False] / sympy.exp(-x0**2 / 2)).is_constant()
 
 
 def test_a_snapped_third_or_multiple_of_pi_shows_exactly():
-    import sympy
-
     assert exact_value(1 / 3) == sympy.Rational(1, 3) and exact_value(-8 / 3) == sympy.Rational(-8, 3)
     assert exact_value(2 * math.pi) == 2 * sympy.pi and exact_value(math.pi / 4) == sympy.pi / 4
     assert exact_value(math.pi**2 / 2) == sympy.pi**2 / 2
@@ -181,3 +180,56 @@ def test_a_snapped_third_or_multiple_of_pi_shows_exactly():
         assert exact_value(plain) is None
     x0 = sympy.Symbol("x0")
     assert parse_expression("0.3333333333333333*x0 + 6.283185307179586").to_sympy() == x0 / 3 + 2 * sympy.pi
+
+
+def _ratio_rows(noise: float, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.1, 2.0, size=(300, 1))
+    y = (2 * x[:, 0] + 3) / (3 - x[:, 0])
+    return x, (_noisy(rng, y, noise) if noise else y)
+
+
+def test_a_ratio_fixes_its_constants_only_up_to_a_common_factor():
+    x, _ = _ratio_rows(0.0)
+    ratio = parse_expression("(1.4624*x0 + 2.1936)/(2.1936 - 0.7312*x0)")
+    theta = np.array(ratio.constants)
+    assert scale_group(compile_expression(ratio), theta, as_columns(x)) == [0, 1, 2, 3]
+    # a shift in the denominator alone, or an exponential's rate, is pinned by the rows: no group
+    for fixed in ("(1.5*x0 + 2.2)/(2.2 - 0.7*x0) + 0.3", "2.3*exp(-0.5*x0) + 0.1*x0"):
+        expr = parse_expression(fixed)
+        assert scale_group(compile_expression(expr), np.array(expr.constants), as_columns(x)) == []
+
+
+_RATIO = sympy.sympify("(2*x0 + 3)/(3 - x0)")
+_RATIO_AT_ANY_SCALE = "(1.4624*x0 + 2.1936)/(2.1936 - 0.7312*x0)"  # the law times 0.7312
+
+
+def _is_ratio_law(expr) -> bool:
+    return sympy.simplify(expr.to_sympy() - _RATIO) == 0
+
+
+def test_a_ratio_found_at_any_scale_snaps_to_its_plainest_form():
+    x, y = _ratio_rows(0.0)
+    found = parse_expression(_RATIO_AT_ANY_SCALE)
+    snapped, _ = snap_constants(found, as_columns(x), y)
+    assert sorted(abs(v) for v in snapped.constants) == [1.0, 2.0, 3.0, 3.0] and _is_ratio_law(snapped)
+    # without the passes that divide the group by each member, the constants keep the fit's scale
+    unnormalized, _ = snap_constants(found, as_columns(x), y, max_evaluations=0)
+    assert sorted(abs(v) for v in unnormalized.constants) != [1.0, 2.0, 3.0, 3.0]
+    # a product's two constants are merged first, and the group is the merged one and the rest
+    merged, _ = snap_constants(parse_expression("(0.5*(2.9248*x0) + 2.1936)/(2.1936 - 0.7312*x0)"), as_columns(x), y)
+    assert sorted(abs(v) for v in merged.constants) == [1.0, 1.0, 2.0, 3.0, 3.0] and _is_ratio_law(merged)
+
+
+def test_a_noisy_ratio_snaps_to_the_law_as_often_as_the_test_allows():
+    """At 1% noise the likelihood-ratio test rejects even the law in some draws (it is a 5% test
+    with up to three constants snapped); most draws give the law, and none without the group."""
+    recovered = {True: 0, False: 0}
+    for seed in range(8):
+        x, y = _ratio_rows(0.01, seed)
+        found = fit_constants(parse_expression(_RATIO_AT_ANY_SCALE), as_columns(x), y, rng=np.random.default_rng(0),
+                              batch_size=300, max_iter=200).expression
+        for normalize in (True, False):
+            snapped, _ = snap_constants(found, as_columns(x), y, max_evaluations=math.inf if normalize else 0)
+            recovered[normalize] += _is_ratio_law(snapped)
+    assert recovered[True] >= 5 and recovered[False] == 0

@@ -19,6 +19,7 @@ simple value; merged, it is ``0.9999*(1*(B*v))``, and the 0.9999 can snap to 1.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import sympy
@@ -29,7 +30,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
 from dgsr.core.operators import CONSTANT
 
-__all__ = ["exact_value", "merged_constants", "simple_values", "snap_constants"]
+__all__ = ["exact_value", "merged_constants", "scale_group", "simple_values", "snap_constants"]
 
 #: Significance level of the likelihood-ratio test a snap must pass.
 SNAP_LEVEL = 0.05
@@ -43,6 +44,8 @@ _DENOMINATORS = (1, 2, 3, 4)
 #: pi and pi**2 (a wave number's square, a buckling load, a box's energy levels), each over these.
 _PI_POWERS = (math.pi, math.pi ** 2)
 _PI_DENOMINATORS = (1, 2, 4)
+#: A Jacobian direction whose singular value is below this share of the largest is a null direction.
+_NULL = 1e-8
 
 
 def simple_values(value: float) -> list[float]:
@@ -170,14 +173,112 @@ def _refit(program: Program, theta: np.ndarray, free: list[int], columns: np.nda
     return theta, sse, spent
 
 
+def scale_group(program: Program, theta: np.ndarray, columns: np.ndarray, ignore: frozenset[int] = frozenset(),
+                max_rows: int = 256) -> list[int]:
+    """The constants the function fixes only up to a common factor, as the four of
+    ``(a*x + b)/(c*x + d)``: scaling them all by one number changes no value. Found from the
+    Jacobian's null direction (Euler: ``sum_j theta_j * df/dtheta_j = 0`` over the group) and
+    checked by scaling; empty when there is none, or more than one such direction. The constants
+    in ``ignore`` (held fixed) take no part."""
+    if len(theta) < 2 or not np.all(np.isfinite(theta)):
+        return []
+    rows = columns[:, :max_rows]
+    value, jac = run_program(program, theta, rows)
+    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(jac))):
+        return []
+    norms = np.linalg.norm(jac, axis=1)
+    used = np.array([j for j in np.flatnonzero(norms > 0) if j not in ignore], dtype=np.int64)
+    if len(used) < 2:
+        return []
+    _, singular, vt = np.linalg.svd(jac[used].T / norms[used], full_matrices=False)
+    if not (singular[-1] <= _NULL * singular[0] and (len(singular) < 3 or singular[-2] > _NULL * singular[0])):
+        return []
+    direction = vt[-1]
+    inside = np.abs(direction) > 1e-4
+    group = used[inside]
+    ratios = direction[inside] / norms[group] / theta[group] if np.all(theta[group] != 0) else np.array([np.nan])
+    if len(group) < 2 or not np.all(np.isfinite(ratios)) or not np.allclose(ratios, ratios[0], rtol=1e-3):
+        return []
+    scaled = theta.copy()
+    scaled[group] *= 1.7
+    moved, _ = run_program(program, scaled, rows, jacobian=False)
+    if not np.all(np.abs(moved - value) <= 1e-8 * np.maximum(np.abs(value), np.max(np.abs(value)) * 1e-6 + 1e-300)):
+        return []
+    return [int(j) for j in group]
+
+
+def _plainness(value: float) -> int:
+    """How plain a constant reads: the least denominator (1 to 4) that makes it an integer, 5 for
+    any other value and for any beyond 100 in size (``2`` is plainer than ``2/3``, than ``15925``)."""
+    q = next((q for q in _DENOMINATORS if value * q == round(value * q)), 5)
+    return q if abs(value) <= 100 else 5
+
+
+def _simplicity(theta: np.ndarray, group: list[int]) -> tuple[int, int]:
+    """How simple a scale group's constants read, larger is simpler: how many are simple values
+    (a fraction of denominator 1 to 4 up to 100 in size, or :func:`exact_value`), then minus their
+    plainness. A group at a large scale rounds to integers easily: those do not count."""
+    values = [float(theta[j]) for j in group]
+    simple = sum(_plainness(v) < 5 or exact_value(v) is not None for v in values)
+    return simple, -sum(_plainness(v) for v in values)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The fit's rows and the test's settings, shared by every snapping pass of one expression."""
+
+    program: Program
+    columns: np.ndarray
+    y: np.ndarray
+    w: np.ndarray | None
+    sqrt_w: np.ndarray | None
+    n: int
+    floor: float
+    base: float
+    level: float
+
+
+def _snap_pass(rows: _Rows, theta: np.ndarray, fixed: frozenset[int]) -> tuple[np.ndarray, list[int], int]:
+    """Each constant not in ``fixed`` tried at its simple values, nearest-to-simple first; the
+    constants after the pass, those snapped and the evaluations spent."""
+    snapped: list[int] = []
+    spent = 0
+
+    def nearness(i: int) -> float:
+        near = simple_values(float(theta[i]))[1:]
+        return abs(near[0] - theta[i]) / abs(theta[i]) if near else math.inf
+
+    for i in sorted((j for j in range(len(theta)) if j not in fixed), key=nearness):
+        for candidate in simple_values(float(theta[i])):
+            trial = theta.copy()
+            trial[i] = candidate
+            free = [j for j in range(len(theta)) if j != i and j not in snapped and j not in fixed]
+            trial_sse = _sse(rows.program, trial, rows.columns, rows.y, rows.w)
+            spent += 1
+            trial, trial_sse, passes = _refit(rows.program, trial, free, rows.columns, rows.y, rows.w, rows.sqrt_w,
+                                              trial_sse)
+            spent += passes
+            statistic = (rows.n * math.log(max(trial_sse, rows.floor) / rows.base) if math.isfinite(trial_sse)
+                         else math.inf)
+            if statistic <= chdtri(len(snapped) + 1, rows.level):
+                theta = trial
+                snapped.append(i)
+                break
+    return theta, snapped, spent
+
+
 def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
-                   level: float = SNAP_LEVEL) -> tuple[Expression, int]:
+                   level: float = SNAP_LEVEL, max_evaluations: float = math.inf) -> tuple[Expression, int]:
     """``expr`` with each constant that the data do not distinguish from a simple value
     (:func:`simple_values`) set to it, the others refitted; returns it and the evaluations spent.
 
     Constants are tried nearest-to-simple first. A snap is kept when ``n*log(SSE/SSE0)``, against
     the fit before any snap, is within the chi-square quantile at ``level`` with as many degrees of
-    freedom as constants snapped (``n``: rows with a positive weight)."""
+    freedom as constants snapped (``n``: rows with a positive weight). Where a group of constants
+    is fixed only up to a common factor (:func:`scale_group`), the group is also tried divided by
+    each of its members in turn (that member then 1), and the pass that snaps the most constants
+    wins: ``(0.73*x + 1.1)/(1.1 - 0.37*x)`` becomes ``(2*x + 3)/(3 - x)``. Those extra passes
+    stop once ``max_evaluations`` are spent."""
     if not expr.n_constants or not len(y):
         return expr, 0
     n = int(np.count_nonzero(w > 0)) if w is not None else len(y)
@@ -186,33 +287,32 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
     original = expr
     expr, fixed = merged_constants(expr)  # a 1 or 0 left by the merge is neither tried nor refitted
     theta = np.asarray(expr.constants, dtype=np.float64)
-    floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
     program = compile_expression(expr)  # one structure throughout: only its constants change
-    sqrt_w = None if w is None else np.sqrt(w)
     with np.errstate(all="ignore"):
         start = _sse(program, theta, columns, y, w)
         spent = 1
         if not math.isfinite(start):
             return original, spent
-        base = max(start, floor)
-        snapped: list[int] = []
-
-        def nearness(i: int) -> float:
-            near = simple_values(float(theta[i]))[1:]
-            return abs(near[0] - theta[i]) / abs(theta[i]) if near else math.inf
-
-        for i in sorted((j for j in range(len(theta)) if j not in fixed), key=nearness):
-            for candidate in simple_values(float(theta[i])):
-                trial = theta.copy()
-                trial[i] = candidate
-                free = [j for j in range(len(theta)) if j != i and j not in snapped and j not in fixed]
-                trial_sse = _sse(program, trial, columns, y, w)
-                spent += 1
-                trial, trial_sse, passes = _refit(program, trial, free, columns, y, w, sqrt_w, trial_sse)
-                spent += passes
-                statistic = n * math.log(max(trial_sse, floor) / base) if math.isfinite(trial_sse) else math.inf
-                if statistic <= chdtri(len(snapped) + 1, level):
-                    theta = trial
-                    snapped.append(i)
-                    break
-    return (expr.with_constants(theta.tolist()) if snapped else original), spent
+        floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
+        rows = _Rows(program, columns, y, w, None if w is None else np.sqrt(w), n, floor, max(start, floor), level)
+        best, best_snapped, passes = _snap_pass(rows, theta, fixed)
+        spent += passes
+        group: list[int] = []
+        if spent < max_evaluations:
+            group = scale_group(program, theta, columns, ignore=fixed)
+            spent += 2  # the Jacobian and the check
+        normalized = False
+        rank = _simplicity(best, group)
+        for j in group:
+            if spent >= max_evaluations:
+                break
+            normal = theta.copy()
+            normal[group] /= theta[j]
+            normal[j] = 1.0
+            trial, snapped, passes = _snap_pass(rows, normal, fixed | {j})
+            spent += passes
+            if _simplicity(trial, group) > rank:
+                best, best_snapped, rank, normalized = trial, snapped, _simplicity(trial, group), True
+    if normalized:  # the same function as ``original``, written with plainer constants
+        return expr.with_constants(best.tolist()), spent
+    return (expr.with_constants(best.tolist()) if best_snapped else original), spent

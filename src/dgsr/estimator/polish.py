@@ -66,7 +66,7 @@ def _polish_one(expr: Expression, columns: np.ndarray, y: np.ndarray, rng: np.ra
         if fit.improved and fit.r2 > -math.inf:
             expr = fit.expression
     if snap and expr.n_constants and evals_left >= _SNAP_EVALUATIONS * expr.n_constants and plan.time_left() > 0:
-        expr, spent = snap_constants(expr, columns, y, w)
+        expr, spent = snap_constants(expr, columns, y, w, max_evaluations=evals_left)
         evals_left -= spent
         ledger.evaluations += spent
     if expr.n_constants and evals_left >= 2 * expr.n_constants + 2:  # tidy_constants's most
