@@ -12,19 +12,48 @@ import sympy
 
 from dgsr.runtime.time_cap import can_cap, run_capped
 
+#: A term of a sum whose float coefficient is below this share of the sum's largest coefficient is
+#: the rounding of float arithmetic, not a term of the model (``8.2*s - 1.4e-14*i``).
+_FLOAT_NOISE = 1e-12
+
 
 def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
-    """``sympy.simplify`` capped at ``timeout`` seconds; the input is returned if it runs over."""
+    """``sympy.simplify`` capped at ``timeout`` seconds (the input if it runs over), without the
+    float noise its arithmetic leaves (:func:`without_float_noise`)."""
     if timeout <= 0 or not can_cap():  # no cap possible (or wanted) here: cheaper rewriting only
         try:
-            return sympy.cancel(expr) if expr.is_rational_function() else expr
+            return without_float_noise(sympy.cancel(expr)) if expr.is_rational_function() else expr
         except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs, e.g. zoo; keep the original)
             return expr
     try:
         finished, value = run_capped(lambda: sympy.simplify(expr), timeout)
     except Exception:  # noqa: BLE001  (as above)
         return expr
-    return value if finished else expr
+    return without_float_noise(value) if finished else expr
+
+
+def without_float_noise(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` without the terms of each sum whose float coefficient is below 1e-12 of the largest
+    coefficient of that sum: simplifying floats leaves such terms where constants cancel
+    (``(-1.4e-14*i + 8.2*s - 8.9e-16)/(4.17*i + s + 0.5)``). A model's own small constants
+    (``6.674e-11*m1*m2/r**2``) are factors, or terms far above that share, and stay."""
+    try:
+        return _cleaned(expr)
+    except Exception:  # noqa: BLE001  (an exotic node SymPy cannot rebuild: keep the expression as it is)
+        return expr
+
+
+def _cleaned(expr: sympy.Expr) -> sympy.Expr:
+    if not expr.args:
+        return expr
+    args = [_cleaned(a) for a in expr.args]
+    if expr.is_Add:
+        coefficients = [term.as_coeff_Mul()[0] for term in args]
+        largest = max(abs(float(c)) for c in coefficients)
+        kept = [term for term, c in zip(args, coefficients) if not (c.is_Float and abs(float(c)) < _FLOAT_NOISE * largest)]
+        if len(kept) < len(args):
+            return sympy.Add(*kept)
+    return expr.func(*args) if args != list(expr.args) else expr
 
 
 def round_floats(expr: sympy.Expr, digits: int = 4) -> sympy.Expr:

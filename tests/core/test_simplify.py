@@ -1,0 +1,35 @@
+"""SymPy simplification for display: capped in time, and without the float noise its arithmetic
+leaves (:mod:`dgsr.core.simplify`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy
+
+from dgsr.core.parser import parse
+from dgsr.core.simplify import simplify, without_float_noise
+
+
+def test_terms_left_by_float_arithmetic_are_dropped_and_the_model_stays():
+    s, i = sympy.symbols("s i")
+    noisy = (-1.4210854715202e-14 * i + 8.2 * s - 8.88178419700125e-16) / (4.16666666666667 * i + s + 0.5)
+    assert without_float_noise(noisy) == 8.2 * s / (4.16666666666667 * i + s + 0.5)
+    # small constants of the model itself: a factor, and a term far above the noise share
+    m1, m2, r = sympy.symbols("m1 m2 r")
+    gravity = 6.674e-11 * m1 * m2 / r**2 + 1e-9 * r
+    assert without_float_noise(gravity) == gravity
+    assert without_float_noise(sympy.Float(3e-20)) == sympy.Float(3e-20)  # a lone constant is no sum
+
+
+def test_a_simplified_model_shows_no_float_noise_and_predicts_the_same():
+    # A form the search returns for competitive inhibition: its constants cancel to float precision
+    # when SymPy brings it over one denominator.
+    expr = parse("8.2 - 22.7796/(x0/(1.5*x1 + 0.18) + 2.778)")
+    shown = simplify(expr.to_sympy(), timeout=5.0)
+    coefficients = [abs(float(c)) for c in shown.atoms(sympy.Float)]
+    assert coefficients and min(coefficients) > 1e-6, shown
+    x0, x1 = sympy.symbols("x0 x1")
+    f, g = sympy.lambdify((x0, x1), shown), sympy.lambdify((x0, x1), expr.to_sympy())
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0.05, 10, 50), rng.uniform(0.01, 1, 50)
+    np.testing.assert_allclose(f(a, b), g(a, b), rtol=1e-12)
