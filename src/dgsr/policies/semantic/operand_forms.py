@@ -38,7 +38,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.operators import BINARY, UNARY
 
 __all__ = ["pair_forms", "pair_root_forms", "parametric_bump", "parametric_pair_forms", "parametric_single_forms",
-           "single_variable_forms"]
+           "ratios_and_products", "single_variable_forms"]
 
 _C = Expression.constant
 
@@ -225,3 +225,12 @@ def parametric_single_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> I
         return
     v = _var(i)
     yield [_u("sin", _b("add", _b("mul", _C(k * math.pi / spread), v), _C(0.0))) for k in (1.0, 2.0, 4.0)]
+
+
+def ratios_and_products(variables: Sequence[int], allowed: frozenset[str]) -> list[Expression]:
+    """``x_i/x_j`` and ``x_i*x_j`` for each pair of ``variables`` (in index order; those of the
+    ``allowed`` operators): the arguments a chain takes besides single variables when no units
+    give the dimensionless groups."""
+    ordered = sorted(variables)
+    ops = [op for op in ("div", "mul") if op in allowed]
+    return [_b(op, _var(i), _var(j)) for a, i in enumerate(ordered) for j in ordered[a + 1:] for op in ops]

@@ -164,7 +164,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
                   fit_memo: FitMemo | None = None,
                   seeded: Sequence[Expression] | None = None,
-                  chain_arguments: Sequence[Expression] = ()) -> OperandLibrary:
+                  chain_arguments: Sequence[Expression] = (), ratio_chains: bool = False) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -185,7 +185,10 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     search's library): each is refitted here from its own constants, in place of screening the
     starts of every form and chain again. ``chain_arguments``: expressions of the variables (the
     dimensionless groups of a fit with units) the chains also take as their argument, the
-    ``max_chain_variables`` most related to ``y``.
+    ``max_chain_variables`` most related to ``y``; ``ratio_chains``: without such expressions, the
+    ratios and products of the ``max_chain_variables`` variables most related to ``y`` in their
+    place (a law's exponentials, logarithms and peaks often take one: ``log(V2/V1)``,
+    ``exp(-(x/s)**2)``).
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
@@ -217,7 +220,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             # ranked first only through the sets of the first few (_screened_parametric).
             ranked = tuple(tuple(sorted(pairs[:k])) for k in
                            (max_chain_variables, *range(3, min(len(pairs), max_parametric_variables) + 1)))
-            groups = _related(chain_arguments, fit_columns, fit_y, max_chain_variables) if max_chains > 0 else []
+            arguments = chain_arguments or (forms.ratios_and_products(pairs[:max_chain_variables], allowed_ops) if ratio_chains
+                                            else [])
+            groups = _related(arguments, fit_columns, fit_y, max_chain_variables) if max_chains > 0 else []
             key = ("screened", tuple(sorted(pairs[:max_parametric_variables])), ranked, tuple(linear), allowed_ops,
                    max_chains, pair_forms, chain_pairs, tuple(g.key() for g in groups))
             fits = None if memo is None else memo.fits.get(key)

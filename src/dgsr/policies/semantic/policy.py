@@ -53,9 +53,8 @@ _ADDITIVE = frozenset({"add", "sub"})
 _ALL_OPERATORS = frozenset(OPERATORS)  # a policy allowed all of them checks no mutation's symbols
 _MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
 _POWER_LAW_ROWS = 1000  # rows the power-law exponents are fitted on
-#: Rows the parametric operands' constants are fitted on (the scoring rows are n_rows): on 100 rows
-#: a sine of a shifted product lands in a wrong local optimum in about one draw in five, on 300
-#: in none of 24 (three such laws, eight draws each; docs/notes/design_history.md).
+#: Rows the parametric operands' constants are fitted on (the scoring rows are n_rows): on 100 a sine
+#: of a shifted product lands in a wrong optimum in 1 draw of 5, on 300 in none of 24 (design_history).
 _PARAMETRIC_FIT_ROWS = 300
 
 
@@ -155,6 +154,8 @@ class SemanticPolicy:
     unit_chains:
         In a fit with units, chains also over the dimensionless groups of the variables
         (``h*omega/(kb*T)``: :func:`dgsr.core.units.dimensionless_groups`), set by the estimator.
+    ratio_chains:
+        Without units, chains also over ratios and products of the variables most related to ``y``.
     """
 
     has_critic = False
@@ -168,17 +169,15 @@ class SemanticPolicy:
                  temperature: float = 1.0, max_size: int = 60, operators: Iterable[str] | None = None,
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
-                 pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True):
+                 pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
+                 ratio_chains: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
-        self.n_rows = n_rows
-        self.random_share = random_share
-        self.max_nodes = max_nodes
-        self.temperature = temperature
-        self.size_penalty = size_penalty
+        self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
+        self.temperature, self.size_penalty = temperature, size_penalty
         self.parametric_operands, self.additive_roots, self.power_laws = parametric_operands, additive_roots, power_laws
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
-        self.pair_operands, self.unit_chains = pair_operands, unit_chains
+        self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -212,7 +211,7 @@ class SemanticPolicy:
                                 max_chains=getattr(self, "inner_chains", 0),
                                 pair_forms=getattr(self, "pair_operands", True),
                                 chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands,
-                                chain_arguments=self.unit_groups)
+                                chain_arguments=self.unit_groups, ratio_chains=getattr(self, "ratio_chains", False))
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
