@@ -156,6 +156,7 @@ class SemanticPolicy:
         (``h*omega/(kb*T)``: :func:`dgsr.core.units.dimensionless_groups`), set by the estimator.
     ratio_chains:
         Without units, chains also over ratios and products of the variables most related to ``y``.
+        Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-29-ratio-chains.md).
     """
 
     has_critic = False
@@ -170,7 +171,7 @@ class SemanticPolicy:
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
-                 ratio_chains: bool = True):
+                 ratio_chains: bool = False):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
