@@ -276,9 +276,9 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
     the fit before any snap, is within the chi-square quantile at ``level`` with as many degrees of
     freedom as constants snapped (``n``: rows with a positive weight). Where a group of constants
     is fixed only up to a common factor (:func:`scale_group`), the group is also tried divided by
-    each of its members in turn (that member then 1), and the pass that snaps the most constants
-    wins: ``(0.73*x + 1.1)/(1.1 - 0.37*x)`` becomes ``(2*x + 3)/(3 - x)``. Those extra passes
-    stop once ``max_evaluations`` are spent."""
+    each of its members in turn (that member then 1), and the pass that leaves the group the most
+    simple values, then the plainest ones, wins: ``(0.73*x + 1.1)/(1.1 - 0.37*x)`` becomes
+    ``(2*x + 3)/(3 - x)``. Those extra passes stop once ``max_evaluations`` are spent."""
     if not expr.n_constants or not len(y):
         return expr, 0
     n = int(np.count_nonzero(w > 0)) if w is not None else len(y)

@@ -187,8 +187,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     dimensionless groups of a fit with units) the chains also take as their argument, the
     ``max_chain_variables`` most related to ``y``; ``ratio_chains``: without such expressions, the
     ratios and products of the ``max_chain_variables`` variables most related to ``y`` in their
-    place (a law's exponentials, logarithms and peaks often take one: ``log(V2/V1)``,
-    ``exp(-(x/s)**2)``).
+    place (a law's logarithm or wave often takes one: ``log(V2/V1)``, ``sin(k*x/L)``).
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
