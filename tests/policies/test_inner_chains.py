@@ -8,18 +8,15 @@ budget gives a large approximation that fails outside the training range.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
-from sklearn.metrics import r2_score
 
-from dgsr import SymbolicRegressor
 from dgsr.core.parser import parse
 from dgsr.policies.semantic.parametric_forms import best_chains, chain_shapes, chain_starts
 from dgsr.policies.semantic.policy import SemanticPolicy
 from dgsr.policies.semantic.power_law import free_monomial, snapped_exponents
 from dgsr.search.mutations import validity_violation
+from tests.policies.law_families import fit_at_budget
 
 # name: (law, ranges of its variables); constants of the laws' own, none of them 1.
 FAMILIES = {
@@ -37,25 +34,10 @@ BUDGET = 3000
 MAX_SIZE, MIN_EXTRAPOLATION_R2 = 15, 0.9999
 
 
-def _data(name: str, noise: float) -> tuple:
-    law, ranges = FAMILIES[name]
-    rng = np.random.default_rng(1)
-    lo, hi = np.array(ranges, dtype=float).T
-    X = lo + rng.random((300, len(ranges))) * (hi - lo)
-    y = law(X)
-    y_noisy = y + noise * np.sqrt(np.mean(y**2)) * rng.normal(size=len(y))
-    stretched = lo - 0.25 * (hi - lo) + rng.random((1000, len(ranges))) * 1.5 * (hi - lo)
-    stretched = np.maximum(stretched, 0.5 * lo)  # the laws' domains: positive variables stay positive
-    return X, y_noisy, stretched, law(stretched)
-
-
 def _fit(name: str, noise: float, on: bool) -> tuple[float, int]:
-    X, y, stretched, truth = _data(name, noise)
+    law, ranges = FAMILIES[name]
     policy = SemanticPolicy() if on else SemanticPolicy(inner_chains=0, free_exponents=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = SymbolicRegressor(max_time=None, max_evaluations=BUDGET, random_state=0, policy=policy).fit(X, y)
-        return r2_score(truth, est.predict(stretched)), int(est.equations_.iloc[est.best_index_]["complexity"])
+    return fit_at_budget(law, ranges, noise, 1, policy, BUDGET)
 
 
 @pytest.mark.timeout(240)

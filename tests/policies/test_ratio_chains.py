@@ -5,16 +5,13 @@ without them."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
-from sklearn.metrics import r2_score
 
-from dgsr import SymbolicRegressor
 from dgsr.policies.semantic.operand_forms import ratios_and_products
 from dgsr.policies.semantic.operand_library import build_library
 from dgsr.policies.semantic.policy import SemanticPolicy
+from tests.policies.law_families import fit_at_budget
 
 # name: (law, ranges of its variables); each law's nonlinear part takes a ratio or a product.
 FAMILIES = {
@@ -28,17 +25,7 @@ MAX_SIZE, MIN_EXTRAPOLATION_R2 = 16, 0.9999
 
 def _fit(name: str, noise: float, on: bool) -> tuple[float, int]:
     law, ranges = FAMILIES[name]
-    rng = np.random.default_rng(2)
-    lo, hi = np.array(ranges, dtype=float).T
-    X = lo + rng.random((300, len(ranges))) * (hi - lo)
-    y = law(X)
-    y = y + noise * np.sqrt(np.mean(y**2)) * rng.normal(size=len(y))
-    stretched = np.maximum(lo - 0.25 * (hi - lo) + rng.random((1000, len(ranges))) * 1.5 * (hi - lo), 0.5 * lo)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = SymbolicRegressor(max_time=None, max_evaluations=BUDGET, random_state=0,
-                                policy=SemanticPolicy(ratio_chains=on)).fit(X, y)
-        return r2_score(law(stretched), est.predict(stretched)), int(est.equations_.iloc[est.best_index_]["complexity"])
+    return fit_at_budget(law, ranges, noise, 2, SemanticPolicy(ratio_chains=on), BUDGET)
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.01])
