@@ -191,7 +191,7 @@ def scale_group(program: Program, theta: np.ndarray, columns: np.ndarray, ignore
     if len(used) < 2:
         return []
     _, singular, vt = np.linalg.svd(jac[used].T / norms[used], full_matrices=False)
-    if not (singular[-1] <= _NULL * singular[0] and (len(singular) < 3 or singular[-2] > _NULL * singular[0])):
+    if not (singular[-1] <= _NULL * singular[0] < singular[-2]):  # exactly one null direction
         return []
     direction = vt[-1]
     inside = np.abs(direction) > 1e-4
@@ -295,13 +295,13 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
             return original, spent
         floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
         rows = _Rows(program, columns, y, w, None if w is None else np.sqrt(w), n, floor, max(start, floor), level)
-        best, best_snapped, passes = _snap_pass(rows, theta, fixed)
+        best, snapped, passes = _snap_pass(rows, theta, fixed)
         spent += passes
+        changed = bool(snapped)
         group: list[int] = []
         if spent < max_evaluations:
             group = scale_group(program, theta, columns, ignore=fixed)
             spent += 2  # the Jacobian and the check
-        normalized = False
         rank = _simplicity(best, group)
         for j in group:
             if spent >= max_evaluations:
@@ -309,10 +309,9 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
             normal = theta.copy()
             normal[group] /= theta[j]
             normal[j] = 1.0
-            trial, snapped, passes = _snap_pass(rows, normal, fixed | {j})
+            trial, _, passes = _snap_pass(rows, normal, fixed | {j})
             spent += passes
-            if _simplicity(trial, group) > rank:
-                best, best_snapped, rank, normalized = trial, snapped, _simplicity(trial, group), True
-    if normalized:  # the same function as ``original``, written with plainer constants
-        return expr.with_constants(best.tolist()), spent
-    return (expr.with_constants(best.tolist()) if best_snapped else original), spent
+            trial_rank = _simplicity(trial, group)
+            if trial_rank > rank:  # the same function, written with plainer constants
+                best, rank, changed = trial, trial_rank, True
+    return (expr.with_constants(best.tolist()) if changed else original), spent
