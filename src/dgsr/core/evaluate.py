@@ -12,9 +12,7 @@ import math
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import CONSTANT, NUMPY_FUNCTIONS, OPERATORS
-
-_ARITY = {name: op.arity for name, op in OPERATORS.items()}
+from dgsr.core.operators import ARITY, CONSTANT, NUMPY_FUNCTIONS
 
 
 def as_columns(X: np.ndarray) -> np.ndarray:
@@ -55,7 +53,7 @@ def evaluate_columns_unguarded(expr: Expression, columns: np.ndarray) -> np.ndar
             stack.append(np.float64(expr.constants[ci]))
         elif s[0] == "x" and s not in NUMPY_FUNCTIONS:
             stack.append(columns[int(s[1:])])
-        elif _ARITY[s] == 1:
+        elif ARITY[s] == 1:
             stack[-1] = NUMPY_FUNCTIONS[s](stack[-1])
         else:
             a = stack.pop()

@@ -256,6 +256,8 @@ class Expression:
             right = rt if rp > prec else f"({rt})"
             sep = f" {op.infix} " if prec == 1 else op.infix
             return f"{left}{sep}{right}", prec
+        if len(kids) == 2:  # a user-defined binary operator: a call
+            return f"{s}({kids[0][0]}, {kids[1][0]})", 9
         (at, ap), = kids
         if s == "sq":
             return (f"{at}**2" if ap == 9 else f"({at})**2"), 4

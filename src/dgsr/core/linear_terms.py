@@ -73,7 +73,7 @@ _LEAF_CONSTANT, _UNARY, _BINARY = -1, -2, -3
 # Symbol -> what the term scan needs of it: a variable's column (>= 0), ``_LEAF_CONSTANT``,
 # ``_UNARY`` or ``_BINARY``.
 _KIND = SymbolTable({CONSTANT: _LEAF_CONSTANT, **{s: _BINARY if a == 2 else _UNARY for s, a in ARITY.items()}},
-                    lambda column: column)
+                    lambda column: column, lambda op: _BINARY if ARITY[op] == 2 else _UNARY)
 
 
 @lru_cache(maxsize=1 << 15)

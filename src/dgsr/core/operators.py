@@ -53,6 +53,10 @@ class Operator:
     infix: str | None = None
     transcendental: bool = False
     complexity: int = 1
+    #: A user-defined operator's definition as the user wrote it (None: Table 1), and its body as
+    #: a SymPy ``Lambda`` (:mod:`dgsr.core.custom_operators`).
+    definition: str | None = None
+    body: object = None
 
 
 def _inv(a: np.ndarray) -> np.ndarray:
@@ -138,11 +142,13 @@ OPERATORS: dict[str, Operator] = {
     )
 }
 
+#: The Table 1 operators of each arity (user-defined ones are not among them: :func:`unary_names`).
 BINARY: tuple[str, ...] = tuple(n for n, op in OPERATORS.items() if op.arity == 2)
 UNARY: tuple[str, ...] = tuple(n for n, op in OPERATORS.items() if op.arity == 1)
 #: Operator name -> its numpy function: the lookup every evaluation loop uses.
 NUMPY_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {name: op.numpy_fn for name, op in OPERATORS.items()}
-TRANSCENDENTAL: frozenset[str] = frozenset(n for n, op in OPERATORS.items() if op.transcendental)
+#: The operators that may not appear below one another (a set: user-defined ones join it).
+TRANSCENDENTAL: set[str] = {n for n, op in OPERATORS.items() if op.transcendental}
 
 #: Symbol used in a prefix sequence for a numeric constant; values live in ``Expression.constants``.
 CONSTANT = "c"
@@ -170,19 +176,44 @@ class SymbolTable(dict):
     is met and kept (the table grows only with the variable names in use). Anything else is a
     KeyError."""
 
-    def __init__(self, fixed: dict[str, int], of_column: Callable[[int], int]):
+    def __init__(self, fixed: dict[str, int], of_column: Callable[[int], int],
+                 of_operator: Callable[[str], int] | None = None):
         super().__init__(fixed)
         self._of_column = of_column
+        self._of_operator = of_operator
 
     def __missing__(self, symbol: str) -> int:
-        if not is_variable(symbol):
+        if is_variable(symbol):
+            value = self[symbol] = self._of_column(variable_index(symbol))
+        elif self._of_operator is not None and symbol in ARITY:  # a user-defined operator
+            value = self[symbol] = self._of_operator(symbol)
+        else:
             raise KeyError(symbol)
-        value = self[symbol] = self._of_column(variable_index(symbol))
         return value
 
 
 #: Operator name -> number of children (the lookup the structural hot loops use).
 ARITY: dict[str, int] = {name: op.arity for name, op in OPERATORS.items()}
+
+
+def register_operator(op: Operator) -> None:
+    """Add a user-defined operator to the table and the lookups derived from it. Only
+    :mod:`dgsr.core.custom_operators` calls this (it also gives the operator its op code)."""
+    OPERATORS[op.name] = op
+    ARITY[op.name] = op.arity
+    NUMPY_FUNCTIONS[op.name] = op.numpy_fn
+    if op.transcendental:
+        TRANSCENDENTAL.add(op.name)
+
+
+def unary_names() -> tuple[str, ...]:
+    """Every unary operator known in this process: Table 1's, then the user-defined ones."""
+    return tuple(n for n, op in OPERATORS.items() if op.arity == 1)
+
+
+def binary_names() -> tuple[str, ...]:
+    """Every binary operator known in this process: Table 1's, then the user-defined ones."""
+    return tuple(n for n, op in OPERATORS.items() if op.arity == 2)
 
 
 def arity(symbol: str) -> int:
@@ -204,12 +235,19 @@ def canonical_operator(name: object, arity_wanted: int | None, what: str) -> str
     the wrong arity (``arity_wanted``; None: any)."""
     if not isinstance(name, str):
         raise TypeError(f"{what} must hold operator names (strings), got {name!r}")
-    op = OPERATOR_ALIASES.get(name.strip().lower(), name.strip().lower())
+    if "=" in name:  # a user-defined operator, "gauss(x) = exp(-x**2)"
+        from dgsr.core.custom_operators import define_operator
+
+        op = define_operator(name, what)
+    else:
+        low = name.strip().lower()  # Table 1 names in any case; a user-defined one as it was defined
+        op = OPERATOR_ALIASES.get(low, low if low in OPERATORS else name.strip())
     if op not in OPERATORS:
         raise ValueError(
             f"{what}: {name!r} is not an operator of the expression language (Table 1 of the paper). "
             f"Binary: {', '.join(BINARY)} (or + - * /); unary: {', '.join(UNARY)} "
-            "(sq = x**2, also 'square'; inv = 1/x). Others (pow, abs, tanh, ...) are not supported.")
+            "(sq = x**2, also 'square'; inv = 1/x). Define any other as a SymPy expression, "
+            "e.g. 'gauss(x) = exp(-x**2)' or 'hyp(x, y) = sqrt(x**2 + y**2)'.")
     if arity_wanted is not None and OPERATORS[op].arity != arity_wanted:
         kind = "binary" if arity_wanted == 2 else "unary"
         raise ValueError(f"{what}: {name!r} is not a {kind} operator")
@@ -249,7 +287,7 @@ def resolve_operators(operators: object = None, unary_operators: object = None,
     if not chosen:
         raise ValueError("the operator list is empty: allow at least one operator")
     out = tuple(n for n in OPERATORS if n in chosen)
-    return None if len(out) == len(OPERATORS) else out
+    return None if set(out) == set(UNARY + BINARY) else out
 
 
 def mutation_uses_only(op: str, operand_symbols: tuple[str, ...] | None, allowed: frozenset[str]) -> bool:

@@ -3,7 +3,8 @@
 Formula strings from users or files never reach Python's ``eval`` (which ``sympy.sympify``
 calls); this recursive-descent parser reads ``+ - * / ** ^``, parentheses, numbers, variable
 names (any name in backticks, as :func:`dgsr.core.names.quote` writes it), ``pi`` and the functions of
-:mod:`dgsr.core.operators` (``ln`` is accepted for ``log``).
+:mod:`dgsr.core.operators` (``ln`` is accepted for ``log``), user-defined ones included
+(``hyp(x, y)``).
 Powers need a numeric exponent and are rewritten with ``sq``, ``sqrt``, ``inv`` and ``mul``.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from dgsr.core.evaluate import evaluate_constant
 from dgsr.core.expression import Expression
 from dgsr.core.names import unquote
-from dgsr.core.operators import OPERATORS, UNARY, is_variable, variable_index
+from dgsr.core.operators import OPERATORS, binary_names, is_variable, unary_names, variable_index
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|(?P<name>[^\W\d]\w*)|(?P<quoted>`(?:[^`\\]|\\.)*`)"
@@ -181,12 +182,17 @@ class _Parser:
 
     def call(self, fn: str) -> Expression:
         self.take("(")
-        arg = self.expression()
+        args = [self.expression()]
+        while self.peek() == ",":
+            self.take()
+            args.append(self.expression())
         self.take(")")
-        if fn not in UNARY:
-            known = ", ".join(sorted(UNARY))
+        if fn not in OPERATORS or OPERATORS[fn].infix is not None:
+            known = ", ".join(sorted(n for n in unary_names() + binary_names() if OPERATORS[n].infix is None))
             raise ParseError(f"function {fn!r} is not in the operator set ({known})")
-        return self.node(fn, arg)
+        if len(args) != OPERATORS[fn].arity:
+            raise ParseError(f"{fn} takes {OPERATORS[fn].arity} argument(s), got {len(args)}")
+        return self.node(fn, *args)
 
     def name(self, value: str) -> Expression:
         if self.variables is not None and value in self.variables:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from dgsr.core.custom_operators import define_operators
 from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
@@ -325,7 +326,9 @@ def _restore_params(cls: type, doc: dict[str, Any]) -> Any:
     """An unfitted ``cls`` with the parameters ``doc`` records."""
     known = cls().get_params(deep=False)
     # A later dgsr's parameters that this one lacks are left out: they only matter for refitting.
-    return cls(**{k: v for k, v in doc["params"].items() if k in known})
+    est = cls(**{k: v for k, v in doc["params"].items() if k in known})
+    define_operators(est.operators, est.unary_operators, est.binary_operators)  # the formulas may use them
+    return est
 
 
 def _front_entry(entry: dict[str, Any], rules: FormulaRules | None) -> FrontEntry:

@@ -22,6 +22,7 @@ import sympy
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from dgsr.core.custom_operators import define_operators, expand
 from dgsr.core.display import equation_latex
 from dgsr.core.simplify import round_floats
 from dgsr.core.units import checked_units
@@ -407,18 +408,22 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         return scaled_r2(np.asarray(y, dtype=np.float64), self.predict(X), sample_weight)
 
     @entry_point
-    def sympy(self, index: int | None = None, precision: int | None = None) -> sympy.Expr:
+    def sympy(self, index: int | None = None, precision: int | None = None,
+              expand_operators: bool = False) -> sympy.Expr:
         """SymPy expression of the selected equation (or of row ``index`` of ``equations_``);
         ``precision`` (an integer >= 1) rounds its constants to that many significant digits
         (None: full precision). Simplifies that row alone when the table is not built yet.
-        Several targets: a list (``index`` as in ``predict``)."""
+        User-defined operators stay functions of their name (``gauss(x)``) unless
+        ``expand_operators``, which writes out their bodies. Several targets: a list (``index``
+        as in ``predict``)."""
         precision = check_precision(precision)
         check_is_fitted(self, "expression_")
         if self._outputs() is not None:
-            return each_output(self._outputs(), index, lambda o, i: o.sympy(i, precision))
+            return each_output(self._outputs(), index, lambda o, i: o.sympy(i, precision, expand_operators))
         row = self._row(index)
         table = self._built_table()
         expr = table["sympy"].iloc[row] if table is not None else self._simplified_rows([row])[row]
+        expr = expand(expr) if expand_operators else expr
         return expr if precision is None else round_floats(expr, precision)
 
     def latex(self, index: int | None = None, precision: int = DIGITS) -> str:
@@ -471,6 +476,8 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         super().__setstate__(checked_state(state, type(self).__name__))
         for name, default in parameter_defaults(type(self)).items():  # parameters added since it was written
             self.__dict__.setdefault(name, default)
+        # A fresh process knows only Table 1: the user-defined operators its formulas use, again.
+        define_operators(self.operators, self.unary_operators, self.binary_operators)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

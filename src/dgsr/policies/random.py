@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, UNARY, resolve_operators
+from dgsr.core.operators import ARITY, BINARY, UNARY, binary_names, resolve_operators, unary_names
 from dgsr.search.mutations import REVERSED_BINARY, InvalidMutation, Mutation, apply_mutation
 from dgsr.search.policy import Proposal
 
@@ -47,8 +47,9 @@ class RandomPolicy:
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = allowed
-        self._unary = tuple(o for o in UNARY if allowed is None or o in allowed)
-        self._binary = tuple(o for o in BINARY if allowed is None or o in allowed)
+        # Without a list, Table 1; with one, the operators it names (user-defined ones included).
+        self._unary = UNARY if allowed is None else tuple(o for o in unary_names() if o in allowed)
+        self._binary = BINARY if allowed is None else tuple(o for o in binary_names() if o in allowed)
         self._growth = self._unary + self._binary + tuple(r for r in REVERSED_BINARY if r[1:] in self._binary)
 
     def prepare(self, X: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> int:
@@ -84,7 +85,7 @@ class RandomPolicy:
         # draws take the root, the rest a uniform node.
         node = 0 if rng.random() < 1 / 3 else int(rng.integers(expression.size))
         op = self._growth[int(rng.integers(len(self._growth)))]
-        if op in UNARY:
+        if ARITY.get(op) == 1:
             return Mutation(node, op)
         return Mutation(node, op, self.random_operand(n_features, rng))
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
+from dgsr.core.custom_operators import definitions_in
 from dgsr.core.operators import resolve_operators
 from dgsr.core.units import UnitCheck
 
@@ -121,11 +122,15 @@ class SearchConfig:
     roots: tuple[Expression, ...] = ()
     rules: FormulaRules | None = None
     units: UnitCheck | None = None
+    #: The definitions of the user-defined operators among ``operators`` (set here, not given):
+    #: what a worker process defines before it runs the search.
+    definitions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.operators is not None:
             allowed = resolve_operators(self.operators)
             object.__setattr__(self, "operators", allowed)
+            object.__setattr__(self, "definitions", definitions_in(allowed))
             if allowed is not None and not {"add", "mul"} <= set(allowed):
                 object.__setattr__(self, "linear_scaling", False)
                 object.__setattr__(self, "linear_terms", False)

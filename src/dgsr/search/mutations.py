@@ -26,9 +26,8 @@ MAX_SIZE = 60
 REVERSED_BINARY: tuple[str, ...] = tuple("r" + b for b in BINARY)
 #: Every mutation operator, in a fixed order (the token order of the policy's vocabulary).
 MUTATION_OPERATORS: tuple[str, ...] = ("root",) + UNARY + BINARY + REVERSED_BINARY
-# Sets of the same names for the hot path's membership tests.
+# The same names as a set for the hot path's membership test.
 _MUTATION_OPERATOR_SET = frozenset(MUTATION_OPERATORS)
-_UNARY_SET, _BINARY_SET = frozenset(UNARY), frozenset(BINARY)
 _IS_TRANSCENDENTAL = TRANSCENDENTAL.__contains__
 
 
@@ -42,7 +41,7 @@ class Mutation:
 
     @property
     def needs_operand(self) -> bool:
-        return self.op == "root" or self.op in BINARY or self.op in REVERSED_BINARY
+        return self.op == "root" or ARITY.get(self.op) == 2 or self.op in REVERSED_BINARY
 
     @property
     def size(self) -> int:
@@ -75,9 +74,9 @@ class InvalidMutation(ValueError):
 def apply_mutation(expr: Expression, mutation: Mutation, *, max_size: int = MAX_SIZE) -> Expression:
     """Apply ``mutation`` to ``expr`` and check the result; raises :class:`InvalidMutation`."""
     op, node, operand = mutation.op, mutation.node, mutation.operand
-    if op not in _MUTATION_OPERATOR_SET:
+    if op not in _MUTATION_OPERATOR_SET and op not in ARITY:  # ARITY: user-defined operators too
         raise InvalidMutation("unknown_operator", op)
-    unary = op in _UNARY_SET
+    unary = ARITY.get(op) == 1
     if not unary:  # root, binary and reversed binary mutations take an operand
         if operand is None or operand.is_empty:
             raise InvalidMutation("missing_operand", mutation)
@@ -103,7 +102,7 @@ def apply_mutation(expr: Expression, mutation: Mutation, *, max_size: int = MAX_
         a = expr.subtree(node)
         if unary:
             new = Expression._trusted((op, *a.symbols), a.constants)
-        elif op in _BINARY_SET:
+        elif ARITY.get(op) == 2:
             new = Expression._trusted((op, *a.symbols, *operand.symbols), a.constants + operand.constants)
         else:
             new = Expression._trusted((op[1:], *operand.symbols, *a.symbols), operand.constants + a.constants)

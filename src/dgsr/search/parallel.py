@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dgsr.core.budget import Budget
+from dgsr.core.custom_operators import define_operators
 from dgsr.core.pareto import ParetoArchive
 from dgsr.runtime.interrupts import INTERRUPTS, is_interrupt
 from dgsr.search.mcts import SearchConfig, SearchProgress, SearchResult, run_search
@@ -145,6 +146,7 @@ def _worker_run(task: _Task, data: tuple[np.ndarray, np.ndarray, np.ndarray | No
     # not depend on which process ran it), and loading even the neural one takes a fraction of
     # a unit's time, so no per-process cache is kept.
     X, y, w = data
+    define_operators(config.definitions)  # a fresh interpreter knows only Table 1
     with stoppable_work():  # the parent's stop ends the unit as a Ctrl-C would: it returns what it found
         return _run_unit(task, X, y, w, make_policy(), config)
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dgsr.core.kernels.codes import prefix_codes
+from dgsr.core.kernels.codes import OPERATOR_TABLE, prefix_codes
 from dgsr.core.kernels.compiler import compile_kernel
 from dgsr.core.kernels.fit import fit_jit
 from dgsr.core.kernels.scoring import FIT_SKIPPED, SumScore, score_sum_jit
@@ -57,7 +57,7 @@ class ChildScore(NamedTuple):
 
 
 def _fit_and_score(codes, theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y, linear_terms,
-                   max_size):  # pragma: no cover - compiled below
+                   max_size, table):  # pragma: no cover - compiled below
     """:func:`fit_and_score`'s chain of kernels; ``theta`` is overwritten with the fitted constants."""
     (ops, args, spans, inner, sum_ops, sum_args, starts, depth, signs, lengths, varying,
      varying_size) = analyse_jit(codes)
@@ -67,7 +67,7 @@ def _fit_and_score(codes, theta, fit_columns, fit_y, steps, tau, ftol, exact, re
     if inner > 0 and steps > 0:
         model_ops, model_args, params, weights_at, child_back, model_back = model_jit(ops, args, spans, theta)
         best, improved, passes, fit_status = fit_jit(model_ops, model_args, params, weights_at, fit_columns,
-                                                     fit_y, steps, tau, ftol, exact, rel_tol)
+                                                     fit_y, steps, tau, ftol, exact, rel_tol, table)
         if fit_status == COLLINEAR:
             improved = False
         elif improved:
@@ -82,7 +82,8 @@ def _fit_and_score(codes, theta, fit_columns, fit_y, steps, tau, ftol, exact, re
     status = FIT_SKIPPED
     if fit_status != COLLINEAR:
         mean, var, cov, status, intercept, mse = score_sum_jit(
-            sum_ops, sum_args, starts, signs, varying, depth, theta, columns, y, fit_terms, values, weights, kept)
+            sum_ops, sum_args, starts, signs, varying, depth, theta, columns, y, fit_terms, values, weights, kept,
+            table)
     # The weighted sum the term fit stands for: its node count and whether its weights are finite.
     terms_size = 1
     weights_finite = True
@@ -118,7 +119,7 @@ def fit_and_score(symbols: tuple[str, ...], constants: tuple[float, ...], fit_co
     (fit_status, passes, improved, mean, var, cov, status, intercept, mse, weights, kept, values, varying,
      varying_size, lengths, fit_terms, terms_size, weights_finite) = _fit_and_score_jit(
         _prefix_codes(symbols), theta, fit_columns, fit_y, steps, tau, ftol, exact, rel_tol, columns, y,
-        linear_terms, max_size)
+        linear_terms, max_size, OPERATOR_TABLE[0])
     fit_status = int(fit_status)
     score = None
     if fit_status != COLLINEAR:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.kernels.codes import encode
+from dgsr.core.kernels.codes import OPERATOR_TABLE, encode
 from dgsr.core.kernels.compiler import compile_kernel
 from dgsr.core.kernels.forward import run_jit
 from dgsr.core.kernels.linalg import (
@@ -29,7 +29,7 @@ from dgsr.core.linear_terms import weighted_model, weighted_sum
 __all__ = ["fit_jit", "fit_weighted_terms", "lm_jit"]
 
 
-def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol):  # pragma: no cover - compiled below
+def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol, table):  # pragma: no cover - compiled below
     """At most ``steps`` Levenberg-Marquardt trial points from ``params``; returns ``(best or
     params, improved, passes)``: ``improved`` when the best lowers the sum of squares by a relative
     ``rel_tol``, ``passes`` the passes spent (the start's included)."""
@@ -39,7 +39,7 @@ def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol):  # pra
     value = np.empty(n)
     jac = np.empty((p, n))
     residual = np.empty(n)
-    run_jit(ops, args, params, columns, value, jac)
+    run_jit(ops, args, params, columns, value, jac, table)
     passes = 1
     loss = sum_of_squares_jit(value, y, residual)
     best = params.copy()
@@ -82,7 +82,7 @@ def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol):  # pra
             break
         for i in range(p):
             trial[i] = params[i] + step[i]
-        run_jit(ops, args, trial, columns, value, new_jac)
+        run_jit(ops, args, trial, columns, value, new_jac, table)
         passes += 1
         new_loss = sum_of_squares_jit(value, y, new_residual)
         if np.isfinite(new_loss) and new_loss < loss:
@@ -110,7 +110,7 @@ def _lm(ops, args, params, columns, y, steps, tau, ftol, exact, rel_tol):  # pra
     return best, improved, passes
 
 
-def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel_tol):  # pragma: no cover
+def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel_tol, table):  # pragma: no cover
     """Start weights in closed form, then ``_lm``. ``params`` holds the model's constants with
     ``1`` at the term weights (``weights_at``) and the intercept last: the Jacobian rows of the
     weights are then the terms' values, so one pass gives both. Returns ``(best, improved,
@@ -120,7 +120,7 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
     p = params.shape[0]
     value = np.empty(n)
     jac = np.empty((p, n))
-    run_jit(ops, args, params, columns, value, jac)
+    run_jit(ops, args, params, columns, value, jac, table)
     for r in range(n):
         if not np.isfinite(value[r]):
             return params, False, 1, 1
@@ -149,7 +149,7 @@ def _fit(ops, args, params, weights_at, columns, y, steps, tau, ftol, exact, rel
     for i in range(m):
         start[weights_at[i]] = w[i]
     start[p - 1] = intercept
-    best, improved, passes = lm_jit(ops, args, start, columns, y, steps, tau, ftol, exact, rel_tol)
+    best, improved, passes = lm_jit(ops, args, start, columns, y, steps, tau, ftol, exact, rel_tol, table)
     return best, improved, 1 + passes, 0
 
 
@@ -176,12 +176,12 @@ def fit_weighted_terms(terms: list[Expression], columns: np.ndarray, y: np.ndarr
         params = np.asarray(model.constants, dtype=np.float64)
         weights_at = np.cumsum([0] + [1 + t.n_constants for t in terms[:-1]]).astype(np.int64)
         best, improved, passes, status = fit_jit(ops, args, params, weights_at, columns, y, steps, tau, ftol,
-                                                  exact, rel_tol)
+                                                  exact, rel_tol, OPERATOR_TABLE[0])
     if status == 2:  # collinear terms: the minimum-norm least-squares start
         model = weighted_model(terms, columns, y)
         if model is None:
             return None, 1
         best, improved, passes = lm_jit(ops, args, np.asarray(model.constants, dtype=np.float64), columns, y,
-                                         steps, tau, ftol, exact, rel_tol)
+                                         steps, tau, ftol, exact, rel_tol, OPERATOR_TABLE[0])
         passes += 1
     return (best if improved else None), passes

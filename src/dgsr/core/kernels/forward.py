@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from dgsr.core.kernels.codes import CODES_BINARY_LAST, CONST_CODE, VAR_CODE
+from dgsr.core.kernels.codes import CODES_BINARY_LAST, CONST_CODE, OPERATOR_TABLE, VAR_CODE
 from dgsr.core.kernels.compiler import compile_kernel
-from dgsr.core.kernels.rows import binary_in_place_jit, unary_with_slope_jit
+from dgsr.core.kernels.custom_rows import (
+    node_binary_in_place_jit,
+    node_binary_slopes_jit,
+    node_unary_with_slope_jit,
+)
 
 __all__ = ["run_encoded", "run_jit"]
 
@@ -52,14 +56,29 @@ def _binary_partials(op, a, b, ja, jb, la, ha, lb, hb, d):  # pragma: no cover -
                 jq[r] = 1.0 / b[r] * aq[r]
 
 
-def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled below
+def _custom_partials(op, a, b, ja, jb, la, ha, lb, hb, da, db, table):  # pragma: no cover - compiled below
+    """:func:`_binary_partials` of a user-defined binary operator (its partials from ``table``)."""
+    n = a.shape[0]
+    node_binary_slopes_jit(op, a, b, da, db, table)
+    for q in range(lb, hb):
+        jq = jb[q]
+        for r in range(n):
+            jq[r] *= db[r]
+    for q in range(la, ha):
+        jq, aq = jb[q], ja[q]
+        for r in range(n):
+            jq[r] = da[r] * aq[r]
+
+
+def _run(ops, args, theta, columns, value, jac, table):  # pragma: no cover - compiled below
     """Values ``[n]`` into ``value`` and the Jacobian ``[p, n]`` into ``jac`` (p = len(theta)).
 
     A subtree's constants are a contiguous range of ``theta`` (prefix order), so each stack slot
     carries the derivatives of its own range only, ``[lo, hi)``, as ``gradients.run_program``
     does: a non-finite partial then reaches only the constants below it. Node by node, each node
     over all rows with the operator chosen outside the row loop (so the loops vectorise): per
-    row, the same operations in the same order as a row at a time.
+    row, the same operations in the same order as a row at a time. ``table``: the user-defined
+    operators (:data:`dgsr.core.kernels.codes.OPERATOR_TABLE`).
     """
     n = columns.shape[1]
     p = theta.shape[0]
@@ -67,6 +86,7 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
     sv = np.empty((depth, n))
     sj = np.empty((depth, p, n))
     d = np.empty(n)
+    d2 = np.empty(0)
     lo = np.zeros(depth, dtype=np.int64)
     hi = np.zeros(depth, dtype=np.int64)  # lo == hi: the slot depends on no constant
     sp = 0
@@ -89,8 +109,13 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
         elif op <= CODES_BINARY_LAST:
             a, b = sv[sp - 1], sv[sp - 2]  # the left operand is on top
             la, ha, lb, hb = lo[sp - 1], hi[sp - 1], lo[sp - 2], hi[sp - 2]
-            _binary_partials_jit(op, a, b, sj[sp - 1], sj[sp - 2], la, ha, lb, hb, d)
-            binary_in_place_jit(op, a, b)
+            if op >= 0:
+                _binary_partials_jit(op, a, b, sj[sp - 1], sj[sp - 2], la, ha, lb, hb, d)
+            else:
+                if d2.shape[0] != n:
+                    d2 = np.empty(n)
+                _custom_partials_jit(op, a, b, sj[sp - 1], sj[sp - 2], la, ha, lb, hb, d, d2, table)
+            node_binary_in_place_jit(op, a, b, table)
             if ha > la:
                 if hb > lb:
                     lo[sp - 2], hi[sp - 2] = min(lb, la), max(hb, ha)
@@ -99,7 +124,7 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
             sp -= 1
         else:
             a = sv[sp - 1]
-            unary_with_slope_jit(op, a, d)
+            node_unary_with_slope_jit(op, a, d, table)
             ja = sj[sp - 1]
             for q in range(lo[sp - 1], hi[sp - 1]):
                 jq = ja[q]
@@ -114,6 +139,7 @@ def _run(ops, args, theta, columns, value, jac):  # pragma: no cover - compiled 
 
 
 _binary_partials_jit = compile_kernel(_binary_partials)
+_custom_partials_jit = compile_kernel(_custom_partials)
 run_jit = compile_kernel(_run)
 
 
@@ -123,5 +149,5 @@ def run_encoded(ops: np.ndarray, args: np.ndarray, theta: np.ndarray,
     (:func:`dgsr.core.kernels.codes.encode`) at ``theta``. Non-finite values propagate."""
     n = columns.shape[1]
     value, jac = np.empty(n), np.empty((theta.shape[0], n))
-    run_jit(ops, args, np.ascontiguousarray(theta, dtype=np.float64), columns, value, jac)
+    run_jit(ops, args, np.ascontiguousarray(theta, dtype=np.float64), columns, value, jac, OPERATOR_TABLE[0])
     return value, jac

@@ -23,9 +23,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dgsr.core.kernels.codes import OPERATOR_TABLE
 from dgsr.core.kernels.compiler import compile_kernel
+from dgsr.core.kernels.custom_rows import node_binary_in_place_jit, node_unary_in_place_jit
 from dgsr.core.kernels.linalg import centered_normal_equations_jit, cholesky_solve_jit
-from dgsr.core.kernels.rows import binary_in_place_jit, unary_in_place_jit
 from dgsr.core.kernels.structure import structure
 
 __all__ = ["FIT_COLLINEAR", "FIT_DONE", "FIT_NON_FINITE", "FIT_SKIPPED", "EncodedSum", "SumScore", "encode_sum",
@@ -68,7 +69,7 @@ def encode_sum(symbols: tuple[str, ...]) -> EncodedSum:
     return EncodedSum(s.sum_ops, s.sum_args, s.starts, s.signs, s.varying, s.varying_size, s.depth, s.lengths)
 
 
-def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma: no cover - compiled below
+def _evaluate_terms(ops, args, starts, theta, columns, values, stack, table):  # pragma: no cover - compiled below
     """Each term's values into ``values[i]``: node by node, each node over all rows (one loop per
     operator, so the loops vectorise; sin and cos by :func:`dgsr.core.kernels.rows.trig_in_place_jit`)."""
     n = columns.shape[1]
@@ -87,10 +88,10 @@ def _evaluate_terms(ops, args, starts, theta, columns, values, stack):  # pragma
                     stack[sp, r] = columns[j, r]
                 sp += 1
             elif op <= 3:  # binary: the left operand is on top
-                binary_in_place_jit(op, stack[sp - 1], stack[sp - 2])
+                node_binary_in_place_jit(op, stack[sp - 1], stack[sp - 2], table)
                 sp -= 1
             else:
-                unary_in_place_jit(op, stack[sp - 1])
+                node_unary_in_place_jit(op, stack[sp - 1], table)
         for r in range(n):
             values[t, r] = stack[0, r]
 
@@ -152,7 +153,7 @@ def _fit_distinct(values, distinct, y, residual, solved, n):  # pragma: no cover
 
 
 def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_terms,
-               values, weights, kept):  # pragma: no cover - compiled below
+               values, weights, kept, table):  # pragma: no cover - compiled below
     """Returns ``(mean, var, cov, status, intercept, mse)``: the moments of the signed sum of the
     terms (``cov`` with ``y``, all divided by n; non-finite when a value is), the term fit's
     status and, when done, its intercept and mean squared error (its weights in ``weights``, 1 in
@@ -160,7 +161,7 @@ def _score_sum(ops, args, starts, signs, varying, depth, theta, columns, y, fit_
     m = starts.shape[0] - 1
     n = columns.shape[1]
     stack = np.empty((depth, n))
-    _evaluate_terms_jit(ops, args, starts, theta, columns, values, stack)
+    _evaluate_terms_jit(ops, args, starts, theta, columns, values, stack, table)
     y_mean = 0.0
     for r in range(n):
         y_mean += y[r]
@@ -247,5 +248,5 @@ def score_sum(encoded: EncodedSum, constants: tuple[float, ...], columns: np.nda
     theta = np.array(constants, dtype=np.float64) if constants else np.zeros(1)
     mean, var, cov, status, intercept, mse = score_sum_jit(
         encoded.ops, encoded.args, encoded.starts, encoded.signs, encoded.varying, encoded.depth, theta,
-        columns, y, fit_terms, values, weights, kept)
+        columns, y, fit_terms, values, weights, kept, OPERATOR_TABLE[0])
     return SumScore(mean, var, cov, int(status), weights, intercept, mse, kept, values)

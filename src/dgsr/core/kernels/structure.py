@@ -22,7 +22,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST, CONST_CODE, VAR_CODE, prefix_codes
+from dgsr.core.kernels.codes import (
+    CODES,
+    CODES_BINARY_LAST,
+    CONST_CODE,
+    OPERATOR_TABLE,
+    VAR_CODE,
+    prefix_codes,
+)
 from dgsr.core.kernels.compiler import compile_kernel
 from dgsr.core.kernels.fit import fit_jit
 
@@ -366,7 +373,7 @@ def fit_structure(shape: Structure, constants: tuple[float, ...], columns: np.nd
     model_ops, model_args, params, weights_at, child_back, model_back = model_jit(shape.ops, shape.args,
                                                                                   shape.spans, theta)
     best, improved, passes, status = fit_jit(model_ops, model_args, params, weights_at, columns, y, steps,
-                                             tau, ftol, exact, rel_tol)
+                                             tau, ftol, exact, rel_tol, OPERATOR_TABLE[0])
     if not improved:
         return None, int(passes), int(status)
     theta[child_back] = best[model_back]

@@ -173,7 +173,7 @@ def _local_derivative(op: str, child: int, values: list[np.ndarray], kids: list[
     """The partial derivative of the node (operator ``op``) with respect to its child number
     ``child``, from the children's values only.
 
-    Not read from the operator table on purpose: the table's partials take the node's value too
+    Not read from the operator table on purpose (but for user-defined operators): the table's partials take the node's value too
     (``inv``: ``-(out*out)``, ``div``: ``-out/b``, the arithmetic of the fitting Jacobians), while
     these are the arithmetic the compiled chain gradient (``compiled_backprop._gradient``, which
     the search runs) repeats step for step; the two round differently and part at poles
@@ -207,4 +207,7 @@ def _local_derivative(op: str, child: int, values: list[np.ndarray], kids: list[
     if op == "tan":
         t = np.tan(v)
         return 1.0 + t * t
-    raise ValueError(f"no derivative for {op!r}")  # pragma: no cover - Table 1 is covered above
+    definition = OPERATORS[op]  # a user-defined operator: its derivative from the table
+    if definition.arity == 1:
+        return definition.derivative(v, None)
+    return definition.derivative(v, values[kids[1]], None)[child]

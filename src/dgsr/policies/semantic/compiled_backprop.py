@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from dgsr.core.custom_operators import uses_custom
 from dgsr.core.expression import Expression
 from dgsr.core.kernels import compiler
 from dgsr.core.kernels.codes import CODES, CODES_BINARY_LAST, CONST_CODE, VAR_CODE
@@ -253,8 +254,11 @@ class NumpyBackprop:
 
 
 def backprop_for(expr: Expression, columns: np.ndarray) -> CompiledBackprop | NumpyBackprop:
-    """The compiled backpropagation when numba is there, else the numpy one (the same values)."""
-    return CompiledBackprop(expr, columns) if compiler.AVAILABLE else NumpyBackprop(expr, columns)
+    """The compiled backpropagation when numba is there, else the numpy one (the same values).
+    Through a user-defined operator (its inverse is numpy code derived by SymPy), the numpy one."""
+    if compiler.AVAILABLE and not uses_custom(expr.symbols):
+        return CompiledBackprop(expr, columns)
+    return NumpyBackprop(expr, columns)
 
 
 def _root_target_into(y, f, intercept, out):  # pragma: no cover - compiled below

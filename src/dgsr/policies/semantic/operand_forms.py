@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, UNARY
+from dgsr.core.operators import binary_names, unary_names
 
 __all__ = ["pair_forms", "pair_root_forms", "parametric_bump", "parametric_pair_forms", "parametric_single_forms",
            "ratios_and_products", "single_variable_forms"]
@@ -58,7 +58,7 @@ def _b(op: str, a: Expression, b: Expression) -> Expression:
 def single_variable_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> Iterable[Expression]:
     v = _var(i)
     yield v
-    for op in UNARY:
+    for op in unary_names():  # user-defined operators too, when allowed
         if op in allowed:
             yield _u(op, v)
     if {"mul", "sq"} <= allowed:
@@ -91,7 +91,7 @@ def single_variable_forms(i: int, x: np.ndarray, allowed: frozenset[str]) -> Ite
 
 def pair_forms(i: int, j: int, allowed: frozenset[str]) -> Iterable[Expression]:
     a, b = _var(i), _var(j)
-    for op in BINARY:
+    for op in binary_names():
         if op in allowed:
             yield _b(op, a, b)
     if "div" in allowed:

@@ -29,7 +29,7 @@ import numpy as np
 
 from dgsr.core.evaluate import as_columns, evenly_spaced
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators
+from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators, unary_names
 from dgsr.policies.random import RandomPolicy
 from dgsr.policies.semantic.additive import best_sums
 from dgsr.policies.semantic.backprop import spread
@@ -318,7 +318,7 @@ class SemanticPolicy:
         roots, spreads = root_targets(context.y, values[0])  # indexed by intercept: [False], [True]
         positions = self._positions(expression, rng)
         paths = [_absorbs(expression, parent, pos) for pos in positions]
-        unary_ops = [op for op in UNARY if op in self.operators]
+        unary_ops = [op for op in unary_names() if op in self.operators]
         # roots/spreads indexed by flag = not scale_path: through a chain of products up to the
         # root, y's offset cannot be produced below, so aim at y ~ a*f there (an offset would
         # leak into every quotient of the chain).

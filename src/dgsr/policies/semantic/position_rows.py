@@ -61,6 +61,23 @@ def position_rows(backprop, roots: tuple[np.ndarray, np.ndarray], spreads: tuple
     position absorbs. Compiled when ``backprop`` is the compiled one."""
     if not isinstance(backprop, compiled_backprop.CompiledBackprop):
         return position_rows_numpy(backprop, roots, spreads, positions, scale_paths, additive_paths, unary_ops)
+    custom = [op for op in unary_ops if op not in _UNARY_CODES]
+    if custom:  # user-defined operators: Table 1's columns compiled, theirs in numpy
+        table_ops = [op for op in unary_ops if op in _UNARY_CODES]
+        rows = position_rows(backprop, roots, spreads, positions, scale_paths, additive_paths, table_ops)
+        unary = np.full((len(positions), len(unary_ops)), np.nan)
+        unary[:, [unary_ops.index(op) for op in table_ops]] = rows.unary
+        at = [unary_ops.index(op) for op in custom]
+        for i, pos in enumerate(positions):
+            if rows.usable[i]:
+                flag = not scale_paths[i]
+                desired, current = backprop.desired(pos, roots[flag]), backprop.values[pos]
+                with np.errstate(all="ignore"):
+                    g2 = backprop.gradient(pos) ** 2
+                ok = np.isfinite(desired) & np.isfinite(current) & np.isfinite(g2)
+                unary[i, at] = _unary_matches(desired, current, np.where(ok, g2, 0.0), ok, spreads[flag],
+                                              scale_paths[i], additive_paths[i], custom)
+        return PositionRows(rows.usable, unary, rows.targets, rows.weights)
     n_pos, n = len(positions), backprop.values.shape[1]
     usable = np.zeros(n_pos, dtype=np.bool_)
     unary = np.empty((n_pos, len(unary_ops)))
