@@ -16,7 +16,7 @@ from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import as_columns
 from dgsr.core.expression import Expression
 from dgsr.core.linear_terms import fit_term_weights
-from dgsr.core.operators import OPERATORS, resolve_operators
+from dgsr.core.operators import BINARY, OPERATORS, UNARY, resolve_operators
 from dgsr.core.parser import parse
 from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.policies.random import RandomPolicy
@@ -46,7 +46,7 @@ def test_operator_names_are_checked_against_table_1():
     assert resolve_operators(binary_operators=["+", "*"]) == ("add", "mul")
     assert resolve_operators(unary_operators=["cos"]) == ("add", "sub", "mul", "div", "cos")
     assert resolve_operators(unary_operators=[]) == ("add", "sub", "mul", "div")
-    assert resolve_operators(operators=list(OPERATORS)) is None  # everything = unrestricted
+    assert resolve_operators(operators=list(UNARY + BINARY)) is None  # everything = unrestricted
     with pytest.raises(ValueError, match="'tanh' is not an operator.*Table 1"):
         resolve_operators(["add", "tanh"])
     with pytest.raises(ValueError, match="not a unary operator"):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import OPERATORS
+from dgsr.core.operators import BINARY, UNARY
 from dgsr.core.parser import ParseError, parse
 from dgsr.search.mutations import (
     MUTATION_OPERATORS,
@@ -87,7 +87,7 @@ def test_free_nesting_of_algebraic_operators():
 
 
 def test_mutation_operator_table_covers_table1():
-    assert set(MUTATION_OPERATORS) == {"root"} | set(OPERATORS) | {"r" + b for b in ("add", "sub", "mul", "div")}
+    assert set(MUTATION_OPERATORS) == {"root"} | set(UNARY) | set(BINARY) | {"r" + b for b in ("add", "sub", "mul", "div")}
 
 
 def test_every_table1_feynman_law_is_buildable():

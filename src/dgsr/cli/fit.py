@@ -18,6 +18,7 @@ from dgsr.cli.streams import silence_stdout
 from dgsr.cli.tables import front_frame, print_front, read_table
 from dgsr.cli.targets import Target, run_file_names, run_targets, target_columns
 from dgsr.cli.units import parse_units_option
+from dgsr.core.custom_operators import split_operator_list
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES
 from dgsr.estimator.regressor import DEFAULT_SELECTION
 from dgsr.runtime.termination import sigterm_as_interrupt
@@ -62,7 +63,8 @@ def add_subparser(sub: Any) -> None:
                    help="where --jobs run: local processes, or Ray (RAY_ADDRESS's cluster, else a local Ray)")
     p.add_argument("--operators", default=None, metavar="LIST",
                    help="comma-separated operators to use, from Table 1: add,sub,mul,div (or +,-,*,/), "
-                        "sin,cos,tan,exp,log,sqrt,inv,sq (default: all)")
+                        "sin,cos,tan,exp,log,sqrt,inv,sq (default: all), and your own as SymPy "
+                        "expressions, e.g. \"+,*,gauss(x) = exp(-x**2),hyp(x, y) = sqrt(x**2 + y**2)\"")
     p.add_argument("--target-r2", type=float, default=None, metavar="R2",
                    help="stop early once the best training R² reaches R2, e.g. 0.9999 (default: use the whole budget)")
     p.add_argument("--max-size", type=int, default=None, metavar="N",
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"--seed must be a non-negative integer, got {args.seed}")
     operators = None
     if args.operators is not None:
-        operators = [o.strip() for o in args.operators.split(",") if o.strip()]
+        operators = [o.strip() for o in split_operator_list(args.operators) if o.strip()]
         if not operators:
             raise CLIError("--operators needs at least one operator, e.g. --operators +,-,*,/ "
                            "(leave the flag out to use all of them)")

@@ -51,7 +51,7 @@ from dgsr.core.operators import (
 )
 
 __all__ = ["Definition", "define_operator", "define_operators", "definitions_in", "expand", "is_custom", "parse_definition", "run_body",
-           "uses_custom"]
+           "split_operator_list", "uses_custom"]
 
 _FORM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)\s*=\s*(\S.*?)\s*$", re.DOTALL)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -106,7 +106,7 @@ def parse_definition(text: str, what: str = "operators") -> Definition:
         raise _refuse(text, what, f"{body_text!r} is not an expression")
     other = sorted(str(s) for s in body.free_symbols if s not in symbols)
     if other:
-        raise _refuse(text, what, f"it uses {', '.join(other)}, which are not among its arguments")
+        raise _refuse(text, what, f"it uses {', '.join(other)} besides its arguments ({', '.join(names)})")
     unknown = sorted({type(f).__name__ for f in body.atoms(sympy.Function) if not _compilable(f)})
     if unknown:
         raise _refuse(text, what, f"dgsr cannot compile {', '.join(unknown)}; use {_FUNCTIONS}")
@@ -179,6 +179,18 @@ def define_operators(*lists: object) -> tuple[str, ...]:
             continue
         names += [define_operator(t) for t in items if isinstance(t, str) and "=" in t]  # type: ignore[attr-defined]
     return tuple(names)
+
+
+def split_operator_list(text: str) -> list[str]:
+    """A comma-separated operator list (the CLI's ``--operators``) split at the commas outside
+    parentheses, so a definition keeps its own: ``"+,hyp(x, y) = sqrt(x**2 + y**2)"``."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    return [*items, text[start:]]
 
 
 def expand(expr: sympy.Expr) -> sympy.Expr:

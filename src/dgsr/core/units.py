@@ -15,15 +15,17 @@ carry whatever unit it needs, as in PySR (unless ``dimensionless_constants``, Py
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import ARITY, CONSTANT, TRANSCENDENTAL, is_variable, variable_index
+from dgsr.core.operators import ARITY, CONSTANT, OPERATORS, TRANSCENDENTAL, is_variable, variable_index
 
 #: pint's base dimensions, in the order of a dimension vector.
 BASE_DIMENSIONS = ("[length]", "[mass]", "[time]", "[current]", "[temperature]", "[substance]", "[luminosity]")
@@ -117,6 +119,36 @@ def _plus(a: Dims, b: Dims, sign: float = 1.0) -> Dims:
     return tuple(p + sign * q for p, q in zip(a, b))
 
 
+def _body_dims(body: Any, parts: list) -> Any:
+    """The dimensions of a user-defined operator's body (a SymPy ``Lambda``) given its arguments'
+    (None: any unit; :data:`_BROKEN`): a sum's terms agree, a product adds, a numeric power
+    scales, any other function takes and gives a pure number (``Abs`` keeps its argument's)."""
+    import sympy
+
+    given = dict(zip(body.variables, parts, strict=True))
+
+    def walk(e: Any) -> Any:
+        if e in given:
+            return given[e]
+        if e.is_number:
+            return DIMENSIONLESS
+        kids = [walk(a) for a in e.args]
+        if any(k is _BROKEN for k in kids):
+            return _BROKEN
+        if e.is_Add:
+            known = [k for k in kids if k is not None]
+            return _BROKEN if any(not _same(k, known[0]) for k in known) else (known[0] if known else None)
+        if e.is_Mul:
+            return None if any(k is None for k in kids) else functools.reduce(_plus, kids)
+        if e.is_Pow and e.exp.is_number:
+            return None if kids[0] is None else _scaled(kids[0], float(e.exp))
+        if isinstance(e, sympy.Abs):
+            return kids[0]
+        return DIMENSIONLESS if all(k is None or _same(k, DIMENSIONLESS) for k in kids) else _BROKEN
+
+    return walk(body.expr)
+
+
 class _Walk:
     """One formula's dimensions, subtree by subtree: a vector, None (constants only: any unit), or broken."""
 
@@ -157,7 +189,9 @@ class _Walk:
         if any(p is _BROKEN for p in parts):
             return _BROKEN
         if s in TRANSCENDENTAL:
-            return DIMENSIONLESS if parts[0] is None or _same(parts[0], DIMENSIONLESS) else _BROKEN
+            return DIMENSIONLESS if all(p is None or _same(p, DIMENSIONLESS) for p in parts) else _BROKEN
+        if OPERATORS[s].body is not None:  # a user-defined operator: the dimensions of its body
+            return _body_dims(OPERATORS[s].body, parts)
         if len(parts) == 1:
             factor = {"sqrt": 0.5, "sq": 2.0, "inv": -1.0}[s]
             return None if parts[0] is None else _scaled(parts[0], factor)
@@ -185,7 +219,9 @@ class _Walk:
             return self.count_dimensional(base, None if needed is None or c == 0 else _scaled(needed, 1.0 / c))
         kids = self.expr.children(i)
         if s in TRANSCENDENTAL:
-            return self.count_dimensional(kids[0], DIMENSIONLESS)
+            return sum(self.count_dimensional(k, DIMENSIONLESS) for k in kids)
+        if OPERATORS[s].body is not None:  # what a user-defined operator's arguments need is not derived
+            return sum(self.count_dimensional(k, None) for k in kids)
         if len(kids) == 1:
             factor = {"sqrt": 2.0, "sq": 0.5, "inv": -1.0}[s]
             return self.count_dimensional(kids[0], None if needed is None else _scaled(needed, factor))

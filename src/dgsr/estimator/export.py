@@ -16,6 +16,7 @@ import pandas as pd
 import sympy
 from sklearn.utils.validation import check_is_fitted
 
+from dgsr.core.custom_operators import expand
 from dgsr.core.expression import Expression
 from dgsr.estimator.multi_output import each_output, stacked_export
 
@@ -53,7 +54,8 @@ def export_function(expr: Expression, columns: Sequence[int], backend: str = "nu
         raise ValueError(f"backend must be one of {tuple(BACKENDS)}, got {backend!r}")
     lib = _import(backend)
     symbols = [sympy.Symbol(f"x{i}") for i in range(len(columns))]
-    body = sympy.lambdify(symbols, expr.to_sympy([s.name for s in symbols]), modules=BACKENDS[backend])
+    # User-defined operators are written out: the backend has no function of their name.
+    body = sympy.lambdify(symbols, expand(expr.to_sympy([s.name for s in symbols])), modules=BACKENDS[backend])
     cols = [int(c) for c in columns]
 
     def formula(X: Any) -> Any:

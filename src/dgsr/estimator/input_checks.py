@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sklearn.utils.validation import validate_data
 
+from dgsr.core.custom_operators import is_custom
 from dgsr.estimator.model_selection import MODEL_SELECTION_RULES as _MODEL_SELECTION
 from dgsr.estimator.policy_loading import BUILTIN_POLICIES
 from dgsr.search.config import MAX_SIZE_LIMIT
@@ -245,7 +246,12 @@ def validate_params(config: FitConfig) -> None:
     if r2 is not None and (isinstance(r2, bool) or not isinstance(r2, numbers.Real)
                            or not (math.isfinite(r2) and r2 <= 1.0)):
         raise ValueError(f"target_r2 must be None or a finite number <= 1, got {r2!r}.")
-    config.allowed_operators()  # raises on unknown operator names
+    allowed = config.allowed_operators()  # raises on unknown operator names (and defines the user's)
+    custom = [op for op in allowed or () if is_custom(op)]
+    neural = isinstance(config.policy, str) and (config.policy == "neural" or config.policy.endswith(".safetensors"))
+    if custom and neural:
+        raise ValueError(f"the neural policy's vocabulary holds the operators of Table 1 only: with "
+                         f"{', '.join(custom)} use policy='semantic' (the default), 'learned' or 'random'.")
     config.formula_rules()  # raises on malformed constraints and complexities
     if config.batching not in (None, True, False):
         raise ValueError(f"batching must be None (on above batch_size rows), True or False, got {config.batching!r}.")

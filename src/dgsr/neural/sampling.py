@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import OPERATORS, TRANSCENDENTAL
+from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.tokens import (
     MANTISSA_DIGITS,
@@ -220,7 +220,7 @@ def operator_token_keep(operators: tuple[str, ...] | None) -> np.ndarray | None:
         return None
     v = vocabulary()
     keep = np.ones(len(v), dtype=bool)
-    for name in OPERATORS:
+    for name in UNARY + BINARY:  # the vocabulary's operators (user-defined ones are refused before)
         if name not in operators:
             keep[v.ids[name]] = False
             if "r" + name in v.ids:

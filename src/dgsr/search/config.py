@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dgsr.core.custom_operators import definitions_in
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
-from dgsr.core.custom_operators import definitions_in
 from dgsr.core.operators import resolve_operators
 from dgsr.core.units import UnitCheck
 

@@ -120,7 +120,9 @@ def proposal_features(expression: Expression, proposals: Sequence, semantic_prio
         row = out[i]
         mutation, child = p.mutation, p.child
         row[4] = float(p.explore)
-        row[_OP_COLUMN[mutation.op]] = 1.0
+        column = _OP_COLUMN.get(mutation.op)
+        if column is not None:  # a user-defined operator has no column: the prior rates it by the rest
+            row[column] = 1.0
         operand = mutation.operand
         kind = ("none" if operand is None else "constant" if operand.symbols == (CONSTANT,)
                 else "variable" if operand.size == 1 and is_variable(operand.symbols[0]) else "compound")
