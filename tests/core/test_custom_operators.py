@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 import scipy.special
 
-from dgsr.core.custom_operators import define_operator, expand, parse_definition, split_operator_list, uses_custom
+from dgsr.core.custom_operators import (
+    define_operator,
+    expand,
+    parse_definition,
+    split_operator_list,
+    uses_custom,
+)
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.kernels.codes import encode
@@ -110,7 +116,7 @@ def test_the_kernels_jacobian_matches_finite_differences(name):
     cols[0] = np.where(np.abs(1.3 * cols[0] + 0.2) < 0.05, 0.5, cols[0])
     ops, args = encode(expr)
     theta = np.array(expr.constants)
-    value, jac = run_encoded(ops, args, theta, cols)
+    _, jac = run_encoded(ops, args, theta, cols)
     for q in range(len(theta)):
         step = np.zeros_like(theta)
         step[q] = 1e-6
