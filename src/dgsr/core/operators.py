@@ -8,6 +8,8 @@ export, infix/LaTeX formatting, tokens); the compiled kernels (:mod:`dgsr.core.k
 functions, so they keep one hand-written row loop per op code, and tests check them against this
 table (tests/core/test_operator_kernels.py, tests/policies/test_backprop_table.py).
 Adding an operator is one entry here plus its compiled rows (docs/DESIGN.md, "The operator table").
+A user's own operator (``"gauss(x) = exp(-x**2)"``) needs neither: :mod:`dgsr.core.custom_operators`
+derives its entry from SymPy and :func:`register_operator` adds it to the lookups below.
 """
 
 from __future__ import annotations
