@@ -15,6 +15,7 @@ import sympy
 from dgsr import SymbolicRegressor
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import formula_rules
+from dgsr.core.operators import OPERATORS
 from dgsr.policies.semantic.policy import SemanticPolicy
 from tests.cli.dgsr_process import dgsr_env
 
@@ -115,6 +116,24 @@ def test_the_semantic_policy_proposes_the_operator_where_the_data_asks_for_it():
     context = policy.prepare(X, y, rng)
     proposals = policy.propose(context, Expression.variable(0), 8, rng)
     assert any(p.mutation.op == "e_gauss" for p in proposals)
+
+
+def test_an_operator_without_an_inverse_is_still_proposed():
+    name = "e_opaque(x) = x + sin(x)"
+    X = np.random.default_rng(4).uniform(-3.0, 3.0, size=(200, 2))
+    policy = SemanticPolicy(operators=[name, *ARITHMETIC], random_share=0.0)
+    rng = np.random.default_rng(0)
+    context = policy.prepare(X, X[:, 0] + np.sin(X[:, 0]), rng)
+    assert OPERATORS["e_opaque"].inverse is None  # SymPy's solve finds no inverse of x + sin(x)
+    proposals = policy.propose(context, Expression.variable(0), 8, rng)
+    assert proposals[0].mutation.op == "e_opaque"
+
+
+def test_a_guess_may_use_the_operator():
+    X, y = _gauss_data(n=200, seed=5)
+    est = SymbolicRegressor(max_evaluations=300, max_time=None, random_state=0, unary_operators=[GAUSS],
+                            binary_operators=ARITHMETIC, guesses=["2*e_gauss(x0) + x1"]).fit(X, y)
+    assert str(est.sympy(precision=4)) == "x1 + 2*e_gauss(1.3*x0)"
 
 
 def test_the_neural_policy_refuses_it_in_one_line():
