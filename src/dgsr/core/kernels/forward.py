@@ -57,17 +57,10 @@ def _binary_partials(op, a, b, ja, jb, la, ha, lb, hb, d):  # pragma: no cover -
 
 
 def _custom_partials(op, a, b, ja, jb, la, ha, lb, hb, da, db, table):  # pragma: no cover - compiled below
-    """:func:`_binary_partials` of a user-defined binary operator (its partials from ``table``)."""
-    n = a.shape[0]
+    """:func:`_binary_partials` of a user-defined binary operator: its partials ``da``, ``db``
+    from ``table``, then the chain rule as for a product whose factors are those partials."""
     node_binary_slopes_jit(op, a, b, da, db, table)
-    for q in range(lb, hb):
-        jq = jb[q]
-        for r in range(n):
-            jq[r] *= db[r]
-    for q in range(la, ha):
-        jq, aq = jb[q], ja[q]
-        for r in range(n):
-            jq[r] = da[r] * aq[r]
+    _binary_partials_jit(2, db, da, ja, jb, la, ha, lb, hb, da)
 
 
 def _run(ops, args, theta, columns, value, jac, table):  # pragma: no cover - compiled below
