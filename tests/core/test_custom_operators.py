@@ -6,11 +6,13 @@ operator for the life of a process, and pytest's workers run many test modules).
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 import scipy.special
+import sympy
 
 from dgsr.core.custom_operators import (
     define_operator,
@@ -26,6 +28,7 @@ from dgsr.core.kernels.forward import run_encoded
 from dgsr.core.kernels.scoring import encode_sum, score_sum
 from dgsr.core.operators import OPERATORS, resolve_operators
 from dgsr.core.parser import parse
+from dgsr.core.sympy_json import from_tree, to_tree
 from dgsr.core.units import UnitCheck, parse_unit
 from dgsr.search.mutations import validity_violation
 
@@ -226,3 +229,13 @@ def test_parse_definition_keeps_the_users_names():
     definition = parse_definition("t_gauss(width) = exp(-width**2)")
     assert [str(p) for p in definition.parameters] == ["width"]
     assert definition.text == "t_gauss(width) = exp(-width**2)"
+
+
+def test_simplified_forms_round_trip_through_the_model_files_json():
+    expr = sympy.sympify("2.5*t_gauss(1.3*x0) + t_hyp(x1, 2)", locals={"t_gauss": sympy.Function("t_gauss"),
+                                                                     "t_hyp": sympy.Function("t_hyp")})
+    tree = to_tree(expr)
+    assert "Operator" in json.dumps(tree)
+    assert from_tree(json.loads(json.dumps(tree))) == expr
+    with pytest.raises(ValueError, match="not a user-defined operator"):
+        from_tree(["Operator", "t_never_defined", ["Symbol", "x0"]])

@@ -4,6 +4,7 @@ pickle and a model file read in a fresh process, which knows only Table 1 until 
 
 from __future__ import annotations
 
+import json
 import pickle
 import subprocess
 import sys
@@ -79,6 +80,9 @@ def test_pickle_and_model_file_are_read_in_a_fresh_process(gauss_fit, tmp_path):
                           str(tmp_path / "model.pkl"), str(tmp_path / "pred_")],
                          capture_output=True, text=True, env=dgsr_env(), timeout=240, check=False)
     assert run.returncode == 0, run.stderr
+    rows = json.loads((tmp_path / "model.json").read_text())["front"]
+    assert all(r["sympy"] is not None for r in rows)  # simplified forms kept, user operators included
+    assert any("Operator" in json.dumps(r["sympy"]) for r in rows)
     for name in ("json", "pkl"):
         assert np.load(tmp_path / f"pred_{name}.npy").tobytes() == est.predict(X).tobytes(), name
         assert f"{name} {est.sympy()} {est.sympy(expand_operators=True)}" in run.stdout

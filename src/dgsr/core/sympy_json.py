@@ -12,7 +12,9 @@ kinds, with ``evaluate=False`` so that SymPy rebuilds the very same tree:
 - ``["Float", sign, mantissa_hex, exponent, bit_count, precision]`` (the exact binary value),
 - ``["S", name]`` for SymPy's named constants (``Pi``, ``Exp1``, ``Infinity``, ``NaN``, ...),
 - ``["Add" | "Mul" | "Pow", child, ...]`` and ``["Function", name, arg, ...]`` for SymPy's own
-  functions (``sin``, ``exp``, ``Abs``, ...).
+  functions (``sin``, ``exp``, ``Abs``, ...);
+- ``["Operator", name, arg, ...]`` for a user-defined operator (:mod:`dgsr.core.custom_operators`),
+  read back only where that operator is defined.
 
 Anything else raises :class:`UnsupportedSympy` when written and ``ValueError`` when read.
 """
@@ -22,6 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 import sympy
+from sympy.core.function import AppliedUndef
+
+from dgsr.core.custom_operators import is_custom
 
 _OPERATIONS = {"Add": sympy.Add, "Mul": sympy.Mul, "Pow": sympy.Pow}
 #: Symbols without assumptions have only this one (``Symbol("x").assumptions0``).
@@ -53,6 +58,8 @@ def to_tree(expr: sympy.Basic) -> list:
         return [name, *(to_tree(a) for a in expr.args)]
     if isinstance(expr, sympy.Function) and _function_class(name) is type(expr):
         return ["Function", name, *(to_tree(a) for a in expr.args)]
+    if isinstance(expr, AppliedUndef) and is_custom(name):
+        return ["Operator", name, *(to_tree(a) for a in expr.args)]
     raise UnsupportedSympy(f"cannot write SymPy node {name} ({expr})")
 
 
@@ -80,6 +87,10 @@ def from_tree(tree: Any) -> sympy.Expr:
             if cls is None:
                 raise ValueError(f"unknown SymPy function {rest[0]!r}")
             return cls(*(from_tree(a) for a in rest[1:]), evaluate=False)
+        if head == "Operator":
+            if not (isinstance(rest[0], str) and is_custom(rest[0])):
+                raise ValueError(f"{rest[0]!r} is not a user-defined operator of this process")
+            return sympy.Function(rest[0])(*(from_tree(a) for a in rest[1:]))
     except (TypeError, IndexError) as err:
         raise ValueError(f"malformed SymPy tree node {head!r}: {err}") from None
     raise ValueError(f"unknown SymPy tree node {head!r}")
