@@ -50,7 +50,7 @@ from dgsr.core.operators import (
     register_operator,
 )
 
-__all__ = ["Definition", "define_operator", "define_operators", "definitions_in", "expand", "is_custom", "parse_definition", "run_body",
+__all__ = ["PYSR_OPERATORS", "Definition", "define_operator", "define_operators", "definitions_in", "expand", "is_custom", "parse_definition", "run_body",
            "split_operator_list", "uses_custom"]
 
 _FORM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)\s*=\s*(\S.*?)\s*$", re.DOTALL)
@@ -60,6 +60,17 @@ _FUNCTIONS = ("+ - * / ** exp log sin cos tan sqrt Abs tanh sinh cosh atan asin 
 _TABLE_FUNCTIONS = {sympy.sin: CODES["sin"], sympy.cos: CODES["cos"], sympy.tan: CODES["tan"],
                     sympy.exp: CODES["exp"], sympy.log: CODES["log"]}
 _NON_TRANSCENDENTAL = (sympy.Abs, sympy.sign)
+#: PySR's operators beyond Table 1, by PySR's names, as the definitions they stand for: a name
+#: alone (``unary_operators=["tanh", "cube"]``) defines the operator as if written out.
+PYSR_OPERATORS: dict[str, str] = {
+    "abs": "abs(x) = Abs(x)", "cube": "cube(x) = x**3", "neg": "neg(x) = -x", "sign": "sign(x) = sign(x)",
+    "relu": "relu(x) = (x + Abs(x))/2", "tanh": "tanh(x) = tanh(x)", "sinh": "sinh(x) = sinh(x)",
+    "cosh": "cosh(x) = cosh(x)", "atan": "atan(x) = atan(x)", "asin": "asin(x) = asin(x)",
+    "acos": "acos(x) = acos(x)", "asinh": "asinh(x) = asinh(x)", "erf": "erf(x) = erf(x)",
+    "log10": "log10(x) = log(x)/log(10)", "log2": "log2(x) = log(x)/log(2)", "exp2": "exp2(x) = 2**x",
+    "pow": "pow(x, y) = x**y", "max": "max(x, y) = (x + y + Abs(x - y))/2",
+    "min": "min(x, y) = (x + y - Abs(x - y))/2",
+}
 _MAX_SOLVE_OPS = 14  # SymPy's solve may take long on a large body: beyond this, no inverse
 Instructions = list[tuple[int, float]]
 #: The names of the user-defined operators of this process.
@@ -160,8 +171,12 @@ def define_operator(text: str, what: str = "operators") -> str:
     slopes = [_instructions(_derivative(definition.body, p), definition.parameters, text, what)
               for p in definition.parameters]
     install_operator(definition.name, free[0], (value, *slopes))
+    body = definition.body
+    # "tanh(x) = tanh(x)" is SymPy's own tanh: its SymPy form is that function, not a new one.
+    own = isinstance(body, sympy.Function) and type(body).__name__ == definition.name \
+        and body.args == definition.parameters
     register_operator(Operator(
-        definition.name, arity, _numpy_function(value, arity), sympy.Function(definition.name),
+        definition.name, arity, _numpy_function(value, arity), type(body) if own else sympy.Function(definition.name),
         _numpy_derivative(slopes), _inverse(definition),
         transcendental=_transcendental(definition.body), definition=definition.text,
         body=sympy.Lambda(definition.parameters, definition.body)))

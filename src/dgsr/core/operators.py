@@ -237,19 +237,21 @@ def canonical_operator(name: object, arity_wanted: int | None, what: str) -> str
     the wrong arity (``arity_wanted``; None: any)."""
     if not isinstance(name, str):
         raise TypeError(f"{what} must hold operator names (strings), got {name!r}")
-    if "=" in name:  # a user-defined operator, "gauss(x) = exp(-x**2)"
-        from dgsr.core.custom_operators import define_operator
+    from dgsr.core.custom_operators import PYSR_OPERATORS, define_operator
 
+    low = name.strip().lower()  # Table 1 names in any case; a user-defined one as it was defined
+    if "=" in name:  # a user-defined operator, "gauss(x) = exp(-x**2)"
         op = define_operator(name, what)
+    elif low not in OPERATORS and low not in OPERATOR_ALIASES and low in PYSR_OPERATORS:
+        op = define_operator(PYSR_OPERATORS[low], what)  # PySR's name of one ("tanh", "cube", "max")
     else:
-        low = name.strip().lower()  # Table 1 names in any case; a user-defined one as it was defined
         op = OPERATOR_ALIASES.get(low, low if low in OPERATORS else name.strip())
     if op not in OPERATORS:
         raise ValueError(
             f"{what}: {name!r} is not an operator of the expression language (Table 1 of the paper). "
             f"Binary: {', '.join(BINARY)} (or + - * /); unary: {', '.join(UNARY)} "
-            "(sq = x**2, also 'square'; inv = 1/x). Define any other as a SymPy expression, "
-            "e.g. 'gauss(x) = exp(-x**2)' or 'hyp(x, y) = sqrt(x**2 + y**2)'.")
+            f"(sq = x**2, also 'square'; inv = 1/x); PySR's {', '.join(PYSR_OPERATORS)}. Define any other "
+            "as a SymPy expression, e.g. 'gauss(x) = exp(-x**2)' or 'hyp(x, y) = sqrt(x**2 + y**2)'.")
     if arity_wanted is not None and OPERATORS[op].arity != arity_wanted:
         kind = "binary" if arity_wanted == 2 else "unary"
         raise ValueError(f"{what}: {name!r} is not a {kind} operator")

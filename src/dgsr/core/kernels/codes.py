@@ -6,8 +6,8 @@ arrays: each node's op code (``add sub mul div`` 0-3, the unary operators 4-11, 
 expression's constants, a variable's column, 0 for an operator).
 
 User-defined operators (:mod:`dgsr.core.custom_operators`) take the codes
-:data:`USER_UNARY_CODES` (12-19, between the unary operators and the pushes, so every walker's
-"neither a push nor binary" test reads them as unary) and :data:`USER_BINARY_CODES` (-1 to -8,
+:data:`USER_UNARY_CODES` (12-75, between the unary operators and the pushes, so every walker's
+"neither a push nor binary" test reads them as unary) and :data:`USER_BINARY_CODES` (-1 to -64,
 below ``add``, so every "code <= :data:`CODES_BINARY_LAST`" test reads them as binary). Each
 one's value and partial derivatives are small postfix programs over the built-in codes and the
 body codes below, held in one table (:data:`OPERATOR_TABLE`) that the kernels take as an argument.
@@ -47,7 +47,7 @@ __all__ = [
 CODES = {"add": 0, "sub": 1, "mul": 2, "div": 3, "sin": 4, "cos": 5, "tan": 6, "exp": 7, "log": 8,
          "sqrt": 9, "inv": 10, "sq": 11}
 #: Op codes of a constant and of a variable (pushes).
-CONST_CODE, VAR_CODE = 20, 21
+CONST_CODE, VAR_CODE = 100, 101
 #: Codes 0..CODES_BINARY_LAST are the binary operators.
 CODES_BINARY_LAST = 3
 assert set(CODES) == set(OPERATORS), "every operator needs an op code"
@@ -58,20 +58,20 @@ ENCODING = SymbolTable({**{s: c << 32 for s, c in CODES.items()}, CONSTANT: CONS
                        lambda column: VAR_CODE << 32 | column)
 
 #: The codes of user-defined operators, in the order they are defined.
-USER_UNARY_CODES: tuple[int, ...] = tuple(range(12, 20))
-USER_BINARY_CODES: tuple[int, ...] = tuple(range(-1, -9, -1))
+USER_UNARY_CODES: tuple[int, ...] = tuple(range(12, 76))
+USER_BINARY_CODES: tuple[int, ...] = tuple(range(-1, -65, -1))
 USER_UNARY_FIRST = USER_UNARY_CODES[0]
 assert max(CODES.values()) < USER_UNARY_FIRST and USER_UNARY_CODES[-1] < CONST_CODE
 
 # A body program (one per operator and role: its value, d/da, d/db) reads its arguments and
 # literals with these pushes; besides the built-in codes 0-11 it may use these functions.
-BODY_ARG0, BODY_ARG1, BODY_LIT = 50, 51, 52
-BODY_POW = 30  # binary: the left operand (on top) to the power of the right
+BODY_ARG0, BODY_ARG1, BODY_LIT = 250, 251, 252
+BODY_POW = 200  # binary: the left operand (on top) to the power of the right
 #: SymPy function name -> body code of the unary functions beyond Table 1.
-BODY_UNARY: dict[str, int] = {"Abs": 31, "tanh": 32, "sinh": 33, "cosh": 34, "atan": 35, "asin": 36,
-                              "acos": 37, "asinh": 38, "erf": 39, "sign": 40}
+BODY_UNARY: dict[str, int] = {"Abs": 201, "tanh": 202, "sinh": 203, "cosh": 204, "atan": 205, "asin": 206,
+                              "acos": 207, "asinh": 208, "erf": 209, "sign": 210}
 #: Rows of the table before the instructions: row ``3*slot + role`` holds ``(start, end)`` of one
-#: body (slots 0-7 the unary codes, 8-15 the binary ones; roles 0 value, 1 d/da, 2 d/db).
+#: body (slots 0-63 the unary codes, 64-127 the binary ones; roles 0 value, 1 d/da, 2 d/db).
 TABLE_HEADER = 3 * (len(USER_UNARY_CODES) + len(USER_BINARY_CODES))
 
 

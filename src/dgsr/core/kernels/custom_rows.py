@@ -23,6 +23,7 @@ from dgsr.core.kernels.codes import (
     BODY_LIT,
     BODY_POW,
     CODES_BINARY_LAST,
+    USER_UNARY_CODES,
     USER_UNARY_FIRST,
 )
 from dgsr.core.kernels.compiler import compile_kernel
@@ -31,37 +32,37 @@ from dgsr.core.kernels.rows import binary_in_place_jit, unary_in_place_jit, unar
 __all__ = ["body_jit", "node_binary_in_place_jit", "node_binary_slopes_jit", "node_unary_in_place_jit",
            "node_unary_with_slope_jit"]
 
-_N_UNARY_SLOTS = 8
+_N_UNARY_SLOTS = len(USER_UNARY_CODES)
 
 
 def _function_in_place(code, s):  # pragma: no cover - compiled below
     """``s[r] = f(s[r])`` for a body's unary function beyond Table 1 (codes.BODY_UNARY)."""
     n = s.shape[0]
-    if code == 31:
+    if code == 201:
         for r in range(n):
             s[r] = abs(s[r])
-    elif code == 32:
+    elif code == 202:
         for r in range(n):
             s[r] = np.tanh(s[r])
-    elif code == 33:
+    elif code == 203:
         for r in range(n):
             s[r] = np.sinh(s[r])
-    elif code == 34:
+    elif code == 204:
         for r in range(n):
             s[r] = np.cosh(s[r])
-    elif code == 35:
+    elif code == 205:
         for r in range(n):
             s[r] = np.arctan(s[r])
-    elif code == 36:
+    elif code == 206:
         for r in range(n):
             s[r] = np.arcsin(s[r])
-    elif code == 37:
+    elif code == 207:
         for r in range(n):
             s[r] = np.arccos(s[r])
-    elif code == 38:
+    elif code == 208:
         for r in range(n):
             s[r] = np.arcsinh(s[r])
-    elif code == 39:
+    elif code == 209:
         for r in range(n):
             s[r] = math.erf(s[r])
     else:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dgsr.core.kernels.codes import OPERATOR_TABLE
+from dgsr.core.kernels.codes import CONST_CODE, OPERATOR_TABLE, VAR_CODE
 from dgsr.core.kernels.compiler import compile_kernel
 from dgsr.core.kernels.custom_rows import node_binary_in_place_jit, node_unary_in_place_jit
 from dgsr.core.kernels.linalg import centered_normal_equations_jit, cholesky_solve_jit
@@ -77,12 +77,12 @@ def _evaluate_terms(ops, args, starts, theta, columns, values, stack, table):  #
         sp = 0
         for k in range(starts[t], starts[t + 1]):
             op = ops[k]
-            if op == 20:  # constant
+            if op == CONST_CODE:
                 c = theta[args[k]]
                 for r in range(n):
                     stack[sp, r] = c
                 sp += 1
-            elif op == 21:  # variable
+            elif op == VAR_CODE:
                 j = args[k]
                 for r in range(n):
                     stack[sp, r] = columns[j, r]
