@@ -144,3 +144,30 @@ def test_the_neural_policy_refuses_it_in_one_line():
     X, y = _gauss_data(n=40)
     with pytest.raises(ValueError, match="the neural policy's vocabulary holds the operators of Table 1 only"):
         SymbolicRegressor(policy="neural", unary_operators=[GAUSS]).fit(X, y)
+
+
+_PYSR_NAMES = """
+import pickle, sys
+import numpy as np
+from dgsr import SymbolicRegressor
+X = np.load(sys.argv[1])
+for est in (SymbolicRegressor.from_file(sys.argv[2]), pickle.load(open(sys.argv[3], "rb"))):
+    print(est.sympy(), np.abs(est.predict(X) - np.load(sys.argv[4])).max())
+"""
+
+
+def test_pysr_names_survive_a_fresh_process(tmp_path):
+    X = np.random.default_rng(6).uniform(-2.0, 2.0, size=(200, 2))
+    y = 2.0 * np.tanh(1.5 * X[:, 0]) + X[:, 1] ** 3
+    est = SymbolicRegressor(max_evaluations=3000, max_time=None, random_state=0, unary_operators=["tanh", "cube"],
+                            binary_operators=ARITHMETIC).fit(X, y)
+    assert est.score(X, y) > 0.9999 and {"tanh", "cube"} <= set(est.expression_.symbols)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "p.npy", est.predict(X))
+    est.save(tmp_path / "model.json")
+    (tmp_path / "model.pkl").write_bytes(pickle.dumps(est))
+    run = subprocess.run([sys.executable, "-c", _PYSR_NAMES, str(tmp_path / "X.npy"), str(tmp_path / "model.json"),
+                          str(tmp_path / "model.pkl"), str(tmp_path / "p.npy")],
+                         capture_output=True, text=True, env=dgsr_env(), timeout=240, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [f"{est.sympy()} 0.0"] * 2

@@ -185,14 +185,18 @@ def define_operator(text: str, what: str = "operators") -> str:
 
 
 def define_operators(*lists: object) -> tuple[str, ...]:
-    """Define every definition (a string with ``=``) among the operator lists given (None and
-    plain names are skipped); returns their names. What a new process (a worker, an unpickled or
+    """Define every definition (a string with ``=``) and PySR operator name (``"tanh"``) among the
+    operator lists given (None and Table 1 names are skipped); returns their names. What a new process (a worker, an unpickled or
     loaded estimator) runs before it reads formulas that use them."""
     names = []
     for items in lists:
         if items is None or isinstance(items, str):
             continue
-        names += [define_operator(t) for t in items if isinstance(t, str) and "=" in t]  # type: ignore[attr-defined]
+        for t in items:  # type: ignore[attr-defined]
+            if isinstance(t, str) and "=" in t:
+                names.append(define_operator(t))
+            elif isinstance(t, str) and t.strip().lower() in PYSR_OPERATORS and t.strip().lower() not in OPERATORS:
+                names.append(define_operator(PYSR_OPERATORS[t.strip().lower()]))
     return tuple(names)
 
 
