@@ -144,6 +144,9 @@ OPERATORS: dict[str, Operator] = {
     )
 }
 
+#: The Table 1 operators in table order (the neural policy's vocabulary); user-defined ones join
+#: :data:`OPERATORS` later, never this.
+TABLE_ONE: tuple[str, ...] = tuple(OPERATORS)
 #: The Table 1 operators of each arity (user-defined ones are not among them: :func:`unary_names`).
 BINARY: tuple[str, ...] = tuple(n for n, op in OPERATORS.items() if op.arity == 2)
 UNARY: tuple[str, ...] = tuple(n for n, op in OPERATORS.items() if op.arity == 1)
@@ -231,18 +234,20 @@ OPERATOR_ALIASES: dict[str, str] = {
 }
 
 
-def canonical_operator(name: object, arity_wanted: int | None, what: str) -> str:
-    """The Table 1 name of ``name`` (an alias such as ``"+"`` or ``"square"`` allowed); ``what``
-    names the argument in the error. Raises TypeError / ValueError for an unknown name or one of
-    the wrong arity (``arity_wanted``; None: any)."""
+def canonical_operator(name: object, arity_wanted: int | None, what: str, define: bool = False) -> str:
+    """The Table 1 name of ``name`` (an alias such as ``"+"`` or ``"square"`` allowed), or of an
+    operator defined in this process; ``what`` names the argument in the error. ``define`` (the
+    operator lists): a definition (``"gauss(x) = exp(-x**2)"``) or a PySR name (``"tanh"``) defines
+    its operator first. Raises TypeError / ValueError for an unknown name or one of the wrong arity
+    (``arity_wanted``; None: any)."""
     if not isinstance(name, str):
         raise TypeError(f"{what} must hold operator names (strings), got {name!r}")
     from dgsr.core.custom_operators import PYSR_OPERATORS, define_operator
 
     low = name.strip().lower()  # Table 1 names in any case; a user-defined one as it was defined
-    if "=" in name:  # a user-defined operator, "gauss(x) = exp(-x**2)"
+    if define and "=" in name:  # a user-defined operator, "gauss(x) = exp(-x**2)"
         op = define_operator(name, what)
-    elif low not in OPERATORS and low not in OPERATOR_ALIASES and low in PYSR_OPERATORS:
+    elif define and low not in OPERATORS and low not in OPERATOR_ALIASES and low in PYSR_OPERATORS:
         op = define_operator(PYSR_OPERATORS[low], what)  # PySR's name of one ("tanh", "cube", "max")
     else:
         op = OPERATOR_ALIASES.get(low, low if low in OPERATORS else name.strip())
@@ -281,7 +286,7 @@ def resolve_operators(operators: object = None, unary_operators: object = None,
     def names(value: object, what: str, arity_wanted: int | None) -> set[str]:
         if isinstance(value, str) or not hasattr(value, "__iter__"):
             raise ValueError(f"{what} must be a list of operator names, got {value!r}")
-        return {canonical_operator(v, arity_wanted, what) for v in value}  # type: ignore[attr-defined]
+        return {canonical_operator(v, arity_wanted, what, define=True) for v in value}  # type: ignore[attr-defined]
 
     if operators is not None:
         chosen = names(operators, "operators", None)

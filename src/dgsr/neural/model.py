@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dgsr.core.operators import OPERATORS
+from dgsr.core.operators import TABLE_ONE
 from dgsr.neural.model_config import SYMBOLS, ModelConfig
 from dgsr.neural.numeric_features import (
     N_COLUMN_STATS,
@@ -402,7 +402,7 @@ class PolicyModel(nn.Module):
         point_mask = self.memory_mask(point_mask)
         logits = self.symbol_head(memory.mean(1) if point_mask is None else _masked_mean(memory, point_mask))
         if self.config.encoder == "variables":
-            first = len(OPERATORS)  # SYMBOLS: operators, variables, constant
+            first = len(TABLE_ONE)  # SYMBOLS: operators, variables, constant
             per_variable = self.symbol_head_variables(memory[:, :MAX_VARIABLES]).squeeze(-1)
             logits = torch.cat([logits[:, :first], per_variable, logits[:, first + MAX_VARIABLES:]], dim=1)
         return logits

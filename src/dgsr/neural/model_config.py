@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import CONSTANT, OPERATORS, variable_symbol
+from dgsr.core.operators import CONSTANT, TABLE_ONE, variable_symbol
 from dgsr.neural.tokens import FLOAT_WIDTH, MAX_VARIABLES, vocabulary
 from dgsr.search.mutations import MAX_SIZE
 
@@ -110,7 +110,7 @@ PRESETS: dict[str, dict] = {
               "variable_pointer": True},
 }
 #: what the auxiliary symbol head predicts: every operator, every variable, "has a constant"
-SYMBOLS: tuple[str, ...] = (*OPERATORS, *(variable_symbol(i) for i in range(MAX_VARIABLES)), CONSTANT)
+SYMBOLS: tuple[str, ...] = (*TABLE_ONE, *(variable_symbol(i) for i in range(MAX_VARIABLES)), CONSTANT)
 
 
 def symbol_targets(expression: Expression) -> list[float]:

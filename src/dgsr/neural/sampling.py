@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import BINARY, TRANSCENDENTAL, UNARY
+from dgsr.core.operators import BINARY, TABLE_ONE, TRANSCENDENTAL, UNARY
 from dgsr.neural.model import PolicyModel
 from dgsr.neural.tokens import (
     MANTISSA_DIGITS,
@@ -373,7 +373,7 @@ def _coarse_mantissa_keep(digits: int) -> np.ndarray:
 @lru_cache(maxsize=1)
 def _transcendental_ids() -> np.ndarray:
     v = vocabulary()
-    return np.array(sorted(v.ids[w] for w in TRANSCENDENTAL), dtype=np.int64)
+    return np.array(sorted(v.ids[w] for w in TRANSCENDENTAL if w in TABLE_ONE), dtype=np.int64)  # the vocabulary's
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from dgsr.core.expression import Expression, MalformedExpression
-from dgsr.core.operators import BINARY, CONSTANT, MAX_VARIABLES, OPERATORS, UNARY, arity, variable_symbol
+from dgsr.core.operators import BINARY, CONSTANT, MAX_VARIABLES, TABLE_ONE, UNARY, arity, variable_symbol
 from dgsr.search.mutations import MAX_SIZE, MUTATION_OPERATORS, Mutation
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<sep>", "<empty>")
@@ -45,8 +45,8 @@ class Vocabulary:
         words += ["+", "-"]
         words += [f"N{m}" for m in range(MAX_MANTISSA + 1)]
         words += [f"E{e}" for e in range(-MAX_EXPONENT, MAX_EXPONENT + 1)]
-        words += list(OPERATORS)  # expression operators (also unary/binary mutation operators)
-        words += [op for op in MUTATION_OPERATORS if op not in OPERATORS]  # root, radd, ...
+        words += list(TABLE_ONE)  # expression operators (also unary/binary mutation operators)
+        words += [op for op in MUTATION_OPERATORS if op not in TABLE_ONE]  # root, radd, ...
         words += [variable_symbol(i) for i in range(MAX_VARIABLES)]
         words += [f"I{i}" for i in range(MAX_SIZE)]
         self.words: tuple[str, ...] = tuple(words)
@@ -111,7 +111,7 @@ class Vocabulary:
                 i += FLOAT_WIDTH
                 continue
             word = self.words[t] if 0 <= t < len(self.words) else None
-            if word is None or not (word in OPERATORS or word.startswith("x") and word[1:].isdigit()):
+            if word is None or not (word in TABLE_ONE or word.startswith("x") and word[1:].isdigit()):
                 return DecodeFailure("expression_token")
             symbols.append(word)
             i += 1
