@@ -50,7 +50,7 @@ from dgsr.core.operators import (
     register_operator,
 )
 
-__all__ = ["PYSR_OPERATORS", "Definition", "define_operator", "define_operators", "definitions_in", "expand", "is_custom", "parse_definition", "run_body",
+__all__ = ["PYSR_OPERATORS", "Definition", "define_operator", "define_operators", "definition_of", "definitions_in", "expand", "is_custom", "parse_definition", "run_body",
            "split_operator_list", "uses_custom"]
 
 _FORM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*)\)\s*=\s*(\S.*?)\s*$", re.DOTALL)
@@ -129,13 +129,22 @@ def _compilable(f: sympy.Function) -> bool:
 
 
 def _custom_names() -> list[str]:
-    return [name for name, op in OPERATORS.items() if op.definition is not None]
+    """The user-defined operators of this process, in the order they were defined."""
+    return [name for name in OPERATORS if name in _CUSTOM]
 
 
 def is_custom(name: str) -> bool:
     """Whether ``name`` is a user-defined operator of this process."""
-    op = OPERATORS.get(name)
-    return op is not None and op.definition is not None
+    return name in _CUSTOM
+
+
+def definition_of(item: str) -> str | None:
+    """The definition an operator-list item stands for: the item itself when it is one
+    (``"gauss(x) = exp(-x**2)"``), PySR's for a PySR name not defined yet (``"tanh"``), else None."""
+    if "=" in item:
+        return item
+    name = item.strip().lower()
+    return PYSR_OPERATORS[name] if name in PYSR_OPERATORS and name not in OPERATORS else None
 
 
 def uses_custom(symbols: Iterable[str]) -> bool:
@@ -186,17 +195,14 @@ def define_operator(text: str, what: str = "operators") -> str:
 
 def define_operators(*lists: object) -> tuple[str, ...]:
     """Define every definition (a string with ``=``) and PySR operator name (``"tanh"``) among the
-    operator lists given (None and Table 1 names are skipped); returns their names. What a new process (a worker, an unpickled or
-    loaded estimator) runs before it reads formulas that use them."""
+    operator lists given (None and Table 1 names are skipped); returns their names. What a new
+    process (a worker, an unpickled or loaded estimator) runs before it reads formulas that use them."""
     names = []
     for items in lists:
         if items is None or isinstance(items, str):
             continue
-        for t in items:  # type: ignore[attr-defined]
-            if isinstance(t, str) and "=" in t:
-                names.append(define_operator(t))
-            elif isinstance(t, str) and t.strip().lower() in PYSR_OPERATORS and t.strip().lower() not in OPERATORS:
-                names.append(define_operator(PYSR_OPERATORS[t.strip().lower()]))
+        texts = [definition_of(t) for t in items if isinstance(t, str)]  # type: ignore[attr-defined]
+        names += [define_operator(text) for text in texts if text is not None]
     return tuple(names)
 
 

@@ -242,13 +242,12 @@ def canonical_operator(name: object, arity_wanted: int | None, what: str, define
     (``arity_wanted``; None: any)."""
     if not isinstance(name, str):
         raise TypeError(f"{what} must hold operator names (strings), got {name!r}")
-    from dgsr.core.custom_operators import PYSR_OPERATORS, define_operator
+    from dgsr.core.custom_operators import PYSR_OPERATORS, define_operator, definition_of
 
     low = name.strip().lower()  # Table 1 names in any case; a user-defined one as it was defined
-    if define and "=" in name:  # a user-defined operator, "gauss(x) = exp(-x**2)"
-        op = define_operator(name, what)
-    elif define and low not in OPERATORS and low not in OPERATOR_ALIASES and low in PYSR_OPERATORS:
-        op = define_operator(PYSR_OPERATORS[low], what)  # PySR's name of one ("tanh", "cube", "max")
+    text = definition_of(name) if define and low not in OPERATOR_ALIASES else None
+    if text is not None:  # "gauss(x) = exp(-x**2)", or PySR's name of one ("tanh", "cube", "max")
+        op = define_operator(text, what)
     else:
         op = OPERATOR_ALIASES.get(low, low if low in OPERATORS else name.strip())
     if op not in OPERATORS:

@@ -71,12 +71,9 @@ def position_rows(backprop, roots: tuple[np.ndarray, np.ndarray], spreads: tuple
         for i, pos in enumerate(positions):
             if rows.usable[i]:
                 flag = not scale_paths[i]
-                desired, current = backprop.desired(pos, roots[flag]), backprop.values[pos]
-                with np.errstate(all="ignore"):
-                    g2 = backprop.gradient(pos) ** 2
-                ok = np.isfinite(desired) & np.isfinite(current) & np.isfinite(g2)
-                unary[i, at] = _unary_matches(desired, current, np.where(ok, g2, 0.0), ok, spreads[flag],
-                                              scale_paths[i], additive_paths[i], custom)
+                desired, current, g2, ok = _position_inputs(backprop, pos, roots[flag])
+                unary[i, at] = _unary_matches(desired, current, g2, ok, spreads[flag], scale_paths[i],
+                                              additive_paths[i], custom)
         return PositionRows(rows.usable, unary, rows.targets, rows.weights)
     n_pos, n = len(positions), backprop.values.shape[1]
     usable = np.zeros(n_pos, dtype=np.bool_)
@@ -98,7 +95,6 @@ def position_rows_numpy(backprop, roots: tuple[np.ndarray, np.ndarray], spreads:
                         positions: list[int], scale_paths: list[bool], additive_paths: list[bool],
                         unary_ops: list[str]) -> PositionRows:
     """:func:`position_rows` in numpy (the reference, and the path without numba)."""
-    values = backprop.values  # [size, n_rows] (a list of rows for the numpy backpropagation)
     n_pos, n = len(positions), len(roots[0])
     usable = np.zeros(n_pos, dtype=np.bool_)
     unary = np.full((n_pos, len(unary_ops)), np.nan)
@@ -106,15 +102,10 @@ def position_rows_numpy(backprop, roots: tuple[np.ndarray, np.ndarray], spreads:
     weights = np.zeros((n_pos, len(KINDS), n))
     for i, pos in enumerate(positions):
         flag = not scale_paths[i]
-        desired = backprop.desired(pos, roots[flag])
-        current = values[pos]
-        with np.errstate(all="ignore"):
-            g2 = backprop.gradient(pos) ** 2
-        ok = np.isfinite(desired) & np.isfinite(current) & np.isfinite(g2)
+        desired, current, g2, ok = _position_inputs(backprop, pos, roots[flag])
         if ok.sum() < max(5, len(desired) // 3):
             continue
         usable[i] = True
-        g2 = np.where(ok, g2, 0.0)
         unary[i] = _unary_matches(desired, current, g2, ok, spreads[flag], scale_paths[i], additive_paths[i],
                                   unary_ops)
         with np.errstate(all="ignore"):
@@ -129,6 +120,16 @@ def position_rows_numpy(backprop, roots: tuple[np.ndarray, np.ndarray], spreads:
             for k, h in enumerate((1.0, 1.0, a2, desired**4 / a2, 1.0 / a2)):
                 weights[i, k] = g2 * h
     return PositionRows(usable, unary, targets, weights)
+
+
+def _position_inputs(backprop, pos: int, root: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A position's desired values ``D`` (from ``root``), current values ``A``, squared chain
+    gradient ``g2`` (0 outside ``ok``) and ``ok``, the rows where all three are finite."""
+    desired, current = backprop.desired(pos, root), backprop.values[pos]
+    with np.errstate(all="ignore"):
+        g2 = backprop.gradient(pos) ** 2
+    ok = np.isfinite(desired) & np.isfinite(current) & np.isfinite(g2)
+    return desired, current, np.where(ok, g2, 0.0), ok
 
 
 def _unary_matches(desired: np.ndarray, current: np.ndarray, g2: np.ndarray, ok: np.ndarray, spread: float,
