@@ -25,13 +25,16 @@ def _noisy(rng: np.random.Generator, y: np.ndarray, level: float = 0.01) -> np.n
 def test_simple_values_are_zero_then_the_near_simple_numbers_simplest_first():
     assert simple_values(0.5003) == [0.0, 0.5]
     assert simple_values(2.9) == [0.0, 3.0]  # 2.75 and 3*pi/4... are more than 5% away
-    assert simple_values(3.1398) == [0.0, 3.0, 3.25, math.pi]  # fractions before pi
+    assert simple_values(3.1398) == [0.0, 3.0, 3.25, math.pi, math.pi**2 / 3]  # fractions before pi
     assert simple_values(-1.4999) == [0.0, -1.5, -math.pi / 2]
     assert simple_values(0.148) == [0.0]  # nothing simple near it but zero
     # multiples of pi**2 come after those of pi
     assert simple_values(9.8702) == [0.0, 10.0, 9.75, 3 * math.pi, 13 * math.pi / 4, math.pi**2]
     assert simple_values(2.4671) == [0.0, 2.5, 3 * math.pi / 4, math.pi**2 / 4]
     assert simple_values(0.0) == [] and simple_values(math.nan) == []
+    # thirds of pi: a sphere's volume, angles of 60 degrees
+    assert simple_values(4.2) == [0.0, 4.0, 13 / 3, 4.25, 4 * math.pi / 3]
+    assert 8 * math.pi / 3 in simple_values(8.38) and math.pi**2 / 3 in simple_values(3.3)
 
 
 def test_a_constant_the_noise_hides_snaps_and_the_others_are_refitted():
@@ -176,6 +179,7 @@ def test_a_snapped_third_or_multiple_of_pi_shows_exactly():
     assert exact_value(1 / 3) == sympy.Rational(1, 3) and exact_value(-8 / 3) == sympy.Rational(-8, 3)
     assert exact_value(2 * math.pi) == 2 * sympy.pi and exact_value(math.pi / 4) == sympy.pi / 4
     assert exact_value(math.pi**2 / 2) == sympy.pi**2 / 2
+    assert exact_value(4 * math.pi / 3) == 4 * sympy.pi / 3 and exact_value(-math.pi / 3) == -sympy.pi / 3
     for plain in (0.5, 1.25, 3.0, 0.3333, 3.1416, math.nan, 0.0):  # decimals read well; near is not equal
         assert exact_value(plain) is None
     x0 = sympy.Symbol("x0")

@@ -3,7 +3,7 @@
 A law's constants are often simple (``exp(-x**2/2)``, ``sin(2*t)``, ``x**1.5``), but a fit to
 noisy rows returns ``exp(-0.5003*x**2)``: a formula that predicts as well and is not the law.
 :func:`snap_constants` tries, constant by constant, 0 and the simple values near each one (an
-integer, a half, a third or a quarter, a multiple of pi or pi**2 or of their halves or quarters),
+integer, a half, a third or a quarter, a multiple of pi or pi**2 or of their halves, thirds or quarters),
 refits the constants not yet snapped by a few Gauss-Newton steps, and keeps the snap when a
 likelihood-ratio test on the fit's own rows does not reject it: ``n*log(SSE_snapped/SSE)`` within the chi-square quantile for
 the number of constants snapped so far (Gaussian errors; Wilks). On data without noise the
@@ -29,6 +29,7 @@ from dgsr.core.evaluate import weighted_var
 from dgsr.core.expression import Expression
 from dgsr.core.gradients import Program, compile_expression, run_program
 from dgsr.core.operators import CONSTANT
+from dgsr.core.root_scales import root_rescalings
 
 __all__ = ["exact_value", "merged_constants", "scale_group", "simple_values", "snap_constants"]
 
@@ -41,9 +42,10 @@ _REFIT_STEPS = 3
 #: Residual floor per row, as a share of var(y): below it a residual is float noise.
 _FLOOR = 1e-12
 _DENOMINATORS = (1, 2, 3, 4)
-#: pi and pi**2 (a wave number's square, a buckling load, a box's energy levels), each over these.
+#: pi and pi**2 (a wave number's square, a buckling load, a box's energy levels), each over these
+#: (a third: a sphere's 4*pi/3, angles of pi/3).
 _PI_POWERS = (math.pi, math.pi ** 2)
-_PI_DENOMINATORS = (1, 2, 4)
+_PI_DENOMINATORS = (1, 2, 3, 4)
 #: A Jacobian direction whose singular value is below this share of the largest is a null direction.
 _NULL = 1e-8
 
@@ -51,7 +53,7 @@ _NULL = 1e-8
 def simple_values(value: float) -> list[float]:
     """The simple values for ``value``, simplest first: 0 (a term or shift the data do not need),
     then those within 5% of it: the nearest integer, halves, thirds and quarters, then multiples of
-    pi, pi/2 and pi/4, then of pi**2, pi**2/2 and pi**2/4 (never ``value`` itself)."""
+    pi, pi/2, pi/3 and pi/4, then of pi**2, pi**2/2, pi**2/3 and pi**2/4 (never ``value`` itself)."""
     if not math.isfinite(value) or value == 0.0:
         return []
     found = [round(value * q) / q for q in _DENOMINATORS]
@@ -278,21 +280,50 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
     is fixed only up to a common factor (:func:`scale_group`), the group is also tried divided by
     each of its members in turn (that member then 1), and the pass that leaves the group the most
     simple values, then the plainest ones, wins: ``(0.73*x + 1.1)/(1.1 - 0.37*x)`` becomes
-    ``(2*x + 3)/(3 - x)``. Those extra passes stop once ``max_evaluations`` are spent."""
+    ``(2*x + 3)/(3 - x)``. A constant factor of the root (or square) of a sum is also tried moved
+    inside it (:func:`~dgsr.core.root_scales.root_rescalings`), and that form is kept when it is
+    left with fewer constants that are not simple: ``2.894*sqrt(a - 0.1194*b)`` becomes
+    ``sqrt(8.378*a - b)``. The extra passes stop once ``max_evaluations`` are spent."""
     if not expr.n_constants or not len(y):
         return expr, 0
     n = int(np.count_nonzero(w > 0)) if w is not None else len(y)
     if n == 0:
         return expr, 0
-    original = expr
-    expr, fixed = merged_constants(expr)  # a 1 or 0 left by the merge is neither tried nor refitted
+    merged, fixed = merged_constants(expr)  # a 1 or 0 left by the merge is neither tried nor refitted
+    best, spent = _snapped(merged, fixed, columns, y, w, n, level, max_evaluations)
+    if best is None:
+        return expr, spent
+    free = _free_constants(best.constants)
+    for rewritten in root_rescalings(merged, fixed) if free else ():
+        if spent >= max_evaluations:
+            break
+        again, _ = merged_constants(rewritten)
+        moved = frozenset(i for i, v in enumerate(again.constants) if v in (1.0, -1.0, 0.0))
+        trial, passes = _snapped(again, moved, columns, y, w, n, level, max_evaluations - spent)
+        spent += passes
+        if trial is not None and _free_constants(trial.constants) < free:
+            best, free = trial, _free_constants(trial.constants)
+    return (expr if best is merged else best), spent
+
+
+def _free_constants(values: tuple[float, ...]) -> int:
+    """How many of ``values`` are not simple (0, a fraction of denominator 1 to 4 up to 100 in size,
+    or :func:`exact_value`): the constants a reader must take as fitted."""
+    return sum(1 for v in values if v != 0.0 and _plainness(v) == 5 and exact_value(v) is None)
+
+
+def _snapped(expr: Expression, fixed: frozenset[int], columns: np.ndarray, y: np.ndarray, w: np.ndarray | None,
+             n: int, level: float, max_evaluations: float) -> tuple[Expression | None, int]:
+    """:func:`snap_constants` of one form of the expression (``fixed``: constants held): the
+    expression with its constants snapped (``expr`` itself when none changed), or None when its
+    loss is not finite; and the evaluations spent."""
     theta = np.asarray(expr.constants, dtype=np.float64)
     program = compile_expression(expr)  # one structure throughout: only its constants change
     with np.errstate(all="ignore"):
         start = _sse(program, theta, columns, y, w)
         spent = 1
         if not math.isfinite(start):
-            return original, spent
+            return None, spent
         floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
         rows = _Rows(program, columns, y, w, None if w is None else np.sqrt(w), n, floor, max(start, floor), level)
         best, snapped, passes = _snap_pass(rows, theta, fixed)
@@ -314,4 +345,4 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
             trial_rank = _simplicity(trial, group)
             if trial_rank > rank:  # the same function, written with plainer constants
                 best, rank, changed = trial, trial_rank, True
-    return (expr.with_constants(best.tolist()) if changed else original), spent
+    return (expr.with_constants(best.tolist()) if changed else expr), spent
