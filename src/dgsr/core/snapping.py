@@ -216,13 +216,23 @@ def _plainness(value: float) -> int:
     return q if abs(value) <= 100 else 5
 
 
+def _is_simple(value: float) -> bool:
+    """Whether ``value`` reads as a simple value: a fraction of denominator 1 to 4 up to 100 in
+    size, or :func:`exact_value`. A constant at a large scale rounds to an integer easily: it is not."""
+    return _plainness(value) < 5 or exact_value(value) is not None
+
+
 def _simplicity(theta: np.ndarray, group: list[int]) -> tuple[int, int]:
     """How simple a scale group's constants read, larger is simpler: how many are simple values
-    (a fraction of denominator 1 to 4 up to 100 in size, or :func:`exact_value`), then minus their
-    plainness. A group at a large scale rounds to integers easily: those do not count."""
+    (:func:`_is_simple`), then minus their plainness."""
     values = [float(theta[j]) for j in group]
-    simple = sum(_plainness(v) < 5 or exact_value(v) is not None for v in values)
-    return simple, -sum(_plainness(v) for v in values)
+    return sum(map(_is_simple, values)), -sum(_plainness(v) for v in values)
+
+
+def _free_constants(values: tuple[float, ...]) -> int:
+    """How many of ``values`` are neither 0 nor simple (:func:`_is_simple`): the constants a reader
+    must take as fitted."""
+    return sum(1 for v in values if v != 0.0 and not _is_simple(v))
 
 
 @dataclass(frozen=True)
@@ -301,15 +311,10 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
         moved = frozenset(i for i, v in enumerate(again.constants) if v in (1.0, -1.0, 0.0))
         trial, passes = _snapped(again, moved, columns, y, w, n, level, max_evaluations - spent)
         spent += passes
-        if trial is not None and _free_constants(trial.constants) < free:
-            best, free = trial, _free_constants(trial.constants)
+        trial_free = _free_constants(trial.constants) if trial is not None else free
+        if trial_free < free:
+            best, free = trial, trial_free
     return (expr if best is merged else best), spent
-
-
-def _free_constants(values: tuple[float, ...]) -> int:
-    """How many of ``values`` are not simple (0, a fraction of denominator 1 to 4 up to 100 in size,
-    or :func:`exact_value`): the constants a reader must take as fitted."""
-    return sum(1 for v in values if v != 0.0 and _plainness(v) == 5 and exact_value(v) is None)
 
 
 def _snapped(expr: Expression, fixed: frozenset[int], columns: np.ndarray, y: np.ndarray, w: np.ndarray | None,
