@@ -106,7 +106,7 @@ def test_the_loaded_table_shows_the_stored_sympy_forms_without_simplifying_again
     path.write_text(json.dumps(doc))
     again = SymbolicRegressor.from_file(path)
     assert again.equations_["sympy"].iloc[1:].tolist() == est.equations_["sympy"].iloc[1:].tolist()
-    assert len(calls) == 1
+    assert len(calls) in (1, 2) and len({str(c) for c in calls}) == 1  # that row, with and without the signs
 
 
 def test_a_fresh_process_predicts_bit_for_bit(fitted, tmp_path):
@@ -239,13 +239,14 @@ def test_a_pickle_without_a_version_says_so(fitted):
 def test_a_pickle_written_before_a_parameter_existed_takes_its_default_and_refits(fitted):
     est, X, y = fitted
     state = est.__getstate__()
-    for added_since in ("snap_constants", "dimensionless_constants_only", "batch_size"):
+    for added_since in ("snap_constants", "reduce_units", "dimensionless_constants_only", "batch_size"):
         state.pop(added_since)
     clone = SymbolicRegressor.__new__(SymbolicRegressor)
     clone.__setstate__(state)
     assert clone.predict(X).tobytes() == est.predict(X).tobytes()
     params = clone.get_params()
     assert params["snap_constants"] is True and params["dimensionless_constants_only"] is False
+    assert params["reduce_units"] is True
     assert params["batch_size"] == 1000
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -60,18 +60,39 @@ def equations_table(entries: Sequence[FrontEntry], scaling: Scaling, best_index:
 
 
 def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions: Sequence[Expression],
-                  names: Sequence[str], deadline: float) -> None:
+                  names: Sequence[str], deadline: float, signs: Sequence[int] | None = None) -> None:
     """Add ``rows`` of ``expressions`` (user units, variables ``x0..``) to ``done`` as SymPy in the
-    column ``names``, simplified until ``deadline`` (a ``time.perf_counter()``), at most 1 s each."""
+    column ``names``, simplified until ``deadline`` (a ``time.perf_counter()``), at most 1 s each.
+
+    ``signs``: per column, 1 where every training value is positive, -1 where every one is
+    negative, 0 otherwise. Where a column has a sign, the row is also simplified with that sign
+    assumed (``x*sqrt(y/x**2)`` is ``sqrt(y)`` for a positive ``x``), and the smaller of the two
+    forms is kept: the same function on the training data's signs."""
     # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
     # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
     rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
+    signed = _signed_symbols(signs)
     for i in rows:
         if i in done:
             continue
         raw = expressions[i].to_sympy()
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
-        done[i] = (simplify(raw, timeout=cap) if cap > 0.05 else raw).xreplace(rename)
+        form = simplify(raw, timeout=cap) if cap > 0.05 else raw
+        cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
+        used = {s: t for s, t in signed.items() if s in raw.free_symbols}
+        if used and cap > 0.05:
+            plain = {t: s for s, t in used.items()}
+            with_signs = simplify(raw.xreplace(used), timeout=cap).xreplace(plain)
+            form = with_signs if complexity(with_signs) < complexity(form) else form
+        done[i] = form.xreplace(rename)
+
+
+def _signed_symbols(signs: Sequence[int] | None) -> dict[sympy.Symbol, sympy.Symbol]:
+    """``x_i`` -> ``x_i`` assumed positive (or negative) for the columns of one sign."""
+    if not signs:
+        return {}
+    return {sympy.Symbol(f"x{i}"): sympy.Symbol(f"x{i}", positive=True) if s > 0 else sympy.Symbol(f"x{i}", negative=True)
+            for i, s in enumerate(signs) if s}
 
 
 def equation_line(table: pd.DataFrame, i: int) -> str:
@@ -129,6 +150,7 @@ class FrontTableView:
     def _simplify_into(self, rows: list[int], done: dict[int, sympy.Expr]) -> None:
         deadline = time.perf_counter() + getattr(self, "_simplify_seconds", 0.0)
         try:
-            simplify_rows(done, rows, self.expressions_, self.selected_features_, deadline)
+            simplify_rows(done, rows, self.expressions_, self.selected_features_, deadline,
+                          getattr(self, "_column_signs", None))
         finally:
             self._simplify_seconds = max(deadline - time.perf_counter(), 0.0)

@@ -58,6 +58,7 @@ class FitConfig:
     dimensional_constraint_penalty: float = 1000.0
     dimensionless_constants_only: bool = False
     snap_constants: bool = True
+    reduce_units: bool = True
     #: ``fit``'s ``X_units`` and ``y_units`` (arguments of ``fit``, as in PySR, not parameters).
     x_units: Any = None
     y_units: Any = None

@@ -41,6 +41,7 @@ from dgsr.estimator.model_selection import (
     linear_candidate,
     validation_split,
 )
+from dgsr.estimator.pi_search import reduced_seeds
 from dgsr.estimator.polish import polish
 from dgsr.estimator.search_cv import NOISE_FREE_R2
 from dgsr.estimator.user_warnings import entry_point, warn_user
@@ -77,6 +78,9 @@ class FitResult:
     interrupted: bool = False
     archive: KeptFront | None = None
     units: Any = None
+    #: Per searched column: 1 where every training value is positive, -1 negative, 0 otherwise
+    #: (the signs the displayed formulas may assume).
+    column_signs: tuple[int, ...] = ()
 
     def predictions(self, X: np.ndarray, index: int) -> np.ndarray:
         """Entry ``index`` on the rows of ``X`` (all columns the fit saw, the user's units), in the
@@ -130,8 +134,16 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
         entries=outcome.entries, best_index=best, feature_index=index, selected_features=[names[i] for i in index],
         scaling=scaling, y_mean=y_mean, n_evaluations=round(ledger.evaluations), history=ledger.history,
         stop_reason=ledger.stop_reason, n_trials=ledger.n_trials, validation_loss=loss, size_limit=outcome.size_limit,
-        interrupted=ledger.interrupted, units=config.search_units,
+        interrupted=ledger.interrupted, units=config.search_units, column_signs=column_signs(X),
         archive=(index, archive, rows.scaling) if config.warm_start and archive is not None else None)
+
+
+def column_signs(X: np.ndarray) -> tuple[int, ...]:
+    """Per column of ``X``: 1 where every value is positive, -1 where every one is negative, else 0."""
+    if X.shape[0] == 0:
+        return (0,) * X.shape[1]
+    positive, negative = np.all(X > 0, axis=0), np.all(X < 0, axis=0)
+    return tuple(int(p) - int(n) for p, n in zip(positive, negative))
 
 
 def _constant_result(config: FitConfig, rows: SearchRows, y_mean: float) -> FitResult:
@@ -182,11 +194,14 @@ def _search_front(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
         w = w_all[split[0]] if w_all is not None else None
     sample = refit_rows(len(y), config.batching)  # the refit's rows above REFIT_ROWS (batching)
     plan = plan_budget(config, len(y), start, 0.0 if sample is None else scoring_seconds(X))
-    result, went_on = _searched(config, X, y, w, policy, search_rng, plan, split is None)
-    ledger.evaluations = float(result.n_evaluations)
+    # Before the search, with units: the pi-reduced problem's front as roots (never the fold searches', which reduce their own rows).
+    seeds = reduced_seeds(config, X, y, w, policy, search_rng, plan)
+    searched = replace(config, search_roots=config.search_roots + seeds.roots) if seeds.roots else config
+    result, went_on = _searched(searched, X, y, w, policy, search_rng, plan, split is None, seeds.evaluations)
+    ledger.evaluations = float(result.n_evaluations) + seeds.evaluations
     ledger.history, ledger.stop_reason, ledger.n_trials = list(result.history), result.stop_reason, int(result.n_trials)
     Xr, yr, wr = (X, y, w) if sample is None else (X[sample], y[sample], None if w is None else w[sample])
-    candidates = _candidates(config, result, Xr, yr, wr, previous)
+    candidates = _candidates(searched, result, Xr, yr, wr, previous) + list(seeds.candidates)
     if result.stop_reason == "interrupted":  # Ctrl-C in the search: no polish (see dgsr.estimator.interrupts)
         ledger.note_interrupt("the search", "constants are not refitted on all rows")
     # Losses closer than 1e-15 of var(y) are float noise (two exact fits): the larger one is no gain.
@@ -219,15 +234,16 @@ def _within_rules(config: FitConfig, entries: list[FrontEntry], X: np.ndarray, y
 
 
 def _searched(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray | None, policy: Any,
-              rng: np.random.Generator, plan: BudgetPlan, all_rows: bool) -> tuple[Any, bool]:
+              rng: np.random.Generator, plan: BudgetPlan, all_rows: bool, before: float = 0.0) -> tuple[Any, bool]:
     """The search's result and whether it went on with the fold searches' share (they would be
-    skipped: the front fits the rows without noise)."""
+    skipped: the front fits the rows without noise); ``before``: evaluations already spent on its
+    share (the reduced search's)."""
     # A warm start searches with the whole budget into a fresh archive; the previous front comes
     # back as structures re-valued on these rows (dgsr.estimator.warm_start).
-    result = run_search(config, X, y, policy, rng, plan, None, w)
+    result = run_search(config, X, y, policy, rng, plan, None, w, before=before)
     if not (all_rows and _fits_without_noise(config, result, len(y))):
         return result, False
-    more = run_search(config, X, y, policy, rng, plan, result.archive, w, spent=float(result.n_evaluations))
+    more = run_search(config, X, y, policy, rng, plan, result.archive, w, spent=float(result.n_evaluations) + before)
     return continued(result, more), True
 
 

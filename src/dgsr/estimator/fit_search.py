@@ -60,14 +60,17 @@ def search_rows(data: TrainingData, sample_weight: Any) -> SearchRows:
 
 
 def run_search(config: FitConfig, X: np.ndarray, y: np.ndarray, policy: Any, rng: np.random.Generator,
-               plan: BudgetPlan, previous: Any, w: np.ndarray | None, spent: float | None = None) -> Any:
+               plan: BudgetPlan, previous: Any, w: np.ndarray | None, spent: float | None = None,
+               before: float = 0.0) -> Any:
     """The search under its share of ``plan``, with a progress line when ``config.verbose``.
 
     ``spent``: the evaluations of a first part of this search, which continues (into the archive
-    ``previous``) with all that is left, the fold searches' share included."""
+    ``previous``) with all that is left, the fold searches' share included; ``before``: the
+    evaluations a first search on the reduced problem took of this search's share."""
     from dgsr.core.budget import Budget
 
-    budget = Budget(max_evaluations=plan.search_evaluation_limit(spent),
+    limit = plan.search_evaluation_limit(spent)
+    budget = Budget(max_evaluations=None if limit is None else max(1, int(limit - before)),
                     max_time=plan.search_time(continuation=spent is not None), target_r2=config.target_r2)
     search_config = config.search_config()
     if not config.verbose:

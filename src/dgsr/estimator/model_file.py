@@ -132,7 +132,8 @@ def _features(est: SymbolicRegressor) -> dict[str, Any]:
     return {"n_features_in": int(est.n_features_in_),
             "feature_names_in": None if names is None else [str(n) for n in names],
             "selected": [str(n) for n in est.selected_features_],
-            "selected_index": [int(i) for i in est._feature_index]}
+            "selected_index": [int(i) for i in est._feature_index],
+            "signs": [int(v) for v in getattr(est, "_column_signs", ())]}
 
 
 def _fit_record(est: SymbolicRegressor) -> dict[str, Any]:
@@ -286,6 +287,9 @@ def _restore(cls: type, doc: dict[str, Any]) -> Any:
         est.feature_names_in_ = np.asarray([str(n) for n in features["feature_names_in"]], dtype=object)
     est.selected_features_ = [str(n) for n in features["selected"]]
     est._feature_index = np.asarray([int(i) for i in features["selected_index"]], dtype=np.int64)
+    # Files written before 0.20.0 have no signs: their rows not stored simplified assume none.
+    est._column_signs = tuple(int(v) for v in features.get("signs", ())) \
+        if len(features.get("signs", ())) == len(est._feature_index) else ()
     if not len(est._feature_index) == len(est.selected_features_) == len(scaling["x_exponents"]):
         raise ValueError("the selected columns, their positions and their scaling differ in number")
     if any(not 0 <= i < est.n_features_in_ for i in est._feature_index):

@@ -178,6 +178,11 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         third, a quarter, a multiple of pi) where a likelihood-ratio test on the training rows
         cannot tell the two apart, the other constants refitted (:mod:`dgsr.core.snapping`): on
         noisy rows ``exp(-0.5003*x**2)`` becomes ``exp(-x**2/2)``.
+    reduce_units : bool, default=True
+        With units, first search ``y / P`` as a function of the dimensionless groups of the
+        columns (Buckingham's pi theorem; ``P`` a product of powers of the columns with the
+        target's unit) for 30% of the search's budget, and seed the search with what it finds
+        (:mod:`dgsr.estimator.pi_search`). No effect without units.
 
     Attributes
     ----------
@@ -254,6 +259,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         dimensional_constraint_penalty: float = 1000.0,
         dimensionless_constants_only: bool = False,
         snap_constants: bool = True,
+        reduce_units: bool = True,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -290,6 +296,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         self.dimensional_constraint_penalty = dimensional_constraint_penalty
         self.dimensionless_constants_only = dimensionless_constants_only
         self.snap_constants = snap_constants
+        self.reduce_units = reduce_units
 
     # ------------------------------------------------------------------ fit
     @entry_point
@@ -364,7 +371,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         self.n_evaluations_, self.history_ = result.n_evaluations, result.history
         self.stop_reason_, self.n_trials_ = result.stop_reason, result.n_trials
         self._archive, self._interrupted, self._y_mean = result.archive, result.interrupted, result.y_mean
-        self._units = result.units
+        self._units, self._column_signs = result.units, result.column_signs
         self.validation_loss_, self.size_limit_ = result.validation_loss, result.size_limit
         self._scaling, self._front, self.best_index_ = result.scaling, result.entries, result.best_index
         self._validation_errors = None  # a field of 0.1.0's pickles, always None after fit

@@ -1,0 +1,63 @@
+"""With units, a first search on the pi-reduced problem (dgsr.estimator.pi_search): it finds a
+law the search over the columns misses at the same evaluation budget, its evaluations count in
+the fit's, and without units nothing changes."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dgsr import SymbolicRegressor
+
+#: The relativistic Doppler shift, omega = omega_0*(1 + v/c)/sqrt(1 - v**2/c**2): three columns,
+#: one dimensionless group (v/c).
+DOPPLER_UNITS = {"X_units": ["m/s", "m/s", "1/s"], "y_units": "1/s"}
+
+
+def _doppler(n: int, low: float, high: float, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    c = rng.uniform(1.0, 2.0, n)
+    X = pd.DataFrame({"v": c * rng.uniform(low, high, n), "c": c, "omega_0": rng.uniform(1.0, 5.0, n)})
+    return X, X.omega_0 * (1 + X.v / X.c) / np.sqrt(1 - (X.v / X.c) ** 2)
+
+
+def _fit(X, y, reduce: bool, evaluations: int, units=DOPPLER_UNITS, **params) -> SymbolicRegressor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SymbolicRegressor(max_time=None, max_evaluations=evaluations, random_state=0,
+                                reduce_units=reduce, **params)
+        return est.fit(X, y, **units)
+
+
+def _extrapolates(est: SymbolicRegressor) -> bool:
+    """R² >= 0.9999 on speeds beyond the training range (0.85c-0.95c; trained on 0.1c-0.7c):
+    a law extrapolates, an approximation does not."""
+    X, y = _doppler(300, 0.85, 0.95, seed=9)
+    residual = np.asarray(y) - est.predict(X)
+    return 1 - float(np.sum(residual**2)) / float(np.sum((y - np.mean(y)) ** 2)) >= 0.9999
+
+
+def test_the_reduced_search_finds_a_law_the_search_over_the_columns_misses():
+    X, y = _doppler(300, 0.1, 0.7, seed=0)
+    reduced = _fit(X, y, True, 6000)
+    assert _extrapolates(reduced), reduced.sympy()
+    plain = _fit(X, y, False, 6000)
+    assert not _extrapolates(plain), plain.sympy()
+    assert reduced.n_evaluations_ <= 6000  # the reduced search's evaluations are the fit's
+
+
+def test_without_units_the_parameter_changes_nothing():
+    X, y = _doppler(200, 0.1, 0.7, seed=2)
+    fronts = [_fit(X, y, reduce, 1500, units={}).equations_["equation"].tolist() for reduce in (True, False)]
+    assert fronts[0] == fronts[1]
+
+
+@pytest.mark.parametrize("operators", [["+", "-", "*", "/", "exp"]])
+def test_lifted_formulas_keep_to_the_allowed_operators(operators):
+    X, y = _doppler(200, 0.1, 0.7, seed=3)
+    est = _fit(X, y, True, 3000, operators=operators)
+    used = {s for e in est.expressions_ for s in e.symbols}
+    assert not used & {"sqrt", "sq", "inv", "sin", "cos", "log", "tan"}

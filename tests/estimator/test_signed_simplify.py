@@ -1,0 +1,64 @@
+"""Displayed formulas simplified with the signs the columns have on the training rows
+(dgsr.estimator.display.simplify_rows): ``a*sqrt(b/a**2)`` is ``sqrt(b)`` where ``a`` is
+positive, and stays as it is where ``a`` takes both signs."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import sympy
+
+from dgsr import SymbolicRegressor
+from dgsr.core.parser import parse
+from dgsr.estimator import display
+from dgsr.estimator.display import simplify_rows
+
+A, B = sympy.symbols("a b")
+
+
+def _shown(text: str, signs) -> sympy.Expr:
+    done: dict = {}
+    simplify_rows(done, [0], [parse(text, ["x0", "x1"])], ["a", "b"], time.perf_counter() + 10, signs)
+    return done[0]
+
+
+def test_a_column_of_one_sign_simplifies_what_no_sign_cannot():
+    assert _shown("x0*sqrt(x1/x0**2)", (1, 0)) == sympy.sqrt(B)
+    assert _shown("x0*sqrt(x1/x0**2)", (-1, 0)) == -sympy.sqrt(B)
+    unsigned = _shown("x0*sqrt(x1/x0**2)", (0, 0))
+    assert unsigned == _shown("x0*sqrt(x1/x0**2)", None) and sympy.sqrt(B) != unsigned
+    assert not any(s.is_positive for s in _shown("x0*sqrt(x1/x0**2)", (1, 0)).free_symbols)  # plain symbols
+
+
+def test_the_signed_form_is_kept_only_where_it_is_smaller():
+    # log(b/a) reads log(b) - log(a) with positive symbols after some rewrites: never larger than shown before.
+    shown = _shown("log(x1/x0)", (1, 1))
+    assert sympy.count_ops(shown) <= sympy.count_ops(sympy.log(B / A))
+
+
+def test_the_fit_passes_the_columns_signs_and_the_model_file_keeps_them(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.uniform(1, 3, 60), "b": rng.uniform(-1, 3, 60), "c": rng.uniform(-3, -1, 60)})
+    y = X.a * X.b - X.c
+    seen = []
+
+    def spy(done, rows, expressions, names, deadline, signs=None):
+        seen.append(tuple(signs or ()))
+        return simplify_rows(done, rows, expressions, names, deadline, signs)
+
+    monkeypatch.setattr(display, "simplify_rows", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SymbolicRegressor(max_evaluations=300, max_time=None, random_state=0).fit(X, y)
+    est.sympy()
+    assert seen[-1] == (1, 0, -1)
+    path = est.save(tmp_path / "m.json")
+    doc = json.loads(path.read_text())
+    doc["front"][0]["sympy"] = None  # simplified again when read, with the stored signs
+    path.write_text(json.dumps(doc))
+    SymbolicRegressor.from_file(path).equations_
+    assert seen[-1] == (1, 0, -1)
