@@ -61,3 +61,21 @@ def test_lifted_formulas_keep_to_the_allowed_operators(operators):
     est = _fit(X, y, True, 3000, operators=operators)
     used = {s for e in est.expressions_ for s in e.symbols}
     assert not used & {"sqrt", "sq", "inv", "sin", "cos", "log", "tan"}
+
+
+def test_on_more_rows_than_its_cap_the_reduced_search_takes_a_sample(monkeypatch):
+    from dgsr.estimator import pi_search
+
+    seen = []
+    original = pi_search._reduced_front
+
+    def spy(config, reduction, groups, target, *rest):
+        seen.append(len(target))
+        return original(config, reduction, groups, target, *rest)
+
+    monkeypatch.setattr(pi_search, "_MAX_ROWS", 120)
+    monkeypatch.setattr(pi_search, "_reduced_front", spy)
+    X, y = _doppler(300, 0.1, 0.7, seed=0)
+    est = _fit(X, y, True, 6000)
+    assert seen and set(seen) <= {120}  # every fit's reduced search (fold searches too) on 120 rows
+    assert _extrapolates(est), est.sympy()

@@ -33,6 +33,8 @@ from dgsr.estimator.fit_config import FitConfig
 REDUCED_SHARE = 0.3
 #: Entries of the reduced front the search's trials start from (the most accurate ones).
 _ROOTS = 2
+#: The reduced search sees at most this many rows (a sample of larger data).
+_MAX_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,10 @@ def reduced_seeds(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     reduction = pi_reduction(units.x, units.y)
     if reduction is None or reduction.n_groups >= X.shape[1]:
         return ReducedSeeds()
+    rng = rng.spawn(1)[0]
+    if len(y) > _MAX_ROWS:  # the groups of ten million rows would be gigabytes; the search values samples anyway
+        rows = np.sort(rng.choice(len(y), _MAX_ROWS, replace=False))
+        X, y, w = X[rows], y[rows], None if w is None else w[rows]
     with np.errstate(all="ignore"):
         target = y / reduction.prefactor_values(X)
     if not np.all(np.isfinite(target)):
@@ -100,7 +106,7 @@ def _reduced_front(config: FitConfig, reduction: Reduction, groups: np.ndarray, 
     # Every column of the reduced problem is a pure number: no units to check, no groups to chain.
     reduced = dataclasses.replace(config, search_units=None, search_roots=(), verbose=False)
     result = run_units(reduced, scaling.scale_X(groups), scaling.scale_y(target), _without_unit_groups(policy),
-                       reduced.search_config(), rng.spawn(1)[0], budget, None, None, w)
+                       reduced.search_config(), rng, budget, None, None, w)
     lifted = [reduction.lift(scaling.to_user(e.expression)) for e in result.archive.front()]
     return _admitted(config, lifted), float(result.n_evaluations)
 
