@@ -73,9 +73,9 @@ def test_planck_reduces_to_one_group_of_four_variables():
     assert reduction.prefactor[4] == -3.0  # 1/c**3: the only column with metres
 
 
-def test_a_target_unit_the_columns_cannot_make_leaves_the_prefactor_to_a_constant():
-    reduction = pi_reduction([_dims(m=1), _dims(m=1)], _dims(kg=1))
-    assert reduction is not None and not any(reduction.prefactor) and reduction.n_groups == 1
+def test_a_target_unit_the_columns_cannot_make_gives_no_reduction():
+    # F = G*m1*m2/r**2 from kg and m: the newton's seconds come from G, a constant with a unit.
+    assert pi_reduction([_dims(kg=1), _dims(kg=1), _dims(m=1)], _dims(kg=1, m=1, s=-2)) is None
 
 
 @pytest.mark.parametrize("x_dims", [[NONE, NONE], [], [_dims(m=1)] * 17])

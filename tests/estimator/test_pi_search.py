@@ -79,3 +79,14 @@ def test_on_more_rows_than_its_cap_the_reduced_search_takes_a_sample(monkeypatch
     est = _fit(X, y, True, 6000)
     assert seen and set(seen) <= {120}  # every fit's reduced search (fold searches too) on 120 rows
     assert _extrapolates(est), est.sympy()
+
+
+def test_the_fold_searches_reduce_their_own_rows_with_their_own_operands():
+    """On noisy rows the whole-search check runs fold searches, whose policy carries operands over
+    the columns (refitted from the search on all rows); the reduced search must not use them on
+    the groups (it raised IndexError)."""
+    X, y = _doppler(300, 0.1, 0.7, seed=4)
+    y = y * (1 + 0.01 * np.random.default_rng(5).normal(size=len(y)))
+    est = _fit(X, y, True, 3000)
+    assert est.size_limit_ is not None  # the fold searches ran
+    assert est.equations_["r2"].iloc[est.best_index_] > 0.99

@@ -11,7 +11,8 @@ whose dimensions are independent, each other column divided by the product of th
 columns with its dimensions (one group each), and ``P`` the product of basis columns with the
 target's dimensions. Among the bases it takes the one whose exponents are smallest (integers or
 halves, at most :data:`MAX_EXPONENT` in size). Where the target's dimensions are not a product
-of the columns', ``P`` is 1 and a fitted constant carries the unit. Nothing here looks at data.
+of the columns', the law holds a constant with a unit (``G``), which the theorem would need as a
+column: there is no reduction. Nothing here looks at data.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ class Reduction:
 
 def pi_reduction(x: Sequence[Dims], y: Dims) -> Reduction | None:
     """The reduction of a law of columns with dimensions ``x`` and a target with dimensions
-    ``y``, or None where it leaves as many columns as there are (no column has a unit) or no basis
-    gives exponents within :data:`MAX_EXPONENT` on the grid of halves."""
+    ``y``, or None where no column has a unit, ``y``'s dimensions are no product of the columns',
+    or no basis gives exponents within :data:`MAX_EXPONENT` on the grid of halves."""
     n = len(x)
     dims = np.array(x, dtype=np.float64).reshape(n, -1).T if n else np.zeros((0, 0))
     dimensional = [j for j in range(n) if np.any(np.abs(dims[:, j]) > _TOLERANCE)]
@@ -96,6 +97,9 @@ def pi_reduction(x: Sequence[Dims], y: Dims) -> Reduction | None:
         return None
     rank = int(np.linalg.matrix_rank(dims[:, dimensional], tol=_TOLERANCE))
     target = np.asarray(y, dtype=np.float64)
+    solved, *_ = np.linalg.lstsq(dims[:, dimensional], target, rcond=None)
+    if np.max(np.abs(dims[:, dimensional] @ solved - target), initial=0.0) > _TOLERANCE:
+        return None  # the law needs a constant with a unit (G in m1*m2/r**2 of kg and m): no theorem without it
     best: tuple[tuple[float, float], Reduction] | None = None
     for basis in itertools.combinations(dimensional, rank):
         found = _reduction_on(dims, list(basis), dimensional, target, n)
@@ -125,8 +129,9 @@ def _reduction_on(dims: np.ndarray, basis: list[int], dimensional: list[int], ta
         groups.append(exponents)
     prefactor = np.zeros(n)
     solved = _on_grid(base, target)
-    if solved is not None:
-        prefactor[basis] = solved
+    if solved is None:
+        return None
+    prefactor[basis] = solved
     every = np.concatenate([prefactor, *groups]) if groups else prefactor
     if np.max(np.abs(every), initial=0.0) > MAX_EXPONENT:
         return None

@@ -105,7 +105,7 @@ def _reduced_front(config: FitConfig, reduction: Reduction, groups: np.ndarray, 
                     max_time=None if time_limit is None else REDUCED_SHARE * time_limit)
     # Every column of the reduced problem is a pure number: no units to check, no groups to chain.
     reduced = dataclasses.replace(config, search_units=None, search_roots=(), verbose=False)
-    result = run_units(reduced, scaling.scale_X(groups), scaling.scale_y(target), _without_unit_groups(policy),
+    result = run_units(reduced, scaling.scale_X(groups), scaling.scale_y(target), _for_groups(policy),
                        reduced.search_config(), rng, budget, None, None, w)
     lifted = [reduction.lift(scaling.to_user(e.expression)) for e in result.archive.front()]
     return _admitted(config, lifted), float(result.n_evaluations)
@@ -122,11 +122,12 @@ def _admitted(config: FitConfig, exprs: list[Expression]) -> list[Expression]:
             and (rules is None or rules.violation(e) is None)]
 
 
-def _without_unit_groups(policy: Any) -> Any:
-    """``policy`` without the chains over the columns' dimensionless groups (they name the
-    columns of the problem before its reduction)."""
-    if not getattr(policy, "unit_groups", ()):
+def _for_groups(policy: Any) -> Any:
+    """``policy`` without what names the columns of the problem before its reduction: the chains
+    over their dimensionless groups, and a fold search's operands refitted from the search on all
+    rows. A copy: the caller's policy is not changed, and a copy starts without its caches."""
+    if not hasattr(policy, "unit_groups"):
         return policy
     policy = copy.copy(policy)
-    policy.unit_groups = ()
+    policy.unit_groups, policy.seeded_operands = (), None
     return policy
