@@ -27,6 +27,14 @@ def test_replace_subtree_moves_constants():
     assert new.constants == (7.0, 1.5, 2.0)
 
 
+def test_with_variables_replaces_each_named_variable_and_keeps_constants_in_order():
+    expr = parse("2.5*x0 + sin(x1)*x0 - 1.5", ["x0", "x1"])
+    out = expr.with_variables({0: parse("3*x1 + 0.5", ["x0", "x1"])})
+    x1 = sympy.Symbol("x1")
+    assert sympy.simplify(out.to_sympy() - (2.5 * (3 * x1 + 0.5) + sympy.sin(x1) * (3 * x1 + 0.5) - 1.5)) == 0
+    assert expr.with_variables({}) == expr
+
+
 @pytest.mark.parametrize("symbols,constants", [(("add", "x0"), ()), (("x0", "x1"), ()), (("c",), ()), (("foo",), ())])
 def test_malformed_sequences_are_rejected(symbols, constants):
     with pytest.raises(MalformedExpression):

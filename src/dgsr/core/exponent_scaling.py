@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import CONSTANT, arity, is_variable, variable_index
+from dgsr.core.operators import CONSTANT, arity, is_variable, variable_index, variable_symbol
 
 #: Columns whose largest magnitude already lies in [2**-30, 2**30) are searched as given, so
 #: ordinary data (and every result on it) is exactly what it was before scaling existed.
@@ -78,20 +78,8 @@ class Scaling:
         return folded if folded is not None else self._explicit(expr)
 
     def _explicit(self, expr: Expression) -> Expression:
-        symbols: list[str] = []
-        constants: list[float] = []
-        ci = 0
-        for s in expr.symbols:
-            if s == CONSTANT:
-                symbols.append(s)
-                constants.append(expr.constants[ci])
-                ci += 1
-            elif is_variable(s) and self.x_exponents[variable_index(s)]:
-                symbols += ["mul", CONSTANT, s]
-                constants.append(math.ldexp(1.0, -self.x_exponents[variable_index(s)]))
-            else:
-                symbols.append(s)
-        out = Expression(tuple(symbols), tuple(constants))
+        out = expr.with_variables({i: Expression(("mul", CONSTANT, variable_symbol(i)), (math.ldexp(1.0, -e),))
+                                   for i, e in enumerate(self.x_exponents) if e})
         if self.y_exponent:
             out = Expression.combine("mul", Expression.constant(math.ldexp(1.0, self.y_exponent)), out)
         return out

@@ -10,7 +10,7 @@ and the tuple is a free hash key for caches and MCTS transpositions.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -194,6 +194,24 @@ class Expression:
         if len(constants) != len(self.constants):  # the structure is already checked: only the count can be wrong
             raise MalformedExpression(f"{len(self.constants)} constant slots but {len(constants)} values")
         return Expression._trusted(self.symbols, constants)
+
+    def with_variables(self, replacements: Mapping[int, Expression]) -> Expression:
+        """Each variable ``x_i`` of ``replacements`` replaced by ``replacements[i]`` (the others kept)."""
+        symbols: list[str] = []
+        constants: list[float] = []
+        ci = 0
+        for s in self.symbols:
+            if s == CONSTANT:
+                symbols.append(s)
+                constants.append(self.constants[ci])
+                ci += 1
+            elif is_variable(s) and variable_index(s) in replacements:
+                new = replacements[variable_index(s)]
+                symbols += new.symbols
+                constants += new.constants
+            else:
+                symbols.append(s)
+        return Expression(tuple(symbols), tuple(constants))
 
     def key(self, digits: int | None = None) -> tuple:
         """Cheap canonical key for caches: the prefix tuple, with constants rounded if asked."""

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dgsr.core.expression import Expression
-from dgsr.core.operators import CONSTANT, is_variable, variable_index
 
 Dims = tuple[float, ...]
 #: The largest exponent (in size) a group or the prefactor may give a column.
@@ -65,22 +64,7 @@ class Reduction:
     def lift(self, reduced: Expression) -> Expression:
         """``prefactor * reduced``, with the reduced expression's column ``i`` replaced by group ``i``:
         the same formula over the original columns."""
-        groups = [monomial(g) for g in self.groups]
-        symbols: list[str] = []
-        constants: list[float] = []
-        ci = 0
-        for s in reduced.symbols:
-            if s == CONSTANT:
-                symbols.append(s)
-                constants.append(reduced.constants[ci])
-                ci += 1
-            elif is_variable(s):
-                group = groups[variable_index(s)]
-                symbols += group.symbols
-                constants += group.constants
-            else:
-                symbols.append(s)
-        body = Expression(tuple(symbols), tuple(constants))
+        body = reduced.with_variables({i: monomial(g) for i, g in enumerate(self.groups)})
         if not any(self.prefactor):
             return body
         return Expression.combine("mul", monomial(self.prefactor), body)
