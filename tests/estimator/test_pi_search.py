@@ -90,3 +90,24 @@ def test_the_fold_searches_reduce_their_own_rows_with_their_own_operands():
     est = _fit(X, y, True, 3000)
     assert est.size_limit_ is not None  # the fold searches ran
     assert est.equations_["r2"].iloc[est.best_index_] > 0.99
+
+
+def test_a_policy_naming_fewer_variables_than_the_groups_gets_no_reduced_search():
+    import time
+    from dataclasses import replace
+
+    from dgsr.core.units import UnitCheck, checked_units
+    from dgsr.estimator.budget_plan import plan_budget
+    from dgsr.estimator.fit_config import FitConfig
+    from dgsr.estimator.pi_search import reduced_seeds
+    from dgsr.policies.random import RandomPolicy
+
+    X, y = _doppler(200, 0.1, 0.7, seed=6)
+    xs, ys = checked_units(DOPPLER_UNITS["X_units"], DOPPLER_UNITS["y_units"], 3)
+    config = replace(FitConfig(max_time=None, max_evaluations=2000, random_state=0), search_units=UnitCheck(tuple(xs), ys))
+    plan = plan_budget(config, 200, time.perf_counter())
+    policy = RandomPolicy()
+    seeds = reduced_seeds(config, X.to_numpy(), np.asarray(y), None, policy, np.random.default_rng(0), plan)
+    assert seeds.evaluations > 0 and seeds.candidates  # one group and its reciprocal: two columns
+    policy.max_variables = 1
+    assert reduced_seeds(config, X.to_numpy(), np.asarray(y), None, policy, np.random.default_rng(0), plan).evaluations == 0

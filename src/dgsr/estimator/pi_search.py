@@ -71,6 +71,9 @@ def reduced_seeds(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     if reduction is None:
         return ReducedSeeds()
     groups = reduction.group_columns(X)
+    limit = getattr(policy, "max_variables", None)  # the neural policy names 10 variables at most
+    if limit is not None and groups.shape[1] > limit:
+        return ReducedSeeds()
     lifted, spent = _reduced_front(config, reduction, groups, target, w, policy, rng, plan)
     return ReducedSeeds(tuple(lifted[-_ROOTS:]), tuple(lifted), spent)
 
