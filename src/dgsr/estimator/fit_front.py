@@ -142,8 +142,8 @@ def column_signs(X: np.ndarray) -> tuple[int, ...]:
     """Per column of ``X``: 1 where every value is positive, -1 where every one is negative, else 0."""
     if X.shape[0] == 0:
         return (0,) * X.shape[1]
-    positive, negative = np.all(X > 0, axis=0), np.all(X < 0, axis=0)
-    return tuple(int(p) - int(n) for p, n in zip(positive, negative))
+    # Column by column: a comparison of ten million rows at once would be a copy of the data's size.
+    return tuple(int(bool(np.all(X[:, j] > 0))) - int(bool(np.all(X[:, j] < 0))) for j in range(X.shape[1]))
 
 
 def _constant_result(config: FitConfig, rows: SearchRows, y_mean: float) -> FitResult:
