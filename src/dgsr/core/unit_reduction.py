@@ -47,11 +47,13 @@ class Reduction:
     def n_groups(self) -> int:
         return len(self.groups)
 
-    def with_reciprocals(self) -> Reduction:
-        """The same reduction with each group's reciprocal as a further group (``h*omega/(kb*T)``
-        and ``kb*T/(h*omega)``): the units cannot tell which way up a law uses a group, and a
-        search finds ``1/(exp(u) - 1)`` far sooner than ``1/(exp(1/u) - 1)``."""
-        return Reduction(self.prefactor, self.groups + tuple(tuple(-e + 0.0 for e in g) for g in self.groups))
+    def with_reciprocals(self, keep: Sequence[bool] | None = None) -> Reduction:
+        """The same reduction with each group's reciprocal (where ``keep`` says so; default all)
+        as a further group (``h*omega/(kb*T)`` and ``kb*T/(h*omega)``): the units cannot tell which
+        way up a law uses a group, and a search finds ``1/(exp(u) - 1)`` far sooner than ``1/(exp(1/u) - 1)``."""
+        keep = [True] * len(self.groups) if keep is None else keep
+        flipped = tuple(tuple(-e + 0.0 for e in g) for g, k in zip(self.groups, keep) if k)
+        return Reduction(self.prefactor, self.groups + flipped)
 
     def group_columns(self, X: np.ndarray) -> np.ndarray:
         """The groups' values on the rows of ``X`` [n_rows, n_columns], one column each."""

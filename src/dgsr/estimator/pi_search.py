@@ -67,26 +67,19 @@ def reduced_seeds(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
         return ReducedSeeds()  # a half power of a negative column, or a zero in P's denominator
     if reduction.n_groups == 0 or is_constant_target(target):
         return ReducedSeeds()  # y = c*P, a power law: the search over the columns fits those in closed form
-    reduction = _finite_groups(reduction.with_reciprocals(), X)
-    if reduction is None:
+    with np.errstate(all="ignore"):
+        groups = reduction.group_columns(X)
+        reciprocals = 1.0 / groups
+    if not np.all(np.isfinite(groups)):
         return ReducedSeeds()
+    keep = np.all(np.isfinite(reciprocals), axis=0)  # not the reciprocal of a column with a zero
+    reduction = reduction.with_reciprocals(keep.tolist())
     groups = reduction.group_columns(X)
     limit = getattr(policy, "max_variables", None)  # the neural policy names 10 variables at most
     if limit is not None and groups.shape[1] > limit:
         return ReducedSeeds()
     lifted, spent = _reduced_front(config, reduction, groups, target, w, policy, rng, plan)
     return ReducedSeeds(tuple(lifted[-_ROOTS:]), tuple(lifted), spent)
-
-
-def _finite_groups(reduction: Reduction, X: np.ndarray) -> Reduction | None:
-    """``reduction`` with only the groups finite on every row (a reciprocal of a column with a
-    zero is not); None where one of the groups themselves is not."""
-    with np.errstate(all="ignore"):
-        finite = [bool(np.all(np.isfinite(c))) for c in reduction.group_columns(X).T]
-    half = len(finite) // 2
-    if not all(finite[:half]):
-        return None
-    return Reduction(reduction.prefactor, tuple(g for g, ok in zip(reduction.groups, finite) if ok))
 
 
 def _reduced_front(config: FitConfig, reduction: Reduction, groups: np.ndarray, target: np.ndarray,
