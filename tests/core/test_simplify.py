@@ -7,7 +7,7 @@ import numpy as np
 import sympy
 
 from dgsr.core.parser import parse
-from dgsr.core.simplify import simplify, without_float_noise
+from dgsr.core.simplify import simplify, whole_numbers, without_float_noise
 
 
 def test_terms_left_by_float_arithmetic_are_dropped_and_the_model_stays():
@@ -33,3 +33,14 @@ def test_a_simplified_model_shows_no_float_noise_and_predicts_the_same():
     rng = np.random.default_rng(0)
     a, b = rng.uniform(0.05, 10, 50), rng.uniform(0.01, 1, 50)
     np.testing.assert_allclose(f(a, b), g(a, b), rtol=1e-12)
+
+
+def test_whole_floats_left_by_simplifying_show_as_integers():
+    # x/(0.5*y) simplifies to 2.0*x/y; a snapped 0.5 times a 2 gives 1.0*x.
+    x, y = sympy.symbols("x y")
+    assert simplify(x / (sympy.Float(0.5) * y), timeout=5.0) == 2 * x / y
+    shown = whole_numbers(sympy.Float(1.0) * x + sympy.sqrt(sympy.Float(2.0) * y + 1) + sympy.Float(0.25) * y)
+    assert shown == x + sympy.sqrt(2 * y + 1) + sympy.Float(0.25) * y
+    assert not any(f == int(f) for f in shown.atoms(sympy.Float))
+    huge = sympy.Float(1e300) * x  # a float beyond any integer people read stays as it is
+    assert whole_numbers(huge) == huge

@@ -34,6 +34,16 @@ def test_a_column_of_one_sign_simplifies_what_no_sign_cannot():
     assert not any(s.is_positive for s in _shown("x0*sqrt(x1/x0**2)", (1, 0)).free_symbols)  # plain symbols
 
 
+def test_roots_of_positive_columns_merge_and_keep_their_values():
+    shown = _shown("2*sqrt(x0)*sqrt(x1) + x0", (1, 1))
+    assert shown == 2 * sympy.sqrt(A * B) + A
+    # Where a column takes both signs nothing is merged: sqrt(a)*sqrt(b) is not sqrt(a*b) for a, b < 0.
+    assert _shown("2*sqrt(x0)*sqrt(x1) + x0", (1, 0)).has(sympy.sqrt(B))
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0.1, 5, 40), rng.uniform(0.1, 5, 40)
+    np.testing.assert_allclose(sympy.lambdify((A, B), shown)(a, b), 2 * np.sqrt(a) * np.sqrt(b) + a, rtol=1e-12)
+
+
 def test_the_signed_form_is_kept_only_where_it_is_smaller():
     # log(b/a) reads log(b) - log(a) with positive symbols after some rewrites: never larger than shown before.
     shown = _shown("log(x1/x0)", (1, 1))

@@ -81,7 +81,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
-                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|ratio|units",
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|notarget|ratio|units",
                             match.group(1)):
         if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
             options["policy"] = "learned"
@@ -104,6 +104,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["unit_chains"] = False
         elif token == "noreduce":  # with units, no first search on the pi-reduced problem
             options["reduce_units"] = False
+        elif token == "notarget":  # no chains fitted per expansion to a factor's target
+            options["target_chains"] = False
         elif token == "ratio":  # without units, chains also over ratios and products of variables (off by default)
             options["ratio_chains"] = True
         elif token == "nopair":  # without the two-variable parametric forms and the bumps
@@ -167,7 +169,8 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
         # Tokens that set the semantic policy's own options (the rest keep its defaults).
         policy_options = {k: kwargs.pop(k) for k in ("parametric_operands", "additive_roots", "power_laws",
                                                       "inner_chains", "free_exponents", "pair_operands",
-                                                      "chain_pairs", "unit_chains", "ratio_chains")
+                                                      "chain_pairs", "unit_chains", "ratio_chains",
+                                                      "target_chains")
                           if k in kwargs}
         if kwargs.pop("use_value", False):
             from dgsr.policies.learned.policy import LearnedPriorPolicy

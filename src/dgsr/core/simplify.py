@@ -19,17 +19,40 @@ _FLOAT_NOISE = 1e-12
 
 def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
     """``sympy.simplify`` capped at ``timeout`` seconds (the input if it runs over), without the
-    float noise its arithmetic leaves (:func:`without_float_noise`)."""
+    float noise its arithmetic leaves (:func:`without_float_noise`), whole floats as integers
+    (:func:`whole_numbers`)."""
     if timeout <= 0 or not can_cap():  # no cap possible (or wanted) here: cheaper rewriting only
         try:
-            return without_float_noise(sympy.cancel(expr)) if expr.is_rational_function() else expr
+            return whole_numbers(without_float_noise(sympy.cancel(expr))) if expr.is_rational_function() else expr
         except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs, e.g. zoo; keep the original)
             return expr
     try:
         finished, value = run_capped(lambda: sympy.simplify(expr), timeout)
     except Exception:  # noqa: BLE001  (as above)
         return expr
-    return without_float_noise(value) if finished else expr
+    return whole_numbers(without_float_noise(value)) if finished else expr
+
+
+def whole_numbers(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with each float that is a whole number written as an integer: simplifying
+    exact constants next to floats leaves ``1.0*x`` and ``sqrt(2.0*a + 1)``, which read as if a
+    constant were fitted (and SymPy treats ``2.0`` and ``2`` apart)."""
+    try:
+        replacements = {f: sympy.Integer(int(f)) for f in expr.atoms(sympy.Float)
+                        if math.isfinite(float(f)) and abs(float(f)) < 1e15 and float(f) == int(float(f))}
+        return expr.xreplace(replacements) if replacements else expr
+    except Exception:  # noqa: BLE001  (an exotic node SymPy cannot rebuild: keep the expression as it is)
+        return expr
+
+
+def merged_powers(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``), which
+    holds where every base is non-negative: for a formula over positive columns, whose roots are
+    real on its data. SymPy keeps them apart for positive symbols, and for others unless forced."""
+    try:
+        return sympy.powsimp(expr, force=True)
+    except Exception:  # noqa: BLE001  (as above)
+        return expr
 
 
 def without_float_noise(expr: sympy.Expr) -> sympy.Expr:

@@ -19,7 +19,7 @@ from dgsr.core.display import FrontTable, equation_text
 from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
 from dgsr.core.pareto import front_scores
-from dgsr.core.simplify import complexity, simplify
+from dgsr.core.simplify import complexity, merged_powers, simplify
 from dgsr.core.units import UnitCheck
 from dgsr.estimator.fit_units import unit_columns
 from dgsr.estimator.front import FrontEntry
@@ -66,8 +66,9 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
 
     ``signs``: per column, 1 where every training value is positive, -1 where every one is
     negative, 0 otherwise. Where a column has a sign, the row is also simplified with that sign
-    assumed (``x*sqrt(y/x**2)`` is ``sqrt(y)`` for a positive ``x``), and the smaller of the two
-    forms is kept: the same function on the training data's signs."""
+    assumed (``x*sqrt(y/x**2)`` is ``sqrt(y)`` for a positive ``x``), and, where every column is
+    positive, with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``); the
+    smallest form is kept: the same function on the training data's signs."""
     # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
     # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
     rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
@@ -83,7 +84,11 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
         if used and cap > 0.05:
             plain = {t: s for s, t in used.items()}
             with_signs = simplify(raw.xreplace(used), timeout=cap).xreplace(plain)
-            form = with_signs if complexity(with_signs) < complexity(form) else form
+            candidates = [with_signs]
+            if len(used) == len(raw.free_symbols) and all(t.is_positive for t in used.values()):
+                candidates.append(merged_powers(with_signs))  # sqrt(a)*sqrt(b) as sqrt(a*b): a, b >= 0 here
+            for candidate in candidates:
+                form = candidate if complexity(candidate) < complexity(form) else form
         done[i] = form.xreplace(rename)
 
 

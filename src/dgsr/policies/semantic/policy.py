@@ -36,6 +36,7 @@ from dgsr.policies.semantic.backprop import spread
 from dgsr.policies.semantic.compiled_backprop import backprop_for, root_targets
 from dgsr.policies.semantic.matching import OperandFit, match_operands, top_matches
 from dgsr.policies.semantic.operand_library import FitMemo, OperandLibrary, build_library, operand_library
+from dgsr.policies.semantic.operand_mutation import absorbs, operand_mutation, round4
 from dgsr.policies.semantic.position_rows import KINDS, position_rows
 from dgsr.policies.semantic.power_law import (
     log_design,
@@ -43,16 +44,16 @@ from dgsr.policies.semantic.power_law import (
     power_law_operands,
     target_monomials,
 )
+from dgsr.policies.semantic.relevance import relevance
+from dgsr.policies.semantic.target_chains import ChainMemo, expansion_chains
 from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
 from dgsr.search.policy import Proposal
 
-# Operators through which a constant factor on a subtree becomes a constant factor on the whole.
-_SCALE_PASSING = frozenset({"mul", "div", "inv", "sq", "sqrt"})
-_ADDITIVE = frozenset({"add", "sub"})
 _ALL_OPERATORS = frozenset(OPERATORS)  # a policy allowed all of them checks no mutation's symbols
 _MAX_PENDING = 5000  # expressions whose pending candidates a trial's context remembers
 _POWER_LAW_ROWS = 1000  # rows the power-law exponents are fitted on
+_CHAIN_VARIABLES = 6  # variables most related to y that the per-expansion chains take
 #: Rows the parametric operands' constants are fitted on (the scoring rows are n_rows): on 100 a sine
 #: of a shifted product lands in a wrong optimum in 1 draw of 5, on 300 in none of 24 (design_history).
 _PARAMETRIC_FIT_ROWS = 300
@@ -104,6 +105,10 @@ class SemanticContext:
     monomials: dict = field(default_factory=dict)
     monomial_values: dict = field(default_factory=dict)
     monomial_libraries: dict = field(default_factory=dict)
+    #: The variables the per-expansion chains take (the most related to ``y``; empty: off), and
+    #: the chains fitted per (variable, target) (:func:`~dgsr.policies.semantic.target_chains.expansion_chains`).
+    chain_variables: list = field(default_factory=list)
+    target_chains: ChainMemo = field(default_factory=ChainMemo)
 
 
 class SemanticPolicy:
@@ -157,6 +162,10 @@ class SemanticPolicy:
     ratio_chains:
         Without units, chains also over ratios and products of the variables most related to ``y``.
         Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-29-ratio-chains.md).
+    target_chains:
+        Chains fitted per expansion to a node's target where it is a function of one variable
+        (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
+        ``x/(exp(x/(2*pi)) - 1)``, that chains fitted to ``y`` miss.
     """
 
     has_critic = False
@@ -171,7 +180,7 @@ class SemanticPolicy:
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
-                 ratio_chains: bool = False):
+                 ratio_chains: bool = False, target_chains: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -179,6 +188,7 @@ class SemanticPolicy:
         self.parametric_operands, self.additive_roots, self.power_laws = parametric_operands, additive_roots, power_laws
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
+        self.target_chains = target_chains
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -216,8 +226,11 @@ class SemanticPolicy:
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
+        chain_variables = []
+        if getattr(self, "target_chains", False):  # policies pickled before 0.21 lack the attribute
+            chain_variables = [int(i) for i in np.argsort(-relevance(columns, y_rows), kind="stable")[:_CHAIN_VARIABLES]]
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design,
-                               positive_variables=positive)
+                               positive_variables=positive, chain_variables=chain_variables)
 
     def _fit_memo(self) -> FitMemo:
         """The parametric fits kept across this policy's trials (:class:`FitMemo`: the same
@@ -317,7 +330,7 @@ class SemanticPolicy:
         values, parent = backprop.values, backprop.parent
         roots, spreads = root_targets(context.y, values[0])  # indexed by intercept: [False], [True]
         positions = self._positions(expression, rng)
-        paths = [_absorbs(expression, parent, pos) for pos in positions]
+        paths = [absorbs(expression, parent, pos) for pos in positions]
         unary_ops = [op for op in unary_names() if op in self.operators]
         # roots/spreads indexed by flag = not scale_path: through a chain of products up to the
         # root, y's offset cannot be produced below, so aim at y ~ a*f there (an offset would
@@ -352,10 +365,15 @@ class SemanticPolicy:
             # Products of powers fitted to each target in log space: operands no fixed library holds.
             found = target_monomials(context.log_variables, context.log_design, targets, weights > 0,
                                      context.monomials, context.positive_variables)
-            dynamic = self._monomial_library(context, [e for e in found if e is not None])
-            if dynamic is not None:
-                dynamic_fit = match_operands(targets, weights, dynamic, np.array(denominators)[:, None])
-                ranked.extend(self._operand_candidates(dynamic_fit, dynamic, meta))
+            # And chains fitted to the targets that are a function of one variable.
+            factor = np.array([m[1] in ("mul", "div", "rdiv") for m in meta])
+            chains = expansion_chains(context.columns, targets, weights, factor, context.chain_variables,
+                                      self.operators, context.target_chains) if context.chain_variables else []
+            for dynamic in (self._monomial_library(context, [e for e in found if e is not None]),
+                            operand_library(chains, context.columns) if chains else None):
+                if dynamic is not None:
+                    dynamic_fit = match_operands(targets, weights, dynamic, np.array(denominators)[:, None])
+                    ranked.extend(self._operand_candidates(dynamic_fit, dynamic, meta))
             ranked.extend(self._constants(fit, meta))
         ranked.sort(key=lambda r: r[0])
         return ranked
@@ -395,7 +413,7 @@ class SemanticPolicy:
         if not picked:
             return []
         ts, js = np.array(picked).T
-        return [(value, partial(_mutation, meta[t], lib.expressions[j], sums))
+        return [(value, partial(operand_mutation, meta[t], lib.expressions[j], sums))
                 for (t, j), value, sums in zip(picked, picked_values, fit.at_many(ts, js))]
 
     def _root_candidates(self, context: SemanticContext) -> list[tuple[float, Callable[[], Mutation | None]]]:
@@ -427,7 +445,7 @@ class SemanticPolicy:
             useless = offset_ok if kind in ("add", "rsub") else scale_ok
             if useless or not ok:
                 continue
-            out.append((m, partial(Mutation, pos, kind, Expression.constant(_round4(v)))))
+            out.append((m, partial(Mutation, pos, kind, Expression.constant(round4(v)))))
         return out
 
     def _positions(self, expression: Expression, rng: np.random.Generator) -> list[int]:
@@ -436,65 +454,3 @@ class SemanticPolicy:
         # Drawn from range(size - 1) and shifted: the same draws as from arange(1, size), without the array.
         rest = rng.choice(expression.size - 1, size=self.max_nodes - 1, replace=False)
         return [0, *sorted(int(p) + 1 for p in rest)]
-
-
-def _mutation(meta: tuple[int, str, bool, bool], expr: Expression,
-              fit: tuple[float, float, float, float, float, float]) -> Mutation | None:
-    pos, kind, scale_ok, offset_ok = meta
-    proposal = _operand(expr, kind, fit, scale_ok, offset_ok)
-    return None if proposal is None else Mutation(pos, proposal[0], proposal[1])
-
-
-def _absorbs(expr: Expression, parent: list[int], position: int) -> tuple[bool, bool]:
-    """Whether every ancestor of ``position`` passes a constant factor up to the root (first:
-    the root's free linear scaling then absorbs it), and whether every ancestor is ``add`` or
-    ``sub`` (second: the subtree is a term of a top-level sum, whose weight and offset the search
-    fits for free)."""
-    scale, offset = True, True
-    p = parent[position]
-    while p != -1:
-        op = expr.symbols[p]
-        if op not in _SCALE_PASSING:
-            scale = False
-        if op not in _ADDITIVE:
-            offset = False
-        p = parent[p]
-    return scale, offset
-
-
-def _operand(expr: Expression, kind: str, fit: tuple[float, float, float, float, float, float],
-             scale_ok: bool, offset_ok: bool) -> tuple[str, Expression] | None:
-    """The mutation operator and operand ``B`` to propose for library entry ``expr`` and a target.
-
-    ``B`` should take the values ``c*L + d`` (``L`` the entry's values, least squares on the
-    target's rows; ``fit`` = ``c, d``, the slope through the origin ``c0``, the residual sums of
-    squares with and without ``d``, and the target's sum of squares). Where the position absorbs
-    the scale the entry goes in as ``L`` (or ``L + d/c``), otherwise as ``c*L`` (or ``c*L + d``);
-    the offset is kept only where it is not absorbed and explains clearly more than a line through
-    the origin. For ``add`` a negative ``c`` turns the mutation into ``sub``.
-    """
-    c, d, c0, sse_with, sse_without, tt = fit
-    isfinite = math.isfinite
-    if not (isfinite(c) and isfinite(d) and isfinite(c0) and isfinite(sse_with) and isfinite(sse_without)) or c == 0:
-        return None
-    # The offset goes in only where nothing absorbs it and it explains clearly more.
-    use_offset = not offset_ok and sse_with < 0.9 * sse_without and sse_without > 1e-12 * tt
-    coef = c if (offset_ok or use_offset) else c0
-    if coef == 0 or not isfinite(coef):
-        return None
-    op = kind
-    if kind == "add" and coef < 0:
-        op, coef, d = "sub", -coef, -d  # A - (|c|*L - d)
-    operand = expr
-    if scale_ok:
-        shift = d / coef if use_offset else 0.0
-    else:
-        operand = Expression.combine("mul", Expression.constant(_round4(coef)), expr)
-        shift = d if use_offset else 0.0
-    if shift != 0.0 and isfinite(shift):
-        operand = Expression.combine("add", operand, Expression.constant(_round4(shift)))
-    return op, operand
-
-
-def _round4(value: float) -> float:
-    return float(f"{value:.4g}")
