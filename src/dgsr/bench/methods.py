@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|ratio|units))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|notarget|ratio|units))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
