@@ -17,6 +17,7 @@ from dgsr import SymbolicRegressor
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.policies.semantic.policy import SemanticPolicy
 from dgsr.policies.semantic.target_chains import (
+    FIRST_FITS,
     FIT_SHARE,
     ChainMemo,
     expansion_chains,
@@ -101,7 +102,8 @@ def test_only_factor_targets_get_fits_and_new_fits_stay_within_the_budget():
     assert none == [] and memo.fits == 0
     for k in range(0, 40, 2):
         expansion_chains(x[None, :], targets[k:k + 2], weights[k:k + 2], np.ones(2, bool), [0], ALL, memo)
-    assert 0 < memo.fits <= 10 + FIT_SHARE * memo.expansions
+    assert 0 < memo.fits <= FIRST_FITS + FIT_SHARE * memo.expansions + 1  # checked before each fit
+    assert memo.fits < 40
     again = memo.fits
     expansion_chains(x[None, :], targets[:2], weights[:2], np.ones(2, bool), [0], ALL, memo)
     assert memo.fits == again  # the same targets are read from the memo

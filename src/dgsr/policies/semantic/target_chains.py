@@ -38,8 +38,8 @@ ONE_VARIABLE = 0.9
 MAX_FITS = 3
 #: New fits per expansion of a trial, on average (a fit costs about as much as a few
 #: expansions), after the first few.
-FIT_SHARE = 1.0
-_FIRST_FITS = 10
+FIT_SHARE = 0.5
+FIRST_FITS = 10
 #: Fits a trial keeps (then they are fitted anew).
 _MAX_KEPT = 5000
 #: A chain joins the expansion's operands when it explains at least this share of the target.
@@ -50,7 +50,7 @@ _REFINE = 4
 _FINE = 9
 #: Exponential rates and sine frequencies, as the argument's span over the variable's range.
 _RATES = np.geomspace(0.05, 12.0, _GRID // 2)
-_CYCLES = np.geomspace(0.1, 6.0, _GRID)
+_CYCLES = np.geomspace(0.1, 6.0, _GRID // 2)
 #: Shifts of ``log``, ``sqrt`` and ``1/x``, as a share of the range beyond the variable's edge.
 _SHIFTS = np.geomspace(1e-3, 30.0, _GRID // 2)
 _CENTRES = np.linspace(-1.0, 2.0, _GRID)
@@ -59,11 +59,12 @@ SHAPES = ("exp", "inv", "log", "sqrt", "sq", "sin")
 
 
 def one_variable_shares(columns: np.ndarray, variables: Iterable[int], targets: np.ndarray,
-                        weights: np.ndarray) -> np.ndarray:
+                        weights: np.ndarray, orders: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """``[targets, variables]``: how nearly each target is a smooth function of each variable, as
     ``1 - sum(d**2) / (2*sum((t - mean)**2))`` over the rows with weight, with ``d`` the steps
     between neighbours in the variable's order (von Neumann's ratio: about 0 for noise, near 1
-    for a smooth function); 0 where it cannot be told."""
+    for a smooth function); 0 where it cannot be told. ``orders``: each variable's row order,
+    kept by the caller for these ``columns`` (filled here)."""
     variables = list(variables)
     out = np.zeros((len(targets), len(variables)))
     if len(variables) == 0 or targets.shape[1] < _MIN_ROWS:
@@ -75,7 +76,11 @@ def one_variable_shares(columns: np.ndarray, variables: Iterable[int], targets: 
         mean = t.sum(axis=1) / n
         total = (np.where(usable, t - mean[:, None], 0.0) ** 2).sum(axis=1)
         for k, v in enumerate(variables):
-            order = np.argsort(columns[v], kind="stable")
+            order = orders.get(v) if orders is not None else None
+            if order is None:
+                order = np.argsort(columns[v], kind="stable")
+                if orders is not None:
+                    orders[v] = order
             ordered, kept = t[:, order], usable[:, order]
             # Only steps between neighbours that both have weight count (a row without one
             # drops its two steps, which can only make the target look less smooth).
@@ -153,28 +158,33 @@ def _grid(shape: str, x: np.ndarray) -> np.ndarray:
     return below
 
 
-def _scores(shape: str, x: np.ndarray, constants: np.ndarray, target: np.ndarray, w: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-    if shape == "sin":
-        return _sine_explained(constants, x, target, w)
-    return _explained(_shape_values(shape, x, constants), target, w), np.zeros(len(constants))
-
-
-def _best_constant(shape: str, x: np.ndarray, target: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
-    """``(share, constant, phase)`` of the best chain of ``shape``: the grid's best point, then
-    finer grids between the best point's neighbours (a rate of 0, a constant, is never tried)."""
-    grid = _grid(shape, x)
+def _best_constants(shapes: list[str], x: np.ndarray, target: np.ndarray, w: np.ndarray
+                    ) -> dict[str, tuple[float, float, float]]:
+    """Per shape, ``(share, constant, phase)`` of its best chain: the grid's best point, then
+    finer grids between the best point's neighbours (a rate of 0, a constant, is never tried).
+    All shapes but the sine are scored together, one matrix per round."""
+    grids = {shape: _grid(shape, x) for shape in shapes}
+    best: dict[str, tuple[float, float, float]] = {}
     for _ in range(_REFINE):
-        shares, phases = _scores(shape, x, grid, target, w)
-        best = int(np.argmax(shares))
-        if not math.isfinite(shares[best]):
-            return -math.inf, 0.0, 0.0
-        share, value, phase = float(shares[best]), float(grid[best]), float(phases[best])
-        lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
-        if lo * hi <= 0 < abs(value) and shape in ("exp", "sin"):
-            lo, hi = (value / 2.0, value) if lo * value <= 0 else (value, value * 2.0)
-        grid = np.linspace(lo, hi, _FINE)
-    return share, value, phase
+        plain = [shape for shape in grids if shape != "sin"]
+        scored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if plain:
+            values = np.vstack([_shape_values(shape, x, grids[shape]) for shape in plain])
+            shares = np.split(_explained(values, target, w), np.cumsum([len(grids[s]) for s in plain])[:-1])
+            scored = {shape: (share, np.zeros(len(share))) for shape, share in zip(plain, shares)}
+        if "sin" in grids:
+            scored["sin"] = _sine_explained(grids["sin"], x, target, w)
+        for shape, (shares, phases) in scored.items():
+            grid, i = grids.pop(shape), int(np.argmax(shares))
+            if not math.isfinite(shares[i]):
+                continue
+            value = float(grid[i])
+            best[shape] = (float(shares[i]), value, float(phases[i]))
+            lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+            if lo * hi <= 0 < abs(value) and shape in ("exp", "sin"):
+                lo, hi = (value / 2.0, value) if lo * value <= 0 else (value, value * 2.0)
+            grids[shape] = np.linspace(lo, hi, _FINE)
+    return best
 
 
 def _chain(shape: str, variable: int, constant: float, phase: float, x: np.ndarray) -> Expression:
@@ -205,13 +215,12 @@ def target_chain_operands(columns: np.ndarray, target: np.ndarray, weights: np.n
     x, t, w = columns[variable][usable], target[usable], weights[usable]
     if len(x) < _MIN_ROWS or not (np.all(np.isfinite(x)) and np.all(np.isfinite(t))) or np.ptp(x) <= 0:
         return []
+    shapes = [shape for shape in SHAPES
+              if shape in allowed and (shape in ("exp", "sin") or "add" in allowed)]
     found: list[tuple[float, int, Expression]] = []
-    for order, shape in enumerate(SHAPES):
-        if shape not in allowed or (shape in ("inv", "sq", "log", "sqrt") and "add" not in allowed):
-            continue
-        share, constant, phase = _best_constant(shape, x, t, w)
+    for shape, (share, constant, phase) in _best_constants(shapes, x, t, w).items():
         if share >= _MIN_SHARE and math.isfinite(constant):
-            found.append((-share, order, _chain(shape, variable, constant, phase, columns[variable])))
+            found.append((-share, SHAPES.index(shape), _chain(shape, variable, constant, phase, columns[variable])))
     return [expr for _, _, expr in sorted(found, key=lambda f: (f[0], f[1]))]
 
 
@@ -222,6 +231,7 @@ class ChainMemo:
     fixed evaluation budget stays reproducible)."""
 
     found: dict = field(default_factory=dict)
+    orders: dict = field(default_factory=dict)
     expansions: int = 0
     fits: int = 0
 
@@ -234,7 +244,11 @@ def expansion_chains(columns: np.ndarray, targets: np.ndarray, weights: np.ndarr
     :func:`target_chain_operands` fits, or ``memo`` kept. A chain as a term needs none of this:
     the library's chains are fitted to ``y`` beside linear terms."""
     memo.expansions += 1
-    shares = one_variable_shares(columns, variables, targets, weights) * factor[:, None]
+    at = np.flatnonzero(factor)
+    if at.size == 0 or not variables:
+        return []
+    targets, weights = targets[at], weights[at]
+    shares = one_variable_shares(columns, variables, targets, weights, memo.orders)
     order = np.argsort(-shares, axis=None, kind="stable")
     out: list[Expression] = []
     seen: set[tuple[int, bytes]] = set()
@@ -247,7 +261,7 @@ def expansion_chains(columns: np.ndarray, targets: np.ndarray, weights: np.ndarr
             continue
         seen.add(key)
         if key not in memo.found:
-            if memo.fits >= _FIRST_FITS + FIT_SHARE * memo.expansions:
+            if memo.fits >= FIRST_FITS + FIT_SHARE * memo.expansions:
                 continue
             if len(memo.found) >= _MAX_KEPT:
                 memo.found.clear()
