@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|notarget|ratio|units))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -81,7 +81,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
-                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|notarget|ratio|units",
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units",
                             match.group(1)):
         if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
             options["policy"] = "learned"
@@ -104,8 +104,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["unit_chains"] = False
         elif token == "noreduce":  # with units, no first search on the pi-reduced problem
             options["reduce_units"] = False
-        elif token == "notarget":  # no chains fitted per expansion to a factor's target
-            options["target_chains"] = False
+        elif token == "target":  # chains fitted per expansion to a factor's target (off by default)
+            options["target_chains"] = True
         elif token == "ratio":  # without units, chains also over ratios and products of variables (off by default)
             options["ratio_chains"] = True
         elif token == "nopair":  # without the two-variable parametric forms and the bumps

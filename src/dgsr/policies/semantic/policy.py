@@ -165,7 +165,8 @@ class SemanticPolicy:
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
-        ``x/(exp(x/(2*pi)) - 1)``, that chains fitted to ``y`` miss.
+        ``x/(exp(x/(2*pi)) - 1)``, that chains fitted to ``y`` miss. Off: no gain on the develop
+        halves, and a quarter fewer evaluations per second (docs/decisions/2026-11-29-target-chains.md).
     """
 
     has_critic = False
@@ -180,7 +181,7 @@ class SemanticPolicy:
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
-                 ratio_chains: bool = False, target_chains: bool = True):
+                 ratio_chains: bool = False, target_chains: bool = False):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -227,7 +228,7 @@ class SemanticPolicy:
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
         chain_variables = []
-        if getattr(self, "target_chains", False):  # policies pickled before 0.21 lack the attribute
+        if getattr(self, "target_chains", False):  # policies pickled before 0.21.0 lack the attribute
             chain_variables = [int(i) for i in np.argsort(-relevance(columns, y_rows), kind="stable")[:_CHAIN_VARIABLES]]
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design,
                                positive_variables=positive, chain_variables=chain_variables)
