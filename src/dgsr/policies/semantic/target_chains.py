@@ -36,8 +36,8 @@ _MIN_ROWS = 20
 ONE_VARIABLE = 0.9
 #: (target, variable) pairs whose chains one expansion takes at most.
 MAX_FITS = 3
-#: New fits per expansion of a trial, on average (a fit costs about as much as a few
-#: expansions), after the first few.
+#: New fits per expansion of a trial, on average, after the first few (a fit costs about a
+#: third of an expansion, 1 ms against 3, and most expansions have qualifying targets).
 FIT_SHARE = 0.5
 FIRST_FITS = 10
 #: Fits a trial keeps (then they are fitted anew).
