@@ -367,9 +367,11 @@ class SemanticPolicy:
             found = target_monomials(context.log_variables, context.log_design, targets, weights > 0,
                                      context.monomials, context.positive_variables)
             # And chains fitted to the targets that are a function of one variable.
-            factor = np.array([m[1] in ("mul", "div", "rdiv") for m in meta])
-            chains = expansion_chains(context.columns, targets, weights, factor, context.chain_variables,
-                                      self.operators, context.target_chains) if context.chain_variables else []
+            chains = []
+            if context.chain_variables:  # the option is on (built only then: this is the hot path)
+                factor = np.array([m[1] in ("mul", "div", "rdiv") for m in meta])
+                chains = expansion_chains(context.columns, targets, weights, factor, context.chain_variables,
+                                          self.operators, context.target_chains)
             for dynamic in (self._monomial_library(context, [e for e in found if e is not None]),
                             operand_library(chains, context.columns) if chains else None):
                 if dynamic is not None:
