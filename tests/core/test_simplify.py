@@ -7,7 +7,14 @@ import numpy as np
 import sympy
 
 from dgsr.core.parser import parse
-from dgsr.core.simplify import simplify, whole_numbers, without_float_noise
+from dgsr.core.simplify import (
+    complexity,
+    factors_into_roots,
+    merged_logs,
+    simplify,
+    whole_numbers,
+    without_float_noise,
+)
 
 
 def test_terms_left_by_float_arithmetic_are_dropped_and_the_model_stays():
@@ -44,3 +51,50 @@ def test_whole_floats_left_by_simplifying_show_as_integers():
     assert not any(f == int(f) for f in shown.atoms(sympy.Float))
     huge = sympy.Float(1e300) * x  # a float beyond any integer people read stays as it is
     assert whole_numbers(huge) == huge
+    # Float noise left by arithmetic on constants is whole too; a fitted 1.0001 or a tiny 1e-13 is not.
+    assert whole_numbers(sympy.Float(0.9999999999999998) * x) == x
+    assert whole_numbers(sympy.Float(1.0001) * x) == sympy.Float(1.0001) * x
+    assert whole_numbers(sympy.Float(1e-13) * x) == sympy.Float(1e-13) * x
+
+
+def _same_values(a: sympy.Expr, b: sympy.Expr, symbols, low: float = 0.5, high: float = 3.0) -> None:
+    rng = np.random.default_rng(1)
+    points = [rng.uniform(low, high, 50) for _ in symbols]
+    with np.errstate(all="ignore"):
+        va, vb = sympy.lambdify(symbols, a)(*points), sympy.lambdify(symbols, b)(*points)
+    np.testing.assert_allclose(va, vb, rtol=1e-12)
+
+
+def test_a_positive_constant_moves_into_a_root_where_that_is_shorter():
+    g, rho, a, c, d = sympy.symbols("G rho alpha c d")
+    shown = factors_into_roots(sympy.sqrt(24 * sympy.pi * g * rho - 9 * a * c**2 / d**2) / 3)
+    assert shown == sympy.sqrt(sympy.Rational(8, 3) * sympy.pi * g * rho - a * c**2 / d**2)
+    fitted = sympy.Float(2.89440501823307) * sympy.sqrt(g * rho - sympy.Float(0.119366207318922) * a * c**2 / d**2)
+    moved = whole_numbers(factors_into_roots(fitted))
+    assert complexity(moved) < complexity(fitted) and moved.has(-a * c**2 / d**2)
+    _same_values(moved, fitted, (g, rho, a, c, d), 1.0, 1.5)
+    # A negative factor stays out (its root would be another number), and so does one that would lengthen it.
+    assert factors_into_roots(-3 * sympy.sqrt(g + 1)) == -3 * sympy.sqrt(g + 1) or \
+        complexity(factors_into_roots(-3 * sympy.sqrt(g + 1))) < complexity(-3 * sympy.sqrt(g + 1))
+    _same_values(factors_into_roots(-3 * sympy.sqrt(g + 1)), -3 * sympy.sqrt(g + 1), (g,))
+    assert factors_into_roots(5 * sympy.sqrt(g) + g) == 5 * sympy.sqrt(g) + g
+
+
+def test_a_column_moves_into_a_root_only_where_it_is_positive():
+    w, c, d = sympy.symbols("omega c d")
+    signed = sympy.sqrt(-sympy.pi**2 + d**2 * w**2 / c**2) / d  # the law only where d > 0
+    assert factors_into_roots(signed) == signed
+    shown = factors_into_roots(signed, frozenset({d}))
+    assert shown == sympy.sqrt(w**2 / c**2 - sympy.pi**2 / d**2)
+    _same_values(shown, signed, (w, c, d), 2.0, 4.0)
+    # Shorter, but with a division more: m*v/sqrt(1 - v**2/c**2) is not shown as m/sqrt(v**-2 - c**-2).
+    m, v = sympy.symbols("m v")
+    momentum = m * v / sympy.sqrt(1 - v**2 / c**2)
+    assert factors_into_roots(momentum, frozenset({m, v, c})) == momentum
+
+
+def test_logs_of_positive_arguments_merge():
+    a, b, n = sympy.symbols("a b n")
+    merged = merged_logs(n * (sympy.log(b) - sympy.log(a)))
+    assert complexity(merged) < complexity(n * (sympy.log(b) - sympy.log(a)))
+    _same_values(merged, n * (sympy.log(b) - sympy.log(a)), (a, b, n))

@@ -263,6 +263,11 @@ def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
     cancelling = parse("x0*x1 - 206.01566485270715 + 206.01566485265974")
     tidy, _ = tidy_constants(cancelling, as_columns(X), X[:, 0] * X[:, 1])
     assert tidy.constants == (206.0, 206.0)
+    # A snapped pi**2 (exact to the last bit) is not rounded to 9.87, which SymPy reads as another number.
+    wave = parse("sqrt(x0**2 - 9.869604401089358)")
+    far = 20 * X + 10  # where rounding to 9.87 costs less than the tolerance
+    kept, _ = tidy_constants(wave, as_columns(far), np.sqrt(far[:, 0] ** 2 - np.pi**2))
+    assert kept.constants == (np.pi**2,)
 
 
 def test_plot_front_draws_every_front_entry_and_marks_the_selection(fitted):

@@ -37,8 +37,9 @@ def test_a_column_of_one_sign_simplifies_what_no_sign_cannot():
 def test_roots_of_positive_columns_merge_and_keep_their_values():
     shown = _shown("2*sqrt(x0)*sqrt(x1) + x0", (1, 1))
     assert shown == 2 * sympy.sqrt(A * B) + A
-    # Where a column takes both signs nothing is merged: sqrt(a)*sqrt(b) is not sqrt(a*b) for a, b < 0.
-    assert _shown("2*sqrt(x0)*sqrt(x1) + x0", (1, 0)).has(sympy.sqrt(B))
+    # Where no column has a sign nothing is merged: sqrt(a)*sqrt(b) is not sqrt(a*b) for a, b < 0
+    # (it is where one of them is positive).
+    assert _shown("2*sqrt(x0)*sqrt(x1) + x0", (0, 0)).has(sympy.sqrt(B))
     rng = np.random.default_rng(0)
     a, b = rng.uniform(0.1, 5, 40), rng.uniform(0.1, 5, 40)
     np.testing.assert_allclose(sympy.lambdify((A, B), shown)(a, b), 2 * np.sqrt(a) * np.sqrt(b) + a, rtol=1e-12)
@@ -72,3 +73,17 @@ def test_the_fit_passes_the_columns_signs_and_the_model_file_keeps_them(tmp_path
     path.write_text(json.dumps(doc))
     assert len(SymbolicRegressor.from_file(path).equations_) == len(est.equations_)
     assert seen[-1] == (1, 0, -1)
+
+
+def test_a_positive_column_moves_into_a_root_and_logs_merge_in_the_table():
+    # sqrt(x0**2*x1**2/x2**2 - pi**2)/x1 is sqrt(x0**2/x2**2 - pi**2/x1**2) only where x1 > 0.
+    done: dict = {}
+    text = "sqrt(x0**2*x1**2/x2**2 - 9.869604401089358)/x1"
+    simplify_rows(done, [0], [parse(text, ["x0", "x1", "x2"])], ["w", "d", "c"], time.perf_counter() + 10, (1, 1, 1))
+    w, d, c = sympy.symbols("w d c")
+    assert done[0] == sympy.sqrt(w**2 / c**2 - sympy.pi**2 / d**2)  # a snapped pi**2 shows as pi**2
+    done = {}
+    simplify_rows(done, [0], [parse(text, ["x0", "x1", "x2"])], ["w", "d", "c"], time.perf_counter() + 10, (1, 0, 1))
+    assert done[0].has(1 / d) or done[0].has(d**-1)  # d takes both signs: it stays outside the root
+    assert _shown("x0*x1*(log(x1) - log(x0))", (1, 1)) == A * B * sympy.log(B / A)
+    assert _shown("x0*x1*(log(x1) - log(x0))", (0, 0)) != A * B * sympy.log(B / A)

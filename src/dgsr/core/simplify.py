@@ -36,13 +36,20 @@ def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
 def whole_numbers(expr: sympy.Expr) -> sympy.Expr:
     """``expr`` with each float that is a whole number written as an integer: simplifying
     exact constants next to floats leaves ``1.0*x`` and ``sqrt(2.0*a + 1)``, which read as if a
-    constant were fitted (and SymPy treats ``2.0`` and ``2`` apart)."""
+    constant were fitted (and SymPy treats ``2.0`` and ``2`` apart). A float within float noise
+    (:data:`_FLOAT_NOISE`, relative) of a nonzero integer is that integer: moving constants into a
+    root leaves ``0.9999999999999998``."""
     try:
-        replacements = {f: sympy.Integer(int(f)) for f in expr.atoms(sympy.Float)
-                        if math.isfinite(float(f)) and abs(float(f)) < 1e15 and float(f) == int(float(f))}
+        replacements = {f: sympy.Integer(round(float(f))) for f in expr.atoms(sympy.Float) if _is_whole(float(f))}
         return expr.xreplace(replacements) if replacements else expr
     except Exception:  # noqa: BLE001  (an exotic node SymPy cannot rebuild: keep the expression as it is)
         return expr
+
+
+def _is_whole(value: float) -> bool:
+    if not (math.isfinite(value) and 0.5 <= abs(value) < 1e15):
+        return False
+    return abs(value - round(value)) <= _FLOAT_NOISE * abs(value)
 
 
 def merged_powers(expr: sympy.Expr) -> sympy.Expr:
@@ -53,6 +60,91 @@ def merged_powers(expr: sympy.Expr) -> sympy.Expr:
         return sympy.powsimp(expr, force=True)
     except Exception:  # noqa: BLE001  (as above)
         return expr
+
+
+def merged_logs(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with the logarithms of each sum merged (``log(b) - log(a)`` as ``log(b/a)``, with
+    whole coefficients as powers), which holds where every argument is positive: for a formula
+    over positive columns. A coefficient that is not a whole number stays outside its logarithm."""
+    try:
+        return _logs_merged(expr)
+    except Exception:  # noqa: BLE001  (as above)
+        return expr
+
+
+def _logs_merged(expr: sympy.Expr) -> sympy.Expr:
+    if not expr.args:
+        return expr
+    args = [_logs_merged(a) for a in expr.args]
+    if expr.is_Add:
+        inside, rest = [], []
+        for term in args:
+            k, factor = term.as_coeff_Mul()
+            if isinstance(factor, sympy.log) and k.is_Integer:
+                inside.append(sympy.Pow(factor.args[0], k))
+            else:
+                rest.append(term)
+        if len(inside) >= 2:
+            return sympy.Add(*rest, sympy.log(sympy.Mul(*inside)))
+    return expr.func(*args) if args != list(expr.args) else expr
+
+
+def factors_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol] = frozenset()) -> sympy.Expr:
+    """``expr`` with the factors of a product moved into a root of that product where the result
+    is smaller: ``sqrt(24*pi*G - 9*a)/3`` as ``sqrt(8*pi*G/3 - a)``, and, for symbols in
+    ``positive``, ``sqrt(w**2 - pi**2*c**2)/c`` as ``sqrt(w**2/c**2 - pi**2)``. A factor ``k``
+    enters ``B**p`` as ``k**(1/p)``, which is the same number for a positive ``k``: a positive
+    constant, or a power of a positive symbol. A move that adds a division (``v*sqrt(...)`` as
+    ``sqrt(v**-2*...)``) is not made. The inverse of what SymPy's simplification does."""
+    try:
+        return _into_roots(expr, positive)
+    except Exception:  # noqa: BLE001  (as above)
+        return expr
+
+
+def _into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol]) -> sympy.Expr:
+    if not expr.args:
+        return expr
+    args = [_into_roots(a, positive) for a in expr.args]
+    expr = expr.func(*args) if args != list(expr.args) else expr
+    if not expr.is_Mul:
+        return expr
+    best, size = expr, complexity(expr)
+    for root in (f for f in expr.args if _is_root(f)):
+        current = best
+        for factor in _movable(current, root, positive):
+            rest = [f for f in sympy.Mul.make_args(current) if f != factor and f != root]
+            base, p = root.base, root.exp
+            moved = sympy.Pow(sympy.Add(*[sympy.Mul(t, sympy.Pow(factor, 1 / p)) for t in sympy.Add.make_args(base)]), p)
+            trial = sympy.Mul(*rest, moved)
+            if complexity(trial) < complexity(current) and _divisions(trial) <= _divisions(current):
+                current, root = trial, moved
+        if complexity(current) < size:
+            best, size = current, complexity(current)
+    return best
+
+
+def _divisions(expr: sympy.Expr) -> int:
+    """Powers with a negative exponent in ``expr``: moving ``v`` into ``1/sqrt(1 - v**2/c**2)`` gives
+    the shorter ``1/sqrt(v**-2 - c**-2)``, which reads worse."""
+    return sum(1 for e in sympy.preorder_traversal(expr) if e.is_Pow and e.exp.is_negative)
+
+
+def _is_root(f: sympy.Expr) -> bool:
+    return bool(f.is_Pow and f.exp.is_Rational and not f.exp.is_Integer)
+
+
+def _movable(product: sympy.Expr, root: sympy.Expr, positive: frozenset[sympy.Symbol]) -> list[sympy.Expr]:
+    """The factors of ``product`` other than ``root`` that are positive: a positive number, or a
+    power of a symbol in ``positive``."""
+    out = []
+    for f in sympy.Mul.make_args(product):
+        if f == root:
+            continue
+        base = f.base if f.is_Pow and f.exp.is_Rational else f
+        if (f.is_Number and f.is_positive and f != 1) or (base.is_Symbol and base in positive):
+            out.append(f)
+    return out
 
 
 def without_float_noise(expr: sympy.Expr) -> sympy.Expr:

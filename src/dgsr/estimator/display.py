@@ -19,7 +19,14 @@ from dgsr.core.display import FrontTable, equation_text
 from dgsr.core.exponent_scaling import Scaling
 from dgsr.core.expression import Expression
 from dgsr.core.pareto import front_scores
-from dgsr.core.simplify import complexity, merged_powers, simplify
+from dgsr.core.simplify import (
+    complexity,
+    factors_into_roots,
+    merged_logs,
+    merged_powers,
+    simplify,
+    whole_numbers,
+)
 from dgsr.core.units import UnitCheck
 from dgsr.estimator.fit_units import unit_columns
 from dgsr.estimator.front import FrontEntry
@@ -67,28 +74,34 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     ``signs``: per column, 1 where every training value is positive, -1 where every one is
     negative, 0 otherwise. Where a column has a sign, the row is also simplified with that sign
     assumed (``x*sqrt(y/x**2)`` is ``sqrt(y)`` for a positive ``x``), and, where every column is
-    positive, with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``); the
-    smallest form is kept: the same function on the training data's signs."""
+    positive, with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``) and sums
+    of logarithms merged. Each form is also tried with positive factors moved into its roots
+    (:func:`dgsr.core.simplify.factors_into_roots`). The smallest form is kept, the one simplified
+    without signs on a tie: the same function on the training data's signs."""
     # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
     # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
     rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
     signed = _signed_symbols(signs)
+    positive = frozenset(s for s, t in signed.items() if t.is_positive)
     for i in rows:
         if i in done:
             continue
         raw = expressions[i].to_sympy()
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         form = simplify(raw, timeout=cap) if cap > 0.05 else raw
+        candidates = [factors_into_roots(form)]
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         used = {s: t for s, t in signed.items() if s in raw.free_symbols}
         if used and cap > 0.05:
             plain = {t: s for s, t in used.items()}
             with_signs = simplify(raw.xreplace(used), timeout=cap).xreplace(plain)
-            candidates = [with_signs]
+            signed_forms = [with_signs]
             if len(used) == len(raw.free_symbols) and all(t.is_positive for t in used.values()):
-                candidates.append(merged_powers(with_signs))  # sqrt(a)*sqrt(b) as sqrt(a*b): a, b >= 0 here
-            for candidate in candidates:
-                form = candidate if complexity(candidate) < complexity(form) else form
+                # sqrt(a)*sqrt(b) as sqrt(a*b), log(b) - log(a) as log(b/a): a, b > 0 here
+                signed_forms += [merged_powers(with_signs), merged_logs(with_signs), merged_logs(form)]
+            candidates += [c for f in signed_forms for c in (f, factors_into_roots(f, positive))]
+        for candidate in map(whole_numbers, candidates):
+            form = candidate if complexity(candidate) < complexity(form) else form
         done[i] = form.xreplace(rename)
 
 

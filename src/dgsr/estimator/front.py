@@ -17,6 +17,7 @@ from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weight
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.pareto import ParetoEntry
+from dgsr.core.snapping import exact_value
 
 #: One expression of the final Pareto front (after refitting its constants on all rows): the
 #: archive's entry type, under the name that estimators pickled by 0.10.0 and before refer to.
@@ -59,7 +60,9 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
                    digits: int = 4, tolerance: float = 1e-9, w: np.ndarray | None = None) -> tuple[Expression, int]:
     """Zero negligible constants and round the others to ``digits`` significant digits where that
     costs (almost) nothing: ``6.674*m1*(m2 + 1.2e-10)`` becomes ``6.674*m1*(m2 + 0)``, which SymPy
-    then shows as ``6.674*m1*m2``.
+    then shows as ``6.674*m1*m2``. A constant that is a third or a multiple of pi to the last bit
+    (snapped: :func:`dgsr.core.snapping.exact_value`) keeps its value: rounded, ``pi**2`` would
+    show as ``9.87``, a different number to SymPy.
 
     A change is kept when the training MSE grows by at most ``tolerance`` relative to the
     variance of ``y`` (an R² loss below 1e-9). Returns the expression and the evaluations spent.
@@ -75,14 +78,15 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
     limit = mse_of(expr) + slack
     spent = 1
     values = list(expr.constants)
+    exact = {i for i, v in enumerate(values) if exact_value(v) is not None}
     # All at once first: constants that cancel (c - 206.0157 + 206.0157) round together.
-    rounded = [float(f"{v:.{digits}g}") for v in values]
+    rounded = [v if i in exact else float(f"{v:.{digits}g}") for i, v in enumerate(values)]
     if rounded != values:
         spent += 1
         if mse_of(expr.with_constants(rounded)) <= limit:
             values = rounded
     for i in sorted(range(len(values)), key=lambda j: abs(values[j])):
-        for candidate in (0.0, float(f"{values[i]:.{digits}g}")):
+        for candidate in (0.0,) if i in exact else (0.0, float(f"{values[i]:.{digits}g}")):
             if candidate == values[i]:
                 break
             trial = values[:i] + [candidate] + values[i + 1:]
