@@ -39,11 +39,11 @@ def whole_numbers(expr: sympy.Expr) -> sympy.Expr:
     constant were fitted (and SymPy treats ``2.0`` and ``2`` apart). A float within float noise
     (:data:`_FLOAT_NOISE`, relative) of a nonzero integer is that integer: moving constants into a
     root leaves ``0.9999999999999998``."""
-    try:
-        replacements = {f: sympy.Integer(round(float(f))) for f in expr.atoms(sympy.Float) if _is_whole(float(f))}
-        return expr.xreplace(replacements) if replacements else expr
-    except Exception:  # noqa: BLE001  (an exotic node SymPy cannot rebuild: keep the expression as it is)
-        return expr
+    def rewrite(e: sympy.Expr) -> sympy.Expr:
+        replacements = {f: sympy.Integer(round(float(f))) for f in e.atoms(sympy.Float) if _is_whole(float(f))}
+        return e.xreplace(replacements) if replacements else e
+
+    return _or_unchanged(rewrite, expr)
 
 
 def _is_whole(value: float) -> bool:
@@ -56,37 +56,27 @@ def merged_powers(expr: sympy.Expr) -> sympy.Expr:
     """``expr`` with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``), which
     holds where every base is non-negative: for a formula over positive columns, whose roots are
     real on its data. SymPy keeps them apart for positive symbols, and for others unless forced."""
-    try:
-        return sympy.powsimp(expr, force=True)
-    except Exception:  # noqa: BLE001  (as above)
-        return expr
+    return _or_unchanged(lambda e: sympy.powsimp(e, force=True), expr)
 
 
 def merged_logs(expr: sympy.Expr) -> sympy.Expr:
     """``expr`` with the logarithms of each sum merged (``log(b) - log(a)`` as ``log(b/a)``, with
     whole coefficients as powers), which holds where every argument is positive: for a formula
     over positive columns. A coefficient that is not a whole number stays outside its logarithm."""
-    try:
-        return _logs_merged(expr)
-    except Exception:  # noqa: BLE001  (as above)
-        return expr
+    return _or_unchanged(lambda e: _bottom_up(e, _logs_of_sum_merged), expr)
 
 
-def _logs_merged(expr: sympy.Expr) -> sympy.Expr:
-    if not expr.args:
-        return expr
-    args = [_logs_merged(a) for a in expr.args]
-    if expr.is_Add:
-        inside, rest = [], []
-        for term in args:
-            k, factor = term.as_coeff_Mul()
-            if isinstance(factor, sympy.log) and k.is_Integer:
-                inside.append(sympy.Pow(factor.args[0], k))
-            else:
-                rest.append(term)
-        if len(inside) >= 2:
-            return sympy.Add(*rest, sympy.log(sympy.Mul(*inside)))
-    return expr.func(*args) if args != list(expr.args) else expr
+def _logs_of_sum_merged(node: sympy.Expr) -> sympy.Expr:
+    if not node.is_Add:
+        return node
+    inside, rest = [], []
+    for term in node.args:
+        k, factor = term.as_coeff_Mul()
+        if isinstance(factor, sympy.log) and k.is_Integer:
+            inside.append(sympy.Pow(factor.args[0], k))
+        else:
+            rest.append(term)
+    return sympy.Add(*rest, sympy.log(sympy.Mul(*inside))) if len(inside) >= 2 else node
 
 
 def factors_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol] = frozenset()) -> sympy.Expr:
@@ -96,17 +86,10 @@ def factors_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol] = fro
     enters ``B**p`` as ``k**(1/p)``, which is the same number for a positive ``k``: a positive
     constant, or a power of a positive symbol. A move that adds a division (``v*sqrt(...)`` as
     ``sqrt(v**-2*...)``) is not made. The inverse of what SymPy's simplification does."""
-    try:
-        return _into_roots(expr, positive)
-    except Exception:  # noqa: BLE001  (as above)
-        return expr
+    return _or_unchanged(lambda e: _bottom_up(e, lambda node: _product_into_roots(node, positive)), expr)
 
 
-def _into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol]) -> sympy.Expr:
-    if not expr.args:
-        return expr
-    args = [_into_roots(a, positive) for a in expr.args]
-    expr = expr.func(*args) if args != list(expr.args) else expr
+def _product_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol]) -> sympy.Expr:
     if not expr.is_Mul:
         return expr
     best, size = expr, complexity(expr)
@@ -152,23 +135,32 @@ def without_float_noise(expr: sympy.Expr) -> sympy.Expr:
     coefficient of that sum: simplifying floats leaves such terms where constants cancel
     (``(-1.4e-14*i + 8.2*s - 8.9e-16)/(4.17*i + s + 0.5)``). A model's own small constants
     (``6.674e-11*m1*m2/r**2``) are factors, or terms far above that share, and stay."""
-    try:
-        return _cleaned(expr)
-    except Exception:  # noqa: BLE001  (an exotic node SymPy cannot rebuild: keep the expression as it is)
-        return expr
+    return _or_unchanged(lambda e: _bottom_up(e, _without_noise_terms), expr)
 
 
-def _cleaned(expr: sympy.Expr) -> sympy.Expr:
+def _without_noise_terms(node: sympy.Expr) -> sympy.Expr:
+    if not node.is_Add:
+        return node
+    coefficients = [term.as_coeff_Mul()[0] for term in node.args]
+    largest = max(abs(float(c)) for c in coefficients)
+    kept = [term for term, c in zip(node.args, coefficients) if not (c.is_Float and abs(float(c)) < _FLOAT_NOISE * largest)]
+    return sympy.Add(*kept) if len(kept) < len(node.args) else node
+
+
+def _bottom_up(expr: sympy.Expr, rewrite) -> sympy.Expr:
+    """``expr`` with ``rewrite`` applied to every node, children first."""
     if not expr.args:
         return expr
-    args = [_cleaned(a) for a in expr.args]
-    if expr.is_Add:
-        coefficients = [term.as_coeff_Mul()[0] for term in args]
-        largest = max(abs(float(c)) for c in coefficients)
-        kept = [term for term, c in zip(args, coefficients) if not (c.is_Float and abs(float(c)) < _FLOAT_NOISE * largest)]
-        if len(kept) < len(args):
-            return sympy.Add(*kept)
-    return expr.func(*args) if args != list(expr.args) else expr
+    args = [_bottom_up(a, rewrite) for a in expr.args]
+    return rewrite(expr.func(*args) if args != list(expr.args) else expr)
+
+
+def _or_unchanged(rewrite, expr: sympy.Expr) -> sympy.Expr:
+    """``rewrite(expr)``, or ``expr`` where SymPy fails on it."""
+    try:
+        return rewrite(expr)
+    except Exception:  # noqa: BLE001  (SymPy raises assorted errors on exotic nodes it cannot rebuild)
+        return expr
 
 
 def round_floats(expr: sympy.Expr, digits: int = 4) -> sympy.Expr:
