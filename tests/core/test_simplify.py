@@ -10,6 +10,7 @@ from dgsr.core.parser import parse
 from dgsr.core.simplify import (
     complexity,
     factors_into_roots,
+    half_angles,
     merged_logs,
     simplify,
     whole_numbers,
@@ -57,12 +58,13 @@ def test_whole_floats_left_by_simplifying_show_as_integers():
     assert whole_numbers(sympy.Float(1e-13) * x) == sympy.Float(1e-13) * x
 
 
-def _same_values(a: sympy.Expr, b: sympy.Expr, symbols, low: float = 0.5, high: float = 3.0) -> None:
+def _same_values(a: sympy.Expr, b: sympy.Expr, symbols, low: float = 0.5, high: float = 3.0,
+                 atol: float = 0.0) -> None:
     rng = np.random.default_rng(1)
     points = [rng.uniform(low, high, 50) for _ in symbols]
     with np.errstate(all="ignore"):
         va, vb = sympy.lambdify(symbols, a)(*points), sympy.lambdify(symbols, b)(*points)
-    np.testing.assert_allclose(va, vb, rtol=1e-12)
+    np.testing.assert_allclose(va, vb, rtol=1e-12, atol=atol)
 
 
 def test_a_positive_constant_moves_into_a_root_where_that_is_shorter():
@@ -98,3 +100,14 @@ def test_logs_of_positive_arguments_merge():
     merged = merged_logs(n * (sympy.log(b) - sympy.log(a)))
     assert complexity(merged) < complexity(n * (sympy.log(b) - sympy.log(a)))
     _same_values(merged, n * (sympy.log(b) - sympy.log(a)), (a, b, n))
+
+
+def test_a_constant_minus_its_cosine_is_a_squared_sine_of_the_half_angle():
+    e, t, h, x = sympy.symbols("E_n t h x")
+    fitted = sympy.Float(0.5) - sympy.Float(0.5) * sympy.cos(sympy.Float(4 * np.pi) * e * t / h)
+    shown = whole_numbers(half_angles(fitted))
+    assert shown == sympy.sin(sympy.Float(2 * np.pi) * e * t / h) ** 2
+    _same_values(shown, fitted, (e, t, h), atol=1e-14)  # 0.5 - 0.5*cos cancels near its zeros
+    assert half_angles(3 + 3 * sympy.cos(x)) == 6 * sympy.cos(x / 2) ** 2
+    assert half_angles(x + 1 - sympy.cos(2 * x)) == x + 2 * sympy.sin(x) ** 2
+    assert half_angles(1 + 2 * sympy.cos(x)) == 1 + 2 * sympy.cos(x)  # no such pair: unchanged

@@ -87,3 +87,8 @@ def test_a_positive_column_moves_into_a_root_and_logs_merge_in_the_table():
     assert done[0].has(1 / d) or done[0].has(d**-1)  # d takes both signs: it stays outside the root
     assert _shown("x0*x1*(log(x1) - log(x0))", (1, 1)) == A * B * sympy.log(B / A)
     assert _shown("x0*x1*(log(x1) - log(x0))", (0, 0)) != A * B * sympy.log(B / A)
+
+
+def test_the_table_shows_a_squared_sine_for_a_constant_minus_its_cosine():
+    # SymPy leaves 0.5 - 0.5*cos(2*a) as it is; sin(a)**2 is the same function, and smaller.
+    assert _shown("0.5 - 0.5*cos(2*x0)", (0, 0)) == sympy.sin(A) ** 2

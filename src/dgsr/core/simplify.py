@@ -79,6 +79,33 @@ def _logs_of_sum_merged(node: sympy.Expr) -> sympy.Expr:
     return sympy.Add(*rest, sympy.log(sympy.Mul(*inside))) if len(inside) >= 2 else node
 
 
+def half_angles(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with each ``c - c*cos(w)`` of a sum written ``2*c*sin(w/2)**2`` and each
+    ``c + c*cos(w)`` written ``2*c*cos(w/2)**2`` (``c`` a number): the same function, and
+    SymPy's simplification does not find it (``0.5 - 0.5*cos(2*x)`` stays as it is)."""
+    return _or_unchanged(lambda e: _bottom_up(e, _half_angle_of_sum), expr)
+
+
+def _half_angle_of_sum(node: sympy.Expr) -> sympy.Expr:
+    if not node.is_Add:
+        return node
+    c, rest = node.as_coeff_Add()
+    if c == 0:
+        return node
+    for term in sympy.Add.make_args(rest):
+        k, factor = term.as_coeff_Mul()
+        if not isinstance(factor, sympy.cos) or not _same_number(abs(k), abs(c)):
+            continue
+        half = factor.args[0] / 2
+        square = sympy.sin(half) ** 2 if (k < 0) == (c > 0) else sympy.cos(half) ** 2
+        return sympy.Add(*[t for t in sympy.Add.make_args(rest) if t != term], 2 * c * square)
+    return node
+
+
+def _same_number(a: sympy.Expr, b: sympy.Expr) -> bool:
+    return abs(float(a) - float(b)) <= _FLOAT_NOISE * max(abs(float(a)), abs(float(b)))
+
+
 def factors_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol] = frozenset()) -> sympy.Expr:
     """``expr`` with the factors of a product moved into a root of that product where the result
     is smaller: ``sqrt(24*pi*G - 9*a)/3`` as ``sqrt(8*pi*G/3 - a)``, and, for symbols in

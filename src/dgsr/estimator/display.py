@@ -22,6 +22,7 @@ from dgsr.core.pareto import front_scores
 from dgsr.core.simplify import (
     complexity,
     factors_into_roots,
+    half_angles,
     merged_logs,
     merged_powers,
     simplify,
@@ -76,8 +77,9 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     assumed (``x*sqrt(y/x**2)`` is ``sqrt(y)`` for a positive ``x``), and, where every column is
     positive, with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``) and sums
     of logarithms merged. Each form is also tried with positive factors moved into its roots
-    (:func:`dgsr.core.simplify.factors_into_roots`). The smallest form is kept, the one simplified
-    without signs on a tie: the same function on the training data's signs."""
+    (:func:`dgsr.core.simplify.factors_into_roots`), and with ``c - c*cos(w)`` as
+    ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`). The smallest form is kept, the
+    one simplified without signs on a tie: the same function on the training data's signs."""
     # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
     # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
     rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
@@ -100,7 +102,7 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
                 # sqrt(a)*sqrt(b) as sqrt(a*b), log(b) - log(a) as log(b/a): a, b > 0 here
                 signed_forms += [merged_powers(with_signs), merged_logs(with_signs), merged_logs(form)]
             candidates += [c for f in signed_forms for c in (f, factors_into_roots(f, positive))]
-        for candidate in map(whole_numbers, candidates):
+        for candidate in map(whole_numbers, candidates + [half_angles(c) for c in candidates]):
             form = candidate if complexity(candidate) < complexity(form) else form
         done[i] = form.xreplace(rename)
 
