@@ -9,6 +9,7 @@ import sympy
 from dgsr.core.parser import parse
 from dgsr.core.simplify import (
     complexity,
+    exact_fractions,
     factors_into_roots,
     half_angles,
     merged_logs,
@@ -111,3 +112,16 @@ def test_a_constant_minus_its_cosine_is_a_squared_sine_of_the_half_angle():
     assert half_angles(3 + 3 * sympy.cos(x)) == 6 * sympy.cos(x / 2) ** 2
     assert half_angles(x + 1 - sympy.cos(2 * x)) == x + 2 * sympy.sin(x) ** 2
     assert half_angles(1 + 2 * sympy.cos(x)) == 1 + 2 * sympy.cos(x)  # no such pair: unchanged
+
+
+def test_fractions_without_a_finite_decimal_show_exactly_at_float_noise():
+    q = sympy.Symbol("q")
+    assert exact_fractions(25 / (q + sympy.Float(0.0294117647058824))) == 25 / (q + sympy.Rational(1, 34))
+    assert exact_fractions(sympy.Float(2 / 3) * q) == sympy.Rational(2, 3) * q
+    kept = [sympy.Float(0.5) * q,  # a half reads well as a decimal
+            sympy.Float(0.3333) * q,  # a fitted 0.3333 is not a third
+            sympy.Float(200 / 9) * q,  # 22.22 reads better than 200/9
+            sympy.Float(1 / (2 * np.pi)) * q,
+            sympy.Float(6.674e-11) * q]
+    for e in kept:
+        assert exact_fractions(e) == e

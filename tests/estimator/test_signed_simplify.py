@@ -92,3 +92,8 @@ def test_a_positive_column_moves_into_a_root_and_logs_merge_in_the_table():
 def test_the_table_shows_a_squared_sine_for_a_constant_minus_its_cosine():
     # SymPy leaves 0.5 - 0.5*cos(2*a) as it is; sin(a)**2 is the same function, and smaller.
     assert _shown("0.5 - 0.5*cos(2*x0)", (0, 0)) == sympy.sin(A) ** 2
+
+
+def test_the_table_shows_a_fitted_reciprocal_exactly():
+    assert _shown("25/(x0 + 0.029411764705882353)", (0, 0)) == 25 / (A + sympy.Rational(1, 34))
+    assert _shown("25/(x0 + 0.0294)", (0, 0)).has(sympy.Float(0.0294))

@@ -7,6 +7,7 @@ Pareto front, reports and the benchmark's size column.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import sympy
 
@@ -44,6 +45,35 @@ def whole_numbers(expr: sympy.Expr) -> sympy.Expr:
         return e.xreplace(replacements) if replacements else e
 
     return _or_unchanged(rewrite, expr)
+
+
+def exact_fractions(expr: sympy.Expr, max_denominator: int = 100) -> sympy.Expr:
+    """``expr`` with each float that is a fraction without a finite decimal (``p/q``, ``p`` and ``q``
+    at most ``max_denominator``, ``q`` not a product of 2s and 5s) to float noise written exactly:
+    a fit to exact data returns ``0.0294117647058824`` for 1/34. Halves, quarters and fifths read
+    well as decimals, and ``22.2222222222222`` better than ``200/9``: they stay."""
+
+    def rewrite(e: sympy.Expr) -> sympy.Expr:
+        replacements = {}
+        for f in e.atoms(sympy.Float):
+            value = float(f)
+            if not (math.isfinite(value) and 1e-6 < abs(value) < 1e6):
+                continue
+            q = Fraction(value).limit_denominator(max_denominator)
+            if (_finite_decimal(q.denominator) or abs(q.numerator) > max_denominator
+                    or abs(value - q) > _FLOAT_NOISE * abs(value)):
+                continue
+            replacements[f] = sympy.Rational(q.numerator, q.denominator)
+        return e.xreplace(replacements) if replacements else e
+
+    return _or_unchanged(rewrite, expr)
+
+
+def _finite_decimal(denominator: int) -> bool:
+    for p in (2, 5):
+        while denominator % p == 0:
+            denominator //= p
+    return denominator == 1
 
 
 def _is_whole(value: float) -> bool:

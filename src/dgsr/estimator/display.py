@@ -21,6 +21,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.pareto import front_scores
 from dgsr.core.simplify import (
     complexity,
+    exact_fractions,
     factors_into_roots,
     half_angles,
     merged_logs,
@@ -79,7 +80,9 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     of logarithms merged. Each form is also tried with positive factors moved into its roots
     (:func:`dgsr.core.simplify.factors_into_roots`), and with ``c - c*cos(w)`` as
     ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`). The smallest form is kept, the
-    one simplified without signs on a tie: the same function on the training data's signs."""
+    one simplified without signs on a tie: the same function on the training data's signs. Its
+    floats that are simple fractions to float noise show exactly where that is no longer
+    (:func:`dgsr.core.simplify.exact_fractions`)."""
     # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
     # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
     rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
@@ -104,7 +107,8 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
             candidates += [c for f in signed_forms for c in (f, factors_into_roots(f, positive))]
         for candidate in map(whole_numbers, candidates + [half_angles(c) for c in candidates]):
             form = candidate if complexity(candidate) < complexity(form) else form
-        done[i] = form.xreplace(rename)
+        exact = exact_fractions(form)
+        done[i] = (exact if complexity(exact) <= complexity(form) else form).xreplace(rename)
 
 
 def _signed_symbols(signs: Sequence[int] | None) -> dict[sympy.Symbol, sympy.Symbol]:
