@@ -61,7 +61,7 @@ def exact_fractions(expr: sympy.Expr, max_denominator: int = 100) -> sympy.Expr:
                 continue
             q = Fraction(value).limit_denominator(max_denominator)
             if (_finite_decimal(q.denominator) or abs(q.numerator) > max_denominator
-                    or abs(value - q) > _FLOAT_NOISE * abs(value)):
+                    or not _near(value, float(q))):
                 continue
             replacements[f] = sympy.Rational(q.numerator, q.denominator)
         return e.xreplace(replacements) if replacements else e
@@ -79,7 +79,7 @@ def _finite_decimal(denominator: int) -> bool:
 def _is_whole(value: float) -> bool:
     if not (math.isfinite(value) and 0.5 <= abs(value) < 1e15):
         return False
-    return abs(value - round(value)) <= _FLOAT_NOISE * abs(value)
+    return _near(value, round(value))
 
 
 def merged_powers(expr: sympy.Expr) -> sympy.Expr:
@@ -124,7 +124,7 @@ def _half_angle_of_sum(node: sympy.Expr) -> sympy.Expr:
         return node
     for term in sympy.Add.make_args(rest):
         k, factor = term.as_coeff_Mul()
-        if not isinstance(factor, sympy.cos) or not _same_number(abs(k), abs(c)):
+        if not isinstance(factor, sympy.cos) or not _near(abs(float(k)), abs(float(c))):
             continue
         half = factor.args[0] / 2
         square = sympy.sin(half) ** 2 if (k < 0) == (c > 0) else sympy.cos(half) ** 2
@@ -132,8 +132,9 @@ def _half_angle_of_sum(node: sympy.Expr) -> sympy.Expr:
     return node
 
 
-def _same_number(a: sympy.Expr, b: sympy.Expr) -> bool:
-    return abs(float(a) - float(b)) <= _FLOAT_NOISE * max(abs(float(a)), abs(float(b)))
+def _near(a: float, b: float) -> bool:
+    """Whether ``a`` and ``b`` differ by float noise only (:data:`_FLOAT_NOISE`, relative)."""
+    return abs(a - b) <= _FLOAT_NOISE * max(abs(a), abs(b))
 
 
 def factors_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol] = frozenset()) -> sympy.Expr:
