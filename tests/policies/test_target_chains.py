@@ -93,6 +93,17 @@ def test_rows_without_weight_or_value_are_left_out_without_a_warning():
     assert shares[0, 0] > 0.95 and found and empty[0, 0] == 0.0
 
 
+def test_huge_targets_and_weights_give_no_overflow_warning():
+    # Seen on Feynman data: weights and targets near the float limit overflow the fits' sums.
+    x = _x()
+    target = 1e150 * np.sin(0.9 * x)
+    weights = np.full_like(x, 1e160)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = target_chain_operands(x[None, :], target, weights, 0, ALL)
+    assert isinstance(found, list)
+
+
 def test_only_factor_targets_get_fits_and_new_fits_stay_within_the_budget():
     x = _x()
     targets = np.vstack([np.exp(0.4 * x) + k for k in range(40)])  # 40 distinct one-variable targets

@@ -102,7 +102,7 @@ def _explained(values: np.ndarray, target: np.ndarray, w: np.ndarray) -> np.ndar
         cov = (vc * (w * tc)).sum(axis=1)
         var_v = (vc * vc * w).sum(axis=1)
         share = cov * cov / (var_v * (w * tc * tc).sum())
-    ok = np.isfinite(share) & (var_v > 0)
+        ok = np.isfinite(share) & (var_v > 0)
     return np.where(ok, share, -np.inf)
 
 
@@ -123,8 +123,9 @@ def _sine_explained(rates: np.ndarray, x: np.ndarray, target: np.ndarray, w: np.
         det = ss * cc - sc * sc
         p, q = (cc * st - sc * ct) / det, (ss * ct - sc * st) / det
         share = (p * st + q * ct) / (w * tc * tc).sum()
-    ok = np.isfinite(share) & (det > 1e-12 * ss * cc)
-    return np.where(ok, share, -np.inf), np.where(ok, np.arctan2(q, p), 0.0)
+        ok = np.isfinite(share) & (det > 1e-12 * ss * cc)  # ss * cc overflows on huge targets
+        phase = np.where(ok, np.arctan2(q, p), 0.0)
+    return np.where(ok, share, -np.inf), phase
 
 
 def _shape_values(shape: str, x: np.ndarray, constants: np.ndarray) -> np.ndarray:
