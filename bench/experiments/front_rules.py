@@ -41,7 +41,7 @@ def fit(args: argparse.Namespace) -> None:
     from dgsr.bench.runner import in_half
 
     refs = in_half(list_datasets(args.suite, Path(args.data)), args.half)
-    names = [r.name for r in refs if not (args.other and r.name.split("_")[1:2] == ["fri"])]
+    names = [r.name for r in refs if not (args.other and "fri_c" in r.name)]  # as paired_runs.py groups them
     with open(args.jsonl, "a") as out:
         for name in names:
             for seed in (int(s) for s in args.seeds.split(",")):
@@ -64,13 +64,15 @@ def fit(args: argparse.Namespace) -> None:
 def rules(args: argparse.Namespace) -> None:
     from dgsr.core.pareto import select
 
-    def lowest(values: list[float] | None, fallback: int) -> int:
-        return int(np.argmin(values)) if values else fallback
+    def lowest_fold_loss(r: dict, front: list[_Row]) -> int:
+        """Without out-of-fold losses for every entry (no check ran), the estimator's choice."""
+        folds = r["folds"]
+        return int(np.argmin(folds)) if folds and len(folds) == len(front) else r["chosen"]
 
     pickers = {
         "default (cv)": lambda r, front: r["chosen"],
         "lowest training loss": lambda r, front: select(front, "accuracy"),
-        "lowest out-of-fold loss": lambda r, front: lowest(r["folds"] if r["folds"] and len(r["folds"]) == len(front) else None, r["chosen"]),
+        "lowest out-of-fold loss": lowest_fold_loss,
         "balanced, unchecked": lambda r, front: select(front, "balanced"),
     }
     picked: dict[str, dict[str, list[tuple[float, int]]]] = {k: defaultdict(list) for k in pickers}
@@ -101,7 +103,10 @@ def main() -> None:
     r = sub.add_parser("rules")
     r.add_argument("jsonl")
     args = parser.parse_args()
-    fit(args) if args.command == "fit" else rules(args)
+    if args.command == "fit":
+        fit(args)
+    else:
+        rules(args)
 
 
 if __name__ == "__main__":
