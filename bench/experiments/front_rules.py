@@ -36,12 +36,12 @@ class _Row:
 
 def fit(args: argparse.Namespace) -> None:
     from dgsr import SymbolicRegressor
-    from dgsr.bench.datasets import DatasetRef, list_datasets, load_problem
+    from dgsr.bench.datasets import DatasetRef, is_friedman, list_datasets, load_problem
     from dgsr.bench.protocol import make_split, r2_score
     from dgsr.bench.runner import in_half
 
     refs = in_half(list_datasets(args.suite, Path(args.data)), args.half)
-    names = [r.name for r in refs if not (args.other and "fri_c" in r.name)]  # as paired_runs.py groups them
+    names = [r.name for r in refs if not (args.other and is_friedman(r.name))]
     with open(args.jsonl, "a") as out:
         for name in names:
             for seed in (int(s) for s in args.seeds.split(",")):
@@ -52,7 +52,8 @@ def fit(args: argparse.Namespace) -> None:
                     est = SymbolicRegressor(max_time=args.time, random_state=seed).fit(split.X_train, split.y_train)
                     eq = est.equations_
                     rows = [{"size": int(eq["complexity"].iloc[i]), "mse": float(eq["loss"].iloc[i]),
-                                 "r2": float(eq["r2"].iloc[i]), "test": float(r2_score(split.y_test, est.predict(split.X_test, index=i)))}
+                             "r2": float(eq["r2"].iloc[i]),
+                             "test": float(r2_score(split.y_test, est.predict(split.X_test, index=i)))}
                             for i in range(len(eq))]
                 folds = getattr(est, "validation_loss_", None)
                 folds = None if folds is None else [float(v) for v in np.ravel(folds)]

@@ -26,6 +26,8 @@ import math
 import statistics
 from pathlib import Path
 
+from dgsr.bench.datasets import is_friedman
+
 
 def load(spec: str, seed: int | None = 0) -> tuple[str, dict[tuple, dict]]:
     """(label, {(suite, dataset): row}) of ``FOLDER[:METHOD]``'s runs of ``seed``; with ``seed``
@@ -75,8 +77,8 @@ def compare(a: dict, b: dict, linear: dict | None) -> list[str]:
         if not keys:
             continue
         if suite == "blackbox":
-            groups = {"all": keys, "Friedman (fri_c*)": [k for k in keys if "fri_c" in k[1]],
-                      "other": [k for k in keys if "fri_c" not in k[1]]}
+            groups = {"all": keys, "Friedman (fri_c*)": [k for k in keys if is_friedman(k[1])],
+                      "other": [k for k in keys if not is_friedman(k[1])]}
             for name, group in groups.items():
                 if not group:
                     continue

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from dgsr import SymbolicRegressor
-from dgsr.bench.datasets import list_datasets, load_problem, resolve_data_dir
+from dgsr.bench.datasets import is_friedman, list_datasets, load_problem, resolve_data_dir
 from dgsr.policies.semantic import policy as semantic_policy
 from dgsr.search import parallel
 
@@ -46,7 +46,7 @@ def main() -> None:
     args = p.parse_args()
     data = resolve_data_dir(None)
     refs = list_datasets("blackbox", data)
-    chosen = [r for r in refs if "fri_c" in r.name][:2] + [r for r in refs if "fri_c" not in r.name][:2]
+    chosen = [r for r in refs if is_friedman(r.name)][:2] + [r for r in refs if not is_friedman(r.name)][:2]
     problems = []
     for ref in chosen:
         prob = load_problem(ref, data, seed=args.seed)

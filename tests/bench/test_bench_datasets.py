@@ -14,6 +14,7 @@ from dgsr.bench.datasets import (
     DataNotFound,
     DatasetRef,
     generate_feynman,
+    is_friedman,
     list_datasets,
     load_problem,
     read_table,
@@ -282,3 +283,8 @@ def test_classic_suite_regenerates_each_law_from_the_packaged_list(tmp_path):
     assert truth.free_symbols == {sympy.Symbol(f"x{i}") for i in range(1, 6)}
     with pytest.raises(KeyError, match="classic"):
         generate_classic("no_such_law", seed=0)
+
+
+def test_the_friedman_sets_are_told_from_the_other_black_box_sets_by_name():
+    assert is_friedman("612_fri_c1_1000_5") and is_friedman("fri_c0_100_5")
+    assert not any(is_friedman(n) for n in ("1096_FacultySalaries", "banana", "564_fried", "feynman_I_6_2"))

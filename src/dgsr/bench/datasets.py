@@ -212,6 +212,12 @@ def _classic_equations() -> pd.DataFrame:
     return pd.read_csv(PACKAGED_DATA / "classic" / "equations.tsv", sep="\t", dtype=str)
 
 
+def is_friedman(name: str) -> bool:
+    """Whether a black-box set is one of PMLB's Friedman sets (``fri_c*``), which the reports
+    group apart from the other black-box sets."""
+    return "fri_c" in name
+
+
 def list_datasets(suite: str, data_dir: Path) -> list[DatasetRef]:
     """The problems of a suite, sorted by name. ``blackbox-narrow`` = every available ≤10-feature file.
 
