@@ -97,6 +97,8 @@ def test_dgsr_variant_names():
     assert dgsr_options("dgsr-ratio-nogroups") == {"ratio_chains": True, "unit_chains": False}
     assert dgsr_options("dgsr-units-noreduce") == {"units": True, "reduce_units": False}
     assert dgsr_options("dgsr-target") == {"target_chains": True}
+    assert dgsr_options("dgsr-invtrig") == {"unary_operators": ["sin", "cos", "tan", "exp", "log", "sqrt", "inv", "sq",
+                                                                "asin", "acos"]}
     assert dgsr_options("dgsr-chainpair") == {"chain_pairs": True}
     assert dgsr_options("dgsr-chainpair-nochain") == {"chain_pairs": True, "inner_chains": 0}
     assert dgsr_options("dgsr-noparam-inner0-nojit") == {"parametric_operands": False, "inner_fit_steps": 0,

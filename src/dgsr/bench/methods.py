@@ -71,7 +71,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -81,7 +81,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
-                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units",
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig",
                             match.group(1)):
         if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
             options["policy"] = "learned"
@@ -108,6 +108,10 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["target_chains"] = True
         elif token == "ratio":  # without units, chains also over ratios and products of variables (off by default)
             options["ratio_chains"] = True
+        elif token == "invtrig":  # Table 1's unary operators and asin, acos
+            from dgsr.core.operators import UNARY
+
+            options["unary_operators"] = [*UNARY, "asin", "acos"]
         elif token == "nopair":  # without the two-variable parametric forms and the bumps
             options["pair_operands"] = False
         elif token.startswith("cv"):  # the cross-validation regime of model_selection="cv"
