@@ -270,6 +270,21 @@ def test_tidy_constants_drops_negligible_and_rounds_harmless_digits():
     assert kept.constants == (np.pi**2,)
 
 
+def test_tidy_constants_keeps_an_exact_fit_exact_and_rounds_within_noise():
+    from dgsr.core.evaluate import as_columns
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(1, 3, size=(200, 2))
+    small = 1 / (8 * np.pi)  # a term too small for its rounding to cost 1e-9 of var(y)
+    expr = parse(f"x0*x1 + {small!r}*x0")
+    exact_y = X[:, 0] * X[:, 1] + small * X[:, 0]
+    kept, _ = tidy_constants(expr, as_columns(X), exact_y)
+    assert kept.constants == (small,)  # 0.03979 would no longer fit the rows to float noise
+    noisy_y = exact_y + 0.01 * rng.standard_normal(len(exact_y))
+    tidy, _ = tidy_constants(expr, as_columns(X), noisy_y)
+    assert tidy.constants == (0.03979,)  # the noise hides that rounding
+
+
 def test_plot_front_draws_every_front_entry_and_marks_the_selection(fitted):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")

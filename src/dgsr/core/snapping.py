@@ -31,7 +31,7 @@ from dgsr.core.gradients import Program, compile_expression, run_program
 from dgsr.core.operators import CONSTANT
 from dgsr.core.root_scales import root_rescalings
 
-__all__ = ["exact_value", "merged_constants", "scale_group", "simple_values", "snap_constants"]
+__all__ = ["exact_value", "indistinguishable", "merged_constants", "scale_group", "simple_values", "snap_constants"]
 
 #: Significance level of the likelihood-ratio test a snap must pass.
 SNAP_LEVEL = 0.05
@@ -40,7 +40,7 @@ _NEAR = 0.05
 #: Gauss-Newton steps that refit the free constants after each snap.
 _REFIT_STEPS = 3
 #: Residual floor per row, as a share of var(y): below it a residual is float noise.
-_FLOOR = 1e-12
+FLOOR = 1e-12
 _DENOMINATORS = (1, 2, 3, 4)
 #: pi and pi**2 (a wave number's square, a buckling load, a box's energy levels), each over these
 #: (a third: a sphere's 4*pi/3, angles of pi/3).
@@ -139,6 +139,15 @@ def exact_value(value: float) -> sympy.Expr | None:
             if k != 0 and base * k / q == value:  # the arithmetic of simple_values
                 return sympy.Rational(k, q) * exact
     return None
+
+
+def indistinguishable(sse: float, base: float, n: int, floor: float, dof: int = 1,
+                      level: float = SNAP_LEVEL) -> bool:
+    """Whether a sum of squares ``sse`` is no worse than ``base`` to the likelihood-ratio test of
+    this module (``n`` rows, ``dof`` constants changed; sums below ``floor`` are float noise)."""
+    if not math.isfinite(sse):
+        return False
+    return n * math.log(max(sse, floor) / max(base, floor)) <= chdtri(dof, level)
 
 
 def _sse(program: Program, theta: np.ndarray, columns: np.ndarray, y: np.ndarray,
@@ -270,9 +279,7 @@ def _snap_pass(rows: _Rows, theta: np.ndarray, fixed: frozenset[int]) -> tuple[n
             trial, trial_sse, passes = _refit(rows.program, trial, free, rows.columns, rows.y, rows.w, rows.sqrt_w,
                                               trial_sse)
             spent += passes
-            statistic = (rows.n * math.log(max(trial_sse, rows.floor) / rows.base) if math.isfinite(trial_sse)
-                         else math.inf)
-            if statistic <= chdtri(len(snapped) + 1, rows.level):
+            if indistinguishable(trial_sse, rows.base, rows.n, rows.floor, len(snapped) + 1, rows.level):
                 theta = trial
                 snapped.append(i)
                 break
@@ -329,7 +336,7 @@ def _snapped(expr: Expression, fixed: frozenset[int], columns: np.ndarray, y: np
         spent = 1
         if not math.isfinite(start):
             return None, spent
-        floor = _FLOOR * n * max(weighted_var(y, w), 1e-300)
+        floor = FLOOR * n * max(weighted_var(y, w), 1e-300)
         rows = _Rows(program, columns, y, w, None if w is None else np.sqrt(w), n, floor, max(start, floor), level)
         best, snapped, passes = _snap_pass(rows, theta, fixed)
         spent += passes

@@ -17,7 +17,7 @@ from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weight
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.pareto import ParetoEntry
-from dgsr.core.snapping import exact_value
+from dgsr.core.snapping import FLOOR, exact_value, indistinguishable
 
 #: One expression of the final Pareto front (after refitting its constants on all rows): the
 #: archive's entry type, under the name that estimators pickled by 0.10.0 and before refer to.
@@ -65,17 +65,28 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
     show as ``9.87``, a different number to SymPy.
 
     A change is kept when the training MSE grows by at most ``tolerance`` relative to the
-    variance of ``y`` (an R² loss below 1e-9). Returns the expression and the evaluations spent.
+    variance of ``y`` (an R² loss below 1e-9), and by no more than the snapping's likelihood-ratio
+    test allows (:func:`dgsr.core.snapping.indistinguishable`): on rows without noise an exact
+    fit stays exact to float noise, so ``1/(8*pi)`` is not rounded to ``0.03979`` where its term
+    is small. Returns the expression and the evaluations spent.
     """
     y_var = weighted_var(y, w)
-    slack = tolerance * (y_var if y_var > 0 else 1.0)
+    scale = y_var if y_var > 0 else 1.0
+    slack = tolerance * scale
+    n = int(np.count_nonzero(w > 0)) if w is not None else len(y)
 
     def mse_of(candidate: Expression) -> float:
         with np.errstate(all="ignore"):
             value = weighted_mean((evaluate_columns(candidate, columns) - y) ** 2, w)
         return value if math.isfinite(value) else math.inf
 
-    limit = mse_of(expr) + slack
+    start = mse_of(expr)
+    limit = start + slack
+
+    def harmless(candidate: Expression) -> bool:
+        mse = mse_of(candidate)
+        return mse <= limit and indistinguishable(mse, start, n, FLOOR * scale)
+
     spent = 1
     values = list(expr.constants)
     exact = {i for i, v in enumerate(values) if exact_value(v) is not None}
@@ -83,7 +94,7 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
     rounded = [v if i in exact else float(f"{v:.{digits}g}") for i, v in enumerate(values)]
     if rounded != values:
         spent += 1
-        if mse_of(expr.with_constants(rounded)) <= limit:
+        if harmless(expr.with_constants(rounded)):
             values = rounded
     for i in sorted(range(len(values)), key=lambda j: abs(values[j])):
         for candidate in (0.0,) if i in exact else (0.0, float(f"{values[i]:.{digits}g}")):
@@ -91,7 +102,7 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
                 break
             trial = values[:i] + [candidate] + values[i + 1:]
             spent += 1
-            if mse_of(expr.with_constants(trial)) <= limit:
+            if harmless(expr.with_constants(trial)):
                 values = trial
                 break
     return expr.with_constants(values), spent
