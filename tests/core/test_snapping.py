@@ -14,7 +14,14 @@ from dgsr.core.constants import fit_constants
 from dgsr.core.evaluate import as_columns, evaluate_columns
 from dgsr.core.gradients import compile_expression
 from dgsr.core.parser import parse as parse_expression
-from dgsr.core.snapping import exact_value, merged_constants, scale_group, simple_values, snap_constants
+from dgsr.core.snapping import (
+    exact_value,
+    indistinguishable,
+    merged_constants,
+    scale_group,
+    simple_values,
+    snap_constants,
+)
 from dgsr.estimator.regressor import SymbolicRegressor
 
 
@@ -237,3 +244,17 @@ def test_a_noisy_ratio_snaps_to_the_law_as_often_as_the_test_allows():
             snapped, _ = snap_constants(found, as_columns(x), y, max_evaluations=math.inf if normalize else 0)
             recovered[normalize] += _is_ratio_law(snapped)
     assert recovered[True] >= 5 and recovered[False] == 0
+
+
+def test_indistinguishable_is_the_likelihood_ratio_test_and_total():
+    # 100 rows, one constant: the SSE may grow by exp(3.84/100), about 3.9%, not more.
+    assert indistinguishable(1.03, 1.0, 100, 1e-12)
+    assert not indistinguishable(1.05, 1.0, 100, 1e-12)
+    # Below the floor both sums are float noise, however far apart.
+    assert indistinguishable(1e-20, 1e-30, 100, 1e-12)
+    assert not indistinguishable(1e-9, 1e-30, 100, 1e-12)
+    # A loss that is not finite is never as good; anything finite is as good as one that is not.
+    assert not indistinguishable(float("inf"), 1.0, 100, 1e-12)
+    assert not indistinguishable(float("nan"), 1.0, 100, 1e-12)
+    assert indistinguishable(1.0, float("inf"), 100, 1e-12)
+    assert indistinguishable(0.0, 0.0, 100, 0.0)  # a floor that underflowed: no log of 0

@@ -283,6 +283,10 @@ def test_tidy_constants_keeps_an_exact_fit_exact_and_rounds_within_noise():
     noisy_y = exact_y + 0.01 * rng.standard_normal(len(exact_y))
     tidy, _ = tidy_constants(expr, as_columns(X), noisy_y)
     assert tidy.constants == (0.03979,)  # the noise hides that rounding
+    # An expression undefined on the rows (a loss that is not finite) is left as it is, no error.
+    undefined = parse("1.23456789*log(x0 - 5)")
+    kept, _ = tidy_constants(undefined, as_columns(X), exact_y)
+    assert kept.constants == undefined.constants
 
 
 def test_plot_front_draws_every_front_entry_and_marks_the_selection(fitted):

@@ -144,9 +144,13 @@ def exact_value(value: float) -> sympy.Expr | None:
 def indistinguishable(sse: float, base: float, n: int, floor: float, dof: int = 1,
                       level: float = SNAP_LEVEL) -> bool:
     """Whether a sum of squares ``sse`` is no worse than ``base`` to the likelihood-ratio test of
-    this module (``n`` rows, ``dof`` constants changed; sums below ``floor`` are float noise)."""
+    this module (``n`` rows, ``dof`` constants changed; sums below ``floor`` are float noise).
+    Any finite ``sse`` is no worse than a ``base`` that is not finite."""
     if not math.isfinite(sse):
         return False
+    if not math.isfinite(base):
+        return True
+    floor = max(floor, 1e-300)  # a floor that underflowed to 0 would take the log of 0
     return n * math.log(max(sse, floor) / max(base, floor)) <= chdtri(dof, level)
 
 

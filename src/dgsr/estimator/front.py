@@ -81,6 +81,8 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
         return value if math.isfinite(value) else math.inf
 
     start = mse_of(expr)
+    if not math.isfinite(start):  # undefined on the rows: the polish drops it, nothing to tidy
+        return expr, 1
     limit = start + slack
 
     def harmless(candidate: Expression) -> bool:
