@@ -31,7 +31,7 @@ from dgsr.core.gradients import Program, compile_expression, run_program
 from dgsr.core.operators import CONSTANT
 from dgsr.core.root_scales import root_rescalings
 
-__all__ = ["exact_value", "indistinguishable", "merged_constants", "scale_group", "simple_values", "snap_constants"]
+__all__ = ["counted_rows", "exact_value", "indistinguishable", "merged_constants", "scale_group", "simple_values", "snap_constants"]
 
 #: Significance level of the likelihood-ratio test a snap must pass.
 SNAP_LEVEL = 0.05
@@ -139,6 +139,11 @@ def exact_value(value: float) -> sympy.Expr | None:
             if k != 0 and base * k / q == value:  # the arithmetic of simple_values
                 return sympy.Rational(k, q) * exact
     return None
+
+
+def counted_rows(y: np.ndarray, w: np.ndarray | None) -> int:
+    """The rows the likelihood-ratio test counts: those with a positive weight (all without weights)."""
+    return int(np.count_nonzero(w > 0)) if w is not None else len(y)
 
 
 def indistinguishable(sse: float, base: float, n: int, floor: float, dof: int = 1,
@@ -307,7 +312,7 @@ def snap_constants(expr: Expression, columns: np.ndarray, y: np.ndarray, w: np.n
     ``sqrt(8.378*a - b)``. The extra passes stop once ``max_evaluations`` are spent."""
     if not expr.n_constants or not len(y):
         return expr, 0
-    n = int(np.count_nonzero(w > 0)) if w is not None else len(y)
+    n = counted_rows(y, w)
     if n == 0:
         return expr, 0
     merged, fixed = merged_constants(expr)  # a 1 or 0 left by the merge is neither tried nor refitted

@@ -17,7 +17,7 @@ from dgsr.core.evaluate import evaluate_columns, r2_score, weighted_mean, weight
 from dgsr.core.expression import Expression
 from dgsr.core.formula_rules import FormulaRules
 from dgsr.core.pareto import ParetoEntry
-from dgsr.core.snapping import FLOOR, exact_value, indistinguishable
+from dgsr.core.snapping import FLOOR, counted_rows, exact_value, indistinguishable
 
 #: One expression of the final Pareto front (after refitting its constants on all rows): the
 #: archive's entry type, under the name that estimators pickled by 0.10.0 and before refer to.
@@ -73,7 +73,7 @@ def tidy_constants(expr: Expression, columns: np.ndarray, y: np.ndarray,
     y_var = weighted_var(y, w)
     scale = y_var if y_var > 0 else 1.0
     slack = tolerance * scale
-    n = int(np.count_nonzero(w > 0)) if w is not None else len(y)
+    n = counted_rows(y, w)
 
     def mse_of(candidate: Expression) -> float:
         with np.errstate(all="ignore"):
