@@ -13,6 +13,7 @@ from dgsr.core.simplify import (
     factors_into_roots,
     half_angles,
     merged_logs,
+    multiplied_out,
     simplify,
     whole_numbers,
     without_float_noise,
@@ -125,3 +126,20 @@ def test_fractions_without_a_finite_decimal_show_exactly_at_float_noise():
             sympy.Float(6.674e-11) * q]
     for e in kept:
         assert exact_fractions(e) == e
+
+
+def test_a_detour_whose_constants_cancel_to_float_noise_is_multiplied_out():
+    h, r, c, k = sympy.symbols("H r c k")
+    b = 1 / (24 * np.pi)  # fitted constants that cancel H's linear term and the constant only in floats
+    d = 16 * np.pi**2 * b
+    detour = (0.1 * c**2 * k + r**2 * (h + b * (3 * h - 4 * sympy.pi) ** 2 - d)) / r**2
+    shown = multiplied_out(detour)
+    numerator, denominator = sympy.fraction(shown)
+    assert denominator == r**2 and not numerator.has(sympy.pi)
+    assert sympy.Poly(numerator, h).degree() == 2 and sympy.Poly(numerator, h).coeff_monomial(h) == 0
+    assert len(numerator.args) == 2 and complexity(shown) < complexity(detour)
+    _same_values(shown, detour, (h, r, c, k), atol=1e-12)
+    # nothing to cancel: unchanged, and a snapped pi stays pi
+    x, y = sympy.symbols("x y")
+    for plain in (2 * sympy.pi * x / (y + 1), sympy.sin(x) / (y + sympy.Float(0.5))):
+        assert multiplied_out(plain) == plain

@@ -97,3 +97,11 @@ def test_the_table_shows_a_squared_sine_for_a_constant_minus_its_cosine():
 def test_the_table_shows_a_fitted_reciprocal_exactly():
     assert _shown("25/(x0 + 0.029411764705882353)", (0, 0)) == 25 / (A + sympy.Rational(1, 34))
     assert _shown("25/(x0 + 0.0294)", (0, 0)).has(sympy.Float(0.0294))
+
+
+def test_a_detour_whose_constants_cancel_is_shown_multiplied_out():
+    b = 1 / (24 * np.pi)  # cancels the linear term and the constant below only in float arithmetic
+    shown = _shown(f"x0*(x1 + {b!r}*(3*x1 - 4*pi)**2 - {16 * np.pi**2 * b!r})", None)
+    assert shown.free_symbols == {A, B} and not shown.has(sympy.pi)
+    coefficient, rest = shown.as_coeff_Mul()
+    assert rest == A * B**2 and abs(float(coefficient) - 9 * b) < 1e-12

@@ -34,6 +34,29 @@ def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
     return whole_numbers(without_float_noise(value)) if finished else expr
 
 
+def multiplied_out(expr: sympy.Expr, timeout: float = 1.0) -> sympy.Expr:
+    """``expr`` as one fraction with its numerator and denominator multiplied out and the terms of
+    float noise dropped (:func:`without_float_noise`), where that is smaller than ``expr`` with its
+    multiples of pi written as floats; else ``expr`` (also when it takes over ``timeout`` seconds
+    or fails). A search can reach a law through a detour whose constants cancel only in float
+    arithmetic (``H + 0.01326*(3*H - 4*pi)**2 - 2.094`` is ``0.1194*H**2``), which SymPy's
+    simplification keeps. Pi becomes a float only where such a cancellation needs it: a snapped
+    pi that cancels nothing stays."""
+    def multiply_out() -> sympy.Expr:
+        numeric = expr.xreplace({c: sympy.Float(c.evalf(15)) for c in expr.atoms(sympy.NumberSymbol)})
+        numerator, denominator = (without_float_noise(sympy.expand(p)) for p in sympy.fraction(sympy.together(numeric)))
+        out = numerator / denominator
+        return out if complexity(out) < complexity(numeric) else expr
+
+    if timeout <= 0 or not can_cap():
+        return expr
+    try:
+        finished, value = run_capped(multiply_out, timeout)
+    except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs; keep the original)
+        return expr
+    return value if finished else expr
+
+
 def whole_numbers(expr: sympy.Expr) -> sympy.Expr:
     """``expr`` with each float that is a whole number written as an integer: simplifying
     exact constants next to floats leaves ``1.0*x`` and ``sqrt(2.0*a + 1)``, which read as if a

@@ -26,6 +26,7 @@ from dgsr.core.simplify import (
     half_angles,
     merged_logs,
     merged_powers,
+    multiplied_out,
     simplify,
     whole_numbers,
 )
@@ -79,7 +80,8 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     positive, with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``) and sums
     of logarithms merged. Each form is also tried with positive factors moved into its roots
     (:func:`dgsr.core.simplify.factors_into_roots`), and with ``c - c*cos(w)`` as
-    ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`). The smallest form is kept, the
+    ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`), and as one fraction multiplied out, where
+    constants that cancel to float noise leave a smaller form (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept, the
     one simplified without signs on a tie: the same function on the training data's signs. Its
     floats that are simple fractions to float noise show exactly where that is no longer
     (:func:`dgsr.core.simplify.exact_fractions`)."""
@@ -105,6 +107,9 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
                 # sqrt(a)*sqrt(b) as sqrt(a*b), log(b) - log(a) as log(b/a): a, b > 0 here
                 signed_forms += [merged_powers(with_signs), merged_logs(with_signs), merged_logs(form)]
             candidates += [c for f in signed_forms for c in (f, factors_into_roots(f, positive))]
+        cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
+        if cap > 0.05:
+            candidates.append(multiplied_out(form, timeout=cap))
         for candidate in map(whole_numbers, candidates + [half_angles(c) for c in candidates]):
             form = candidate if complexity(candidate) < complexity(form) else form
         exact = exact_fractions(form)
