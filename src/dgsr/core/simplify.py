@@ -35,17 +35,20 @@ def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
 
 
 def multiplied_out(expr: sympy.Expr, timeout: float = 1.0) -> sympy.Expr:
-    """``expr`` as one fraction with its numerator and denominator multiplied out and the terms of
-    float noise dropped (:func:`without_float_noise`), where that is smaller than ``expr`` with its
-    multiples of pi written as floats; else ``expr`` (also when it takes over ``timeout`` seconds
-    or fails). A search can reach a law through a detour whose constants cancel only in float
-    arithmetic (``H + 0.01326*(3*H - 4*pi)**2 - 2.094`` is ``0.1194*H**2``), which SymPy's
-    simplification keeps. Pi becomes a float only where such a cancellation needs it: a snapped
-    pi that cancels nothing stays."""
+    """``expr`` as one fraction with its numerator and denominator multiplied out, where that
+    leaves terms of float noise to drop (:func:`without_float_noise`) and the result is smaller
+    than ``expr`` with its multiples of pi as floats; else ``expr`` (also past ``timeout``
+    seconds, or where SymPy fails). A search can reach a law through a detour whose constants
+    cancel only to float noise (``H + 0.01326*(3*H - 4*pi)**2 - 2.094`` is ``0.1194*H**2``),
+    which SymPy's simplification keeps. Where nothing cancels the form stays: multiplied out,
+    ``beta*(alpha*cos(theta) + 1)`` has a node less and reads worse, and a snapped pi stays pi."""
     def multiply_out() -> sympy.Expr:
         numeric = expr.xreplace({c: sympy.Float(c.evalf(15)) for c in expr.atoms(sympy.NumberSymbol)})
-        numerator, denominator = (without_float_noise(sympy.expand(p)) for p in sympy.fraction(sympy.together(numeric)))
-        out = numerator / denominator
+        expanded = [sympy.expand(p) for p in sympy.fraction(sympy.together(numeric))]
+        cleaned = [without_float_noise(p) for p in expanded]
+        if cleaned == expanded:  # nothing cancelled: the form as simplified reads better
+            return expr
+        out = cleaned[0] / cleaned[1]
         return out if complexity(out) < complexity(numeric) else expr
 
     if timeout <= 0 or not can_cap():
