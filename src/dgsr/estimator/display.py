@@ -80,8 +80,9 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     positive, with powers of one exponent merged (``sqrt(a)*sqrt(b)`` as ``sqrt(a*b)``) and sums
     of logarithms merged. Each form is also tried with positive factors moved into its roots
     (:func:`dgsr.core.simplify.factors_into_roots`), and with ``c - c*cos(w)`` as
-    ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`), and as one fraction multiplied out, where
-    constants that cancel to float noise leave a smaller form (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept, the
+    ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`); the simplified form is also tried
+    multiplied out, where constants cancel to float noise
+    (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept, the
     one simplified without signs on a tie: the same function on the training data's signs. Its
     floats that are simple fractions to float noise show exactly where that is no longer
     (:func:`dgsr.core.simplify.exact_fractions`)."""
