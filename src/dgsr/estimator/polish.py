@@ -30,8 +30,9 @@ _SNAP_EVALUATIONS = 57
 def polish(exprs: list[Expression], columns: np.ndarray, y: np.ndarray, rng: np.random.Generator,
            plan: BudgetPlan, ledger: FitLedger, w: np.ndarray | None = None, keep: float = 0.0,
            snap: bool = True) -> list[FrontEntry]:
-    """``exprs`` with their constants refitted, snapped to simple values where the rows allow
-    (``snap``, :func:`~dgsr.core.snapping.snap_constants`) and tidied on ``columns, y``, scored;
+    """``exprs`` (in their order; refitted largest first) with their constants refitted, snapped to
+    simple values where the rows allow (``snap``, :func:`~dgsr.core.snapping.snap_constants`) and
+    tidied on ``columns, y``, scored;
     entries whose loss is not finite are dropped. Within ``plan``'s time and what ``ledger`` says
     is left of its evaluations, less ``keep`` (left for what follows: the ``"cv"`` check); the
     evaluations spent are added to ``ledger``, and nothing is refitted after a Ctrl-C it recorded."""
