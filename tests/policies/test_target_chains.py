@@ -123,7 +123,10 @@ def test_only_factor_targets_get_fits_and_new_fits_stay_within_the_budget():
 # ------------------------------------------------------------------ through the estimator
 
 SEEDS = (0, 1, 2)
-BUDGET = 6000  # evaluations, the same with and without the mechanism
+# Evaluations, the same with and without the mechanism. At 6,000 the Bose law was recovered at 2
+# of 3 seeds on one machine and 1 on another (float results differ by CPU); at 10,000 at 3 of 3 (4
+# of seeds 0-4) with it and none without.
+BUDGET = 10_000
 
 
 def _damped(x: np.ndarray) -> np.ndarray:  # a gamma-like response, a damped growth

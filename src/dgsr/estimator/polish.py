@@ -30,29 +30,24 @@ _SNAP_EVALUATIONS = 57
 def polish(exprs: list[Expression], columns: np.ndarray, y: np.ndarray, rng: np.random.Generator,
            plan: BudgetPlan, ledger: FitLedger, w: np.ndarray | None = None, keep: float = 0.0,
            snap: bool = True) -> list[FrontEntry]:
-    """``exprs`` (in their order; refitted largest first) with their constants refitted, snapped to
-    simple values where the rows allow (``snap``, :func:`~dgsr.core.snapping.snap_constants`) and
-    tidied on ``columns, y``, scored;
+    """``exprs`` with their constants refitted, snapped to simple values where the rows allow
+    (``snap``, :func:`~dgsr.core.snapping.snap_constants`) and tidied on ``columns, y``, scored;
     entries whose loss is not finite are dropped. Within ``plan``'s time and what ``ledger`` says
     is left of its evaluations, less ``keep`` (left for what follows: the ``"cv"`` check); the
     evaluations spent are added to ``ledger``, and nothing is refitted after a Ctrl-C it recorded."""
     y_var = weighted_var(y, w)
     evals_left = plan.evaluations_left(ledger.evaluations, keep)
-    polished = list(exprs)
-    # Largest first: on a front the largest entries fit best, and the pick is among them; where
-    # the evaluations run out (a fit with max_evaluations keeps 2% for this), the smallest go as
-    # searched rather than the best unsnapped.
-    for n_done, i in enumerate(sorted(range(len(exprs)), key=lambda k: -exprs[k].size)):
-        if ledger.interrupted:
-            break
-        try:
-            polished[i], evals_left = _polish_one(exprs[i], columns, y, rng, plan, ledger, w, y_var, evals_left,
-                                                  len(exprs) - n_done, snap)
-        except INTERRUPTS as err:  # Ctrl-C while polishing: keep what was searched
-            if not is_interrupt(err):
-                raise
-            ledger.note_interrupt("constant polishing", "the remaining constants are as the search found them")
-    entries = [front_entry(expr, columns, y, y_var, w) for expr in polished]
+    entries = []
+    for i, expr in enumerate(exprs):
+        if not ledger.interrupted:
+            try:
+                expr, evals_left = _polish_one(expr, columns, y, rng, plan, ledger, w, y_var, evals_left,
+                                               len(exprs) - i, snap)
+            except INTERRUPTS as err:  # Ctrl-C while polishing: keep what was searched
+                if not is_interrupt(err):
+                    raise
+                ledger.note_interrupt("constant polishing", "the remaining constants are as the search found them")
+        entries.append(front_entry(expr, columns, y, y_var, w))
     return [e for e in entries if math.isfinite(e.mse)]
 
 
