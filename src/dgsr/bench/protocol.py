@@ -134,13 +134,6 @@ def model_size(expr, seconds: float = 5.0) -> int:
     return node_count(round_floats(simplified, keep_nonzero=True))
 
 
-def _numeric(expr):
-    """Replace named constants (pi, E) by floats so that both sides round the same way (as SRBench)."""
-    import sympy
-
-    return expr.xreplace({c: sympy.Float(c.evalf(15)) for c in expr.atoms(sympy.NumberSymbol)})
-
-
 def _is_constant(expr) -> bool:
     # Free of symbols is the cheap and exact test for the expressions that matter after simplify.
     return not expr.free_symbols or bool(expr.is_constant(simplify=False))
@@ -168,9 +161,11 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
     """
     import sympy
 
+    from dgsr.core.simplify import named_constants_as_floats
 
     def check() -> bool:
-        m, t = round_floats(_numeric(_as_sympy(model, truth))), round_floats(_numeric(_as_sympy(truth, model)))
+        m = round_floats(named_constants_as_floats(_as_sympy(model, truth)))
+        t = round_floats(named_constants_as_floats(_as_sympy(truth, model)))
         diff = round_floats(sympy.simplify(t - m, ratio=1))
         if _is_constant(diff):
             return bool(diff.is_finite is not False)

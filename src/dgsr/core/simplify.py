@@ -34,6 +34,12 @@ def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
     return whole_numbers(without_float_noise(value)) if finished else expr
 
 
+def named_constants_as_floats(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with its named constants (pi, E) as 15-digit floats: they then combine with fitted
+    floats in float arithmetic (and round like them, as SRBench's check does)."""
+    return expr.xreplace({c: sympy.Float(c.evalf(15)) for c in expr.atoms(sympy.NumberSymbol)})
+
+
 def multiplied_out(expr: sympy.Expr, timeout: float = 1.0) -> sympy.Expr:
     """``expr`` as one fraction with its numerator and denominator multiplied out, where that
     leaves terms of float noise to drop (:func:`without_float_noise`) and the result is smaller
@@ -43,7 +49,7 @@ def multiplied_out(expr: sympy.Expr, timeout: float = 1.0) -> sympy.Expr:
     which SymPy's simplification keeps. Where nothing cancels the form stays: multiplied out,
     ``beta*(alpha*cos(theta) + 1)`` has a node less and reads worse, and a snapped pi stays pi."""
     def multiply_out() -> sympy.Expr:
-        numeric = expr.xreplace({c: sympy.Float(c.evalf(15)) for c in expr.atoms(sympy.NumberSymbol)})
+        numeric = named_constants_as_floats(expr)
         expanded = [sympy.expand(p) for p in sympy.fraction(sympy.together(numeric))]
         cleaned = [without_float_noise(p) for p in expanded]
         if cleaned == expanded:  # nothing cancelled: the form as simplified reads better
