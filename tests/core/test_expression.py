@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import sympy
@@ -58,6 +60,17 @@ def test_to_sympy_uses_names():
     e = parse("m*g*z", ["m", "g", "z"])
     m, g, z = sympy.symbols("m g z")
     assert sympy.simplify(e.to_sympy(["m", "g", "z"]) - m * g * z) == 0
+
+
+def test_a_function_of_a_whole_constant_is_shown_as_its_value():
+    # A search's cos(c) with c snapped to 4125 showed as ``cos(4125)``: a constant that reads as a
+    # formula (SymPy keeps functions of integers unevaluated). Roots of numbers read well and stay.
+    p = sympy.Symbol("p")
+    cosine = Expression.combine("cos", Expression.constant(4125.0))
+    shown = Expression.combine("add", Expression.combine("sq", Expression.variable(0)), cosine).to_sympy(["p"])
+    assert not shown.atoms(sympy.cos)
+    assert shown.has(p**2) and float(shown.subs(p, 0)) == pytest.approx(math.cos(4125.0))
+    assert Expression.combine("sqrt", Expression.constant(2.0)).to_sympy() == sympy.sqrt(2)
 
 
 def test_format_round_trips_on_random_trees(rng):

@@ -238,7 +238,7 @@ class Expression:
             else:
                 op = OPERATORS[s]
                 args = [stack.pop() for _ in range(op.arity)]
-                stack.append(op.sympy_fn(*args))
+                stack.append(_folded(op.sympy_fn(*args), args))
         return stack[0]
 
     def format(self, names: Sequence[str] | None = None, *, precision: int | None = None) -> str:
@@ -315,6 +315,16 @@ def _format_number(value: float, precision: int | None) -> str:
     if precision is None:
         return repr(float(value))
     return f"{value:.{precision}g}"
+
+
+def _folded(node: sympy.Expr, args: list[sympy.Expr]) -> sympy.Expr:
+    """``node`` as its value where it is a function of numbers that SymPy keeps unevaluated: an
+    exact integer argument leaves ``cos(4125)``, a constant that reads as a formula. Powers
+    (``sqrt(2)``) and values SymPy finds exactly (``sin(pi/6)``) stay as they are."""
+    if not (isinstance(node, sympy.Function) and all(a.is_Number or a.is_NumberSymbol for a in args)):
+        return node
+    value = node.evalf(15)
+    return value if value.is_Float else node
 
 
 def _sympy_number(value: float, digits: int | None = None) -> sympy.Expr:
