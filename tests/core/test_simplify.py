@@ -145,3 +145,14 @@ def test_a_detour_whose_constants_cancel_to_float_noise_is_multiplied_out():
     for plain in (2 * sympy.pi * x / (y + 1), sympy.sin(x) / (y + sympy.Float(0.5)), y * (a * sympy.cos(x) + 1),
                   x / (y * (a + 1))):
         assert multiplied_out(plain) == plain
+
+
+def test_a_tiny_coefficient_of_a_function_is_not_float_noise():
+    # exp(-(x - 6.2)**2) with its square multiplied out is 2.1e-17*exp(12.4*x)*exp(-x**2): tiny
+    # by its coefficient, large by its function where the peak is
+    x = sympy.Symbol("x")
+    peak = sympy.Float(7.8e-20) * sympy.exp(sympy.Float(14.6) * x) * sympy.exp(-sympy.Float(1.18) * x**2)
+    assert without_float_noise(peak + sympy.Float(0.45)) == peak + sympy.Float(0.45)
+    assert without_float_noise(sympy.Float(8.2) * x - sympy.Float(1.4e-14) * x**2) == sympy.Float(8.2) * x
+    gaussian = sympy.Float(0.45) + sympy.Float(3.4) * sympy.exp(-sympy.Float(1.17647) * (x - sympy.Float(6.2)) ** 2)
+    _same_values(multiplied_out(gaussian), gaussian, (x,), low=4.0, high=8.0, atol=1e-12)

@@ -107,3 +107,12 @@ def test_a_detour_whose_constants_cancel_is_shown_multiplied_out():
     coefficient, rest = shown.as_coeff_Mul()
     assert rest == A * B**2 and abs(float(coefficient) - 9 * 0.0132629119243246) < 1e-12
     assert _shown("x0*(x1*cos(x0) + 1)", None) == A * (B * sympy.cos(A) + 1)  # nothing cancels: as it was
+
+
+def test_a_peak_on_a_baseline_is_shown_as_the_peak():
+    # 0.24.0 showed this fit as the constant 0.45: multiplied out, the peak split into
+    # 7.8e-20*exp(14.6*a)*exp(-1.18*a**2), whose coefficient then passed for float noise.
+    shown = _shown("0.450000000012 + 3.40000000007*exp(-1.17647058823*sq(x0 - 6.20000000003))", [1, 1])
+    assert shown.free_symbols == {A}
+    for a in (4.0, 6.2, 7.5):
+        assert abs(float(shown.subs(A, a)) - (0.45 + 3.4 * np.exp(-(a - 6.2) ** 2 / 0.85))) < 1e-8

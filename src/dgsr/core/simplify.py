@@ -50,7 +50,8 @@ def multiplied_out(expr: sympy.Expr, timeout: float = 1.0) -> sympy.Expr:
     ``beta*(alpha*cos(theta) + 1)`` has a node less and reads worse, and a snapped pi stays pi."""
     def multiply_out() -> sympy.Expr:
         numeric = named_constants_as_floats(expr)
-        expanded = [sympy.expand(p) for p in sympy.fraction(sympy.together(numeric))]
+        # power_exp=False: split, exp(-(x - 6.2)**2) is 2.1e-17*exp(12.4*x)*exp(-x**2)
+        expanded = [sympy.expand(p, power_exp=False) for p in sympy.fraction(sympy.together(numeric))]
         cleaned = [without_float_noise(p) for p in expanded]
         if cleaned == expanded:  # nothing cancelled: the form as simplified reads better
             return expr
@@ -233,8 +234,16 @@ def _without_noise_terms(node: sympy.Expr) -> sympy.Expr:
         return node
     coefficients = [term.as_coeff_Mul()[0] for term in node.args]
     largest = max(abs(float(c)) for c in coefficients)
-    kept = [term for term, c in zip(node.args, coefficients) if not (c.is_Float and abs(float(c)) < _FLOAT_NOISE * largest)]
+    kept = [term for term, c in zip(node.args, coefficients)
+            if not (c.is_Float and abs(float(c)) < _FLOAT_NOISE * largest and _bounded_by_its_coefficient(term))]
     return sympy.Add(*kept) if len(kept) < len(node.args) else node
+
+
+def _bounded_by_its_coefficient(term: sympy.Expr) -> bool:
+    """Whether ``term``'s size is that of its coefficient, as in float noise: a power product of
+    symbols. A term with a function in it may be tiny by its coefficient and large by the function
+    (``7.8e-20*exp(14.6*x)``, part of a peak): it is never noise."""
+    return not term.atoms(sympy.Function)
 
 
 def _bottom_up(expr: sympy.Expr, rewrite) -> sympy.Expr:
