@@ -154,5 +154,13 @@ def test_a_tiny_coefficient_of_a_function_is_not_float_noise():
     peak = sympy.Float(7.8e-20) * sympy.exp(sympy.Float(14.6) * x) * sympy.exp(-sympy.Float(1.18) * x**2)
     assert without_float_noise(peak + sympy.Float(0.45)) == peak + sympy.Float(0.45)
     assert without_float_noise(sympy.Float(8.2) * x - sympy.Float(1.4e-14) * x**2) == sympy.Float(8.2) * x
+    # at the data's typical values a term is judged by its size there, not by its coefficient
+    t, lam = sympy.symbols("T lam")
+    planck = sympy.Float(4.5e-12) * t**2 / lam**4 - sympy.Float(4.1e11)
+    assert without_float_noise(planck) == -sympy.Float(4.1e11)  # each variable as 1
+    assert without_float_noise(planck, [{"T": 5000.0, "lam": 1e-6}]) == planck
+    noise = sympy.Float(2.0) * t - sympy.Float(3e-20) * t / lam**2  # 1.5e-4 beside 1e4 at lam = 1e-6
+    assert without_float_noise(noise, [{"T": 5000.0, "lam": 1e-6}]) == noise
+    assert without_float_noise(noise, [{"T": 5000.0, "lam": 1.0}]) == sympy.Float(2.0) * t
     gaussian = sympy.Float(0.45) + sympy.Float(3.4) * sympy.exp(-sympy.Float(1.17647) * (x - sympy.Float(6.2)) ** 2)
     _same_values(multiplied_out(gaussian), gaussian, (x,), low=4.0, high=8.0, atol=1e-12)

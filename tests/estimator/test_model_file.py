@@ -98,7 +98,7 @@ def test_the_loaded_table_shows_the_stored_sympy_forms_without_simplifying_again
     est, _, _ = fitted
     path = est.save(tmp_path / "model.json")
     calls = []
-    monkeypatch.setattr(display, "simplify", lambda expr, timeout: calls.append(expr) or expr)
+    monkeypatch.setattr(display, "simplify", lambda expr, timeout, probes=(): calls.append(expr) or expr)
     loaded = SymbolicRegressor.from_file(path)
     assert loaded.equations_["sympy"].tolist() == est.equations_["sympy"].tolist() and calls == []
     doc = json.loads(path.read_text())

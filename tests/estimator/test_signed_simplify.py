@@ -51,15 +51,16 @@ def test_the_signed_form_is_kept_only_where_it_is_smaller():
     assert sympy.count_ops(shown) <= sympy.count_ops(sympy.log(B / A))
 
 
-def test_the_fit_passes_the_columns_signs_and_the_model_file_keeps_them(tmp_path, monkeypatch):
+def test_the_fit_passes_the_columns_signs_and_magnitudes_and_the_model_file_keeps_them(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
-    X = pd.DataFrame({"a": rng.uniform(1, 3, 60), "b": rng.uniform(-1, 3, 60), "c": rng.uniform(-3, -1, 60)})
-    y = X.a * X.b - X.c
-    seen = []
+    X = pd.DataFrame({"a": rng.uniform(1, 3, 60), "b": rng.uniform(-1, 3, 60), "c": rng.uniform(-3e-6, -1e-6, 60)})
+    y = X.a * X.b - 1e6 * X.c
+    seen, magnitudes = [], []
 
-    def spy(done, rows, expressions, names, deadline, signs=None):
+    def spy(done, rows, expressions, names, deadline, signs=None, column_magnitudes=None):
         seen.append(tuple(signs or ()))
-        return simplify_rows(done, rows, expressions, names, deadline, signs)
+        magnitudes.append(column_magnitudes)
+        return simplify_rows(done, rows, expressions, names, deadline, signs, column_magnitudes)
 
     monkeypatch.setattr(display, "simplify_rows", spy)
     with warnings.catch_warnings():
@@ -67,12 +68,16 @@ def test_the_fit_passes_the_columns_signs_and_the_model_file_keeps_them(tmp_path
         est = SymbolicRegressor(max_evaluations=300, max_time=None, random_state=0).fit(X, y)
     est.sympy()
     assert seen[-1] == (1, 0, -1)
+    # the 5th, 50th and 95th percentiles of each column's magnitudes, in the user's units
+    for column, typical in zip(X.columns, magnitudes[-1]):
+        np.testing.assert_allclose(typical, np.percentile(np.abs(X[column]), [5, 50, 95]))
     path = est.save(tmp_path / "m.json")
     doc = json.loads(path.read_text())
-    doc["front"][0]["sympy"] = None  # simplified again when read, with the stored signs
+    doc["front"][0]["sympy"] = None  # simplified again when read, with the stored signs and magnitudes
     path.write_text(json.dumps(doc))
     assert len(SymbolicRegressor.from_file(path).equations_) == len(est.equations_)
     assert seen[-1] == (1, 0, -1)
+    np.testing.assert_allclose(magnitudes[-1], magnitudes[0])
 
 
 def test_a_positive_column_moves_into_a_root_and_logs_merge_in_the_table():
@@ -116,3 +121,17 @@ def test_a_peak_on_a_baseline_is_shown_as_the_peak():
     assert shown.free_symbols == {A}
     for a in (4.0, 6.2, 7.5):
         assert abs(float(shown.subs(A, a)) - (0.45 + 3.4 * np.exp(-(a - 6.2) ** 2 / 0.85))) < 1e-8
+
+
+def test_a_term_large_on_the_data_is_not_taken_for_float_noise():
+    # A fit to Planck's law in SI units (wavelengths near 1e-6 m): beside 4.1e11 the coefficient
+    # 4.5e-12 looks like float noise, but its term is near 1e13 on the data. Without the columns'
+    # magnitudes the table showed the constant -411375678463.
+    text = "4.493454123053713e-12*sq(x0/(sq(x1)/(sqrt(x1*x0) - 0.03943441011594011))) - 411375678462.6237"
+    typical = [(3000.0, 5000.0, 8000.0), (4e-7, 1e-6, 2.5e-6)]
+    done: dict = {}
+    simplify_rows(done, [0], [parse(text, ["x0", "x1"])], ["T", "lam"], time.perf_counter() + 10, (1, 1), typical)
+    t, lam = sympy.symbols("T lam")
+    assert done[0].free_symbols == {t, lam}
+    value = 4.493454123053713e-12 * (5000.0 * (np.sqrt(5e-3) - 0.03943441011594011) / 1e-12) ** 2 - 411375678462.6237
+    assert abs(float(done[0].subs({t: 5000.0, lam: 1e-6})) - value) < 1e-9 * abs(value)

@@ -7,6 +7,7 @@ Pareto front, reports and the benchmark's size column.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 import sympy
@@ -16,22 +17,28 @@ from dgsr.runtime.time_cap import can_cap, run_capped
 #: A term of a sum whose float coefficient is below this share of the sum's largest coefficient is
 #: the rounding of float arithmetic, not a term of the model (``8.2*s - 1.4e-14*i``).
 _FLOAT_NOISE = 1e-12
+#: Values of the variables (by symbol name) at which the size of a sum's terms is judged: typical
+#: values of the data's columns (:func:`dgsr.estimator.fit_front.column_probes`). A variable not
+#: named counts as 1.
+Probes = Sequence[Mapping[str, float]]
 
 
-def simplify(expr: sympy.Expr, timeout: float = 2.0) -> sympy.Expr:
+def simplify(expr: sympy.Expr, timeout: float = 2.0, probes: Probes = ()) -> sympy.Expr:
     """``sympy.simplify`` capped at ``timeout`` seconds (the input if it runs over), without the
-    float noise its arithmetic leaves (:func:`without_float_noise`), whole floats as integers
-    (:func:`whole_numbers`)."""
+    float noise its arithmetic leaves (:func:`without_float_noise` at ``probes``), whole floats as
+    integers (:func:`whole_numbers`)."""
     if timeout <= 0 or not can_cap():  # no cap possible (or wanted) here: cheaper rewriting only
         try:
-            return whole_numbers(without_float_noise(sympy.cancel(expr))) if expr.is_rational_function() else expr
+            if expr.is_rational_function():
+                return whole_numbers(without_float_noise(sympy.cancel(expr), probes))
+            return expr
         except Exception:  # noqa: BLE001  (SymPy raises assorted errors on odd inputs, e.g. zoo; keep the original)
             return expr
     try:
         finished, value = run_capped(lambda: sympy.simplify(expr), timeout)
     except Exception:  # noqa: BLE001  (as above)
         return expr
-    return whole_numbers(without_float_noise(value)) if finished else expr
+    return whole_numbers(without_float_noise(value, probes)) if finished else expr
 
 
 def named_constants_as_floats(expr: sympy.Expr) -> sympy.Expr:
@@ -40,9 +47,9 @@ def named_constants_as_floats(expr: sympy.Expr) -> sympy.Expr:
     return expr.xreplace({c: sympy.Float(c.evalf(15)) for c in expr.atoms(sympy.NumberSymbol)})
 
 
-def multiplied_out(expr: sympy.Expr, timeout: float = 1.0) -> sympy.Expr:
+def multiplied_out(expr: sympy.Expr, timeout: float = 1.0, probes: Probes = ()) -> sympy.Expr:
     """``expr`` as one fraction with its numerator and denominator multiplied out, where that
-    leaves terms of float noise to drop (:func:`without_float_noise`) and the result is smaller
+    leaves terms of float noise to drop (:func:`without_float_noise` at ``probes``) and the result is smaller
     than ``expr`` with its multiples of pi as floats; else ``expr`` (also past ``timeout``
     seconds, or where SymPy fails). A search can reach a law through a detour whose constants
     cancel only to float noise (``H + 0.01326*(3*H - 4*pi)**2 - 2.094`` is ``0.1194*H**2``),
@@ -52,7 +59,7 @@ def multiplied_out(expr: sympy.Expr, timeout: float = 1.0) -> sympy.Expr:
         numeric = named_constants_as_floats(expr)
         # power_exp=False: split, exp(-(x - 6.2)**2) is 2.1e-17*exp(12.4*x)*exp(-x**2)
         expanded = [sympy.expand(p, power_exp=False) for p in sympy.fraction(sympy.together(numeric))]
-        cleaned = [without_float_noise(p) for p in expanded]
+        cleaned = [without_float_noise(p, probes) for p in expanded]
         if cleaned == expanded:  # nothing cancelled: the form as simplified reads better
             return expr
         out = cleaned[0] / cleaned[1]
@@ -221,29 +228,44 @@ def _movable(product: sympy.Expr, root: sympy.Expr, positive: frozenset[sympy.Sy
     return out
 
 
-def without_float_noise(expr: sympy.Expr) -> sympy.Expr:
-    """``expr`` without the terms of each sum whose float coefficient is below 1e-12 of the largest
-    coefficient of that sum: simplifying floats leaves such terms where constants cancel
-    (``(-1.4e-14*i + 8.2*s - 8.9e-16)/(4.17*i + s + 0.5)``). A model's own small constants
-    (``6.674e-11*m1*m2/r**2``) are factors, or terms far above that share, and stay."""
-    return _or_unchanged(lambda e: _bottom_up(e, _without_noise_terms), expr)
+def without_float_noise(expr: sympy.Expr, probes: Probes = ()) -> sympy.Expr:
+    """``expr`` without the terms of each sum that are below 1e-12 of its largest term at every
+    one of ``probes`` (typical values of the variables; without probes, each variable is 1):
+    simplifying floats leaves such terms where constants cancel (``(-1.4e-14*i + 8.2*s -
+    8.9e-16)/(4.17*i + s + 0.5)``). Only a term with a float coefficient can be noise, and never
+    one with a function in it, which may be tiny by its coefficient and large by the function
+    (``7.8e-20*exp(14.6*x)``, part of a peak). The probes keep a law's terms on data of extreme
+    scales: ``4.5e-12*T**2/lam**4`` is no noise beside ``4.1e11`` where ``lam`` is near 1e-6."""
+    points = [{sympy.Symbol(name): value for name, value in p.items()} for p in probes] or [{}]
+    return _or_unchanged(lambda e: _bottom_up(e, lambda node: _without_noise_terms(node, points)), expr)
 
 
-def _without_noise_terms(node: sympy.Expr) -> sympy.Expr:
+def _without_noise_terms(node: sympy.Expr, points: list[dict[sympy.Symbol, float]]) -> sympy.Expr:
     if not node.is_Add:
         return node
-    coefficients = [term.as_coeff_Mul()[0] for term in node.args]
-    largest = max(abs(float(c)) for c in coefficients)
-    kept = [term for term, c in zip(node.args, coefficients)
-            if not (c.is_Float and abs(float(c)) < _FLOAT_NOISE * largest and _bounded_by_its_coefficient(term))]
-    return sympy.Add(*kept) if len(kept) < len(node.args) else node
+    candidates = [k for k, term in enumerate(node.args)
+                  if term.as_coeff_Mul()[0].is_Float and not term.atoms(sympy.Function)]
+    if not candidates:
+        return node
+    noise = set(candidates)
+    for point in points:
+        sizes = [_size_at(term, point) for term in node.args]
+        largest = max(sizes)
+        if largest is sympy.oo:  # a term of no finite size here: nothing is judged small beside it
+            return node
+        noise &= {k for k in candidates if sizes[k] < _FLOAT_NOISE * largest}
+    if not noise:
+        return node
+    return sympy.Add(*(term for k, term in enumerate(node.args) if k not in noise))
 
 
-def _bounded_by_its_coefficient(term: sympy.Expr) -> bool:
-    """Whether ``term``'s size is that of its coefficient, as in float noise: a power product of
-    symbols. A term with a function in it may be tiny by its coefficient and large by the function
-    (``7.8e-20*exp(14.6*x)``, part of a peak): it is never noise."""
-    return not term.atoms(sympy.Function)
+def _size_at(term: sympy.Expr, point: dict[sympy.Symbol, float]) -> float:
+    """``|term|`` with each variable at its value in ``point`` (by name; 1 where it has none), as a
+    float of any exponent (SymPy's): inf where it has no finite real value there, so that such a
+    term is never noise and no other term is noise beside it."""
+    values = {s: sympy.Float(point.get(sympy.Symbol(s.name), 1.0)) for s in term.free_symbols}
+    value = sympy.Abs(term.xreplace(values)).evalf(8)
+    return value if value.is_Float and value.is_finite else sympy.oo
 
 
 def _bottom_up(expr: sympy.Expr, rewrite) -> sympy.Expr:

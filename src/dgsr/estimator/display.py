@@ -70,7 +70,8 @@ def equations_table(entries: Sequence[FrontEntry], scaling: Scaling, best_index:
 
 
 def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions: Sequence[Expression],
-                  names: Sequence[str], deadline: float, signs: Sequence[int] | None = None) -> None:
+                  names: Sequence[str], deadline: float, signs: Sequence[int] | None = None,
+                  magnitudes: Sequence[Sequence[float]] | None = None) -> None:
     """Add ``rows`` of ``expressions`` (user units, variables ``x0..``) to ``done`` as SymPy in the
     column ``names``, simplified until ``deadline`` (a ``time.perf_counter()``), at most 1 s each.
 
@@ -85,24 +86,30 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept, the
     one simplified without signs on a tie: the same function on the training data's signs. Its
     floats that are simple fractions to float noise show exactly where that is no longer
-    (:func:`dgsr.core.simplify.exact_fractions`)."""
+    (:func:`dgsr.core.simplify.exact_fractions`).
+
+    ``magnitudes``: per column, typical magnitudes on the training rows
+    (:func:`dgsr.estimator.fit_front.column_magnitudes`), at which a term counts as float noise
+    (:func:`dgsr.core.simplify.without_float_noise`); without them every column counts as 1."""
     # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
     # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
     rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
     signed = _signed_symbols(signs)
     positive = frozenset(s for s, t in signed.items() if t.is_positive)
+    probes = [{f"x{i}": float(m[k]) for i, m in enumerate(magnitudes)} for k in range(len(magnitudes[0]))] \
+        if magnitudes else []
     for i in rows:
         if i in done:
             continue
         raw = expressions[i].to_sympy()
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
-        form = simplify(raw, timeout=cap) if cap > 0.05 else raw
+        form = simplify(raw, timeout=cap, probes=probes) if cap > 0.05 else raw
         candidates = [factors_into_roots(form)]
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         used = {s: t for s, t in signed.items() if s in raw.free_symbols}
         if used and cap > 0.05:
             plain = {t: s for s, t in used.items()}
-            with_signs = simplify(raw.xreplace(used), timeout=cap).xreplace(plain)
+            with_signs = simplify(raw.xreplace(used), timeout=cap, probes=probes).xreplace(plain)
             signed_forms = [with_signs]
             if len(used) == len(raw.free_symbols) and all(t.is_positive for t in used.values()):
                 # sqrt(a)*sqrt(b) as sqrt(a*b), log(b) - log(a) as log(b/a): a, b > 0 here
@@ -110,7 +117,7 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
             candidates += [c for f in signed_forms for c in (f, factors_into_roots(f, positive))]
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         if cap > 0.05:
-            candidates.append(multiplied_out(form, timeout=cap))
+            candidates.append(multiplied_out(form, timeout=cap, probes=probes))
         for candidate in map(whole_numbers, candidates + [half_angles(c) for c in candidates]):
             form = candidate if complexity(candidate) < complexity(form) else form
         exact = exact_fractions(form)
@@ -181,6 +188,6 @@ class FrontTableView:
         deadline = time.perf_counter() + getattr(self, "_simplify_seconds", 0.0)
         try:
             simplify_rows(done, rows, self.expressions_, self.selected_features_, deadline,
-                          getattr(self, "_column_signs", None))
+                          getattr(self, "_column_signs", None), getattr(self, "_column_magnitudes", None))
         finally:
             self._simplify_seconds = max(deadline - time.perf_counter(), 0.0)

@@ -13,6 +13,7 @@ on validation rows, by ``"cv"``'s check with the whole-search size limit
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dgsr.core.evaluate import as_columns, evaluate, weighted_mean, weighted_var
+from dgsr.core.evaluate import as_columns, evaluate, evenly_spaced, weighted_mean, weighted_var
 from dgsr.core.exponent_scaling import Scaling, is_constant_target
 from dgsr.core.expression import Expression
 from dgsr.core.pareto import non_dominated
@@ -81,6 +82,9 @@ class FitResult:
     #: Per searched column: 1 where every training value is positive, -1 negative, 0 otherwise
     #: (the signs the displayed formulas may assume).
     column_signs: tuple[int, ...] = ()
+    #: Per searched column: typical magnitudes in the user's units (:func:`column_magnitudes`), at
+    #: which the displayed formulas judge what is float noise.
+    column_magnitudes: tuple[tuple[float, ...], ...] = ()
 
     def predictions(self, X: np.ndarray, index: int) -> np.ndarray:
         """Entry ``index`` on the rows of ``X`` (all columns the fit saw, the user's units), in the
@@ -135,6 +139,7 @@ def fit_front(config: FitConfig, rows: SearchRows, names: Sequence[str], *,
         scaling=scaling, y_mean=y_mean, n_evaluations=round(ledger.evaluations), history=ledger.history,
         stop_reason=ledger.stop_reason, n_trials=ledger.n_trials, validation_loss=loss, size_limit=outcome.size_limit,
         interrupted=ledger.interrupted, units=config.search_units, column_signs=column_signs(X),
+        column_magnitudes=column_magnitudes(X, scaling.x_exponents),
         archive=(index, archive, rows.scaling) if config.warm_start and archive is not None else None)
 
 
@@ -144,6 +149,26 @@ def column_signs(X: np.ndarray) -> tuple[int, ...]:
         return (0,) * X.shape[1]
     # Column by column: a comparison of ten million rows at once would be a copy of the data's size.
     return tuple(int(bool(np.all(X[:, j] > 0))) - int(bool(np.all(X[:, j] < 0))) for j in range(X.shape[1]))
+
+
+#: Rows (evenly spaced) that :func:`column_magnitudes` reads: percentiles need no more.
+_MAGNITUDE_ROWS = 10_000
+
+
+def column_magnitudes(X: np.ndarray, x_exponents: Sequence[int]) -> tuple[tuple[float, ...], ...]:
+    """Per column of ``X`` (the search's units, ``x_exponents`` its powers of two): the 5th, 50th
+    and 95th percentiles of its nonzero finite magnitudes in the user's units (1.0 where it has
+    none)."""
+    rows = X[evenly_spaced(X.shape[0], _MAGNITUDE_ROWS)] if X.shape[0] > _MAGNITUDE_ROWS else X
+    out = []
+    for j, e in enumerate(x_exponents):
+        values = np.abs(rows[:, j])
+        values = values[np.isfinite(values) & (values > 0)]
+        if not len(values):
+            out.append((1.0, 1.0, 1.0))
+            continue
+        out.append(tuple(float(math.ldexp(float(q), int(e))) for q in np.percentile(values, [5, 50, 95])))
+    return tuple(out)
 
 
 def _constant_result(config: FitConfig, rows: SearchRows, y_mean: float) -> FitResult:

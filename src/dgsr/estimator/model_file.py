@@ -133,7 +133,8 @@ def _features(est: SymbolicRegressor) -> dict[str, Any]:
             "feature_names_in": None if names is None else [str(n) for n in names],
             "selected": [str(n) for n in est.selected_features_],
             "selected_index": [int(i) for i in est._feature_index],
-            "signs": [int(v) for v in getattr(est, "_column_signs", ())]}
+            "signs": [int(v) for v in getattr(est, "_column_signs", ())],
+            "magnitudes": [[float(v) for v in m] for m in getattr(est, "_column_magnitudes", ())]}
 
 
 def _fit_record(est: SymbolicRegressor) -> dict[str, Any]:
@@ -290,6 +291,10 @@ def _restore(cls: type, doc: dict[str, Any]) -> Any:
     # Files written before 0.20.0 have no signs: their rows not stored simplified assume none.
     est._column_signs = tuple(int(v) for v in features.get("signs", ())) \
         if len(features.get("signs", ())) == len(est._feature_index) else ()
+    # Files written before 0.25.0 have no magnitudes: their rows judge float noise with each column as 1.
+    magnitudes = features.get("magnitudes", [])
+    est._column_magnitudes = tuple(tuple(float(v) for v in m) for m in magnitudes) \
+        if len(magnitudes) == len(est._feature_index) else ()
     if not len(est._feature_index) == len(est.selected_features_) == len(scaling["x_exponents"]):
         raise ValueError("the selected columns, their positions and their scaling differ in number")
     if any(not 0 <= i < est.n_features_in_ for i in est._feature_index):

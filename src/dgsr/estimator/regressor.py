@@ -372,6 +372,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         self.stop_reason_, self.n_trials_ = result.stop_reason, result.n_trials
         self._archive, self._interrupted, self._y_mean = result.archive, result.interrupted, result.y_mean
         self._units, self._column_signs = result.units, result.column_signs
+        self._column_magnitudes = result.column_magnitudes
         self.validation_loss_, self.size_limit_ = result.validation_loss, result.size_limit
         self._scaling, self._front, self.best_index_ = result.scaling, result.entries, result.best_index
         self._validation_errors = None  # a field of 0.1.0's pickles, always None after fit
