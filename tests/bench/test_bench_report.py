@@ -102,3 +102,28 @@ def test_write_report(tmp_path):
     assert "timeout" in text
     for name in ("fig3_pareto.png", "fig4_curves.png", "summary.csv", "datasets.csv"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_the_report_lists_runs_whose_shown_formula_is_not_what_was_fitted(tmp_path):
+    rows = _rows()
+    rows[0].update(r2_shown=rows[0]["r2_test"], model="x0")  # shown as fitted
+    rows[2].update(r2_shown=0.0, model="0.45")  # a peak shown as its baseline
+    text = write_report(_write(tmp_path, rows)).read_text()
+    section = text.split("## Shown formula differs from the fit")[1]
+    assert "In 1 runs" in section and "| a | b2 | 0 | 0.600000 | 0.000000 | 0.45 |" in section
+    rows[2]["r2_shown"] = rows[2]["r2_test"]
+    assert "Shown formula differs" not in write_report(_write(tmp_path, rows)).read_text()
+
+
+def test_shown_r2_evaluates_the_shown_formula_on_the_test_rows():
+    import pandas as pd
+
+    from dgsr.bench.protocol import Split
+    from dgsr.bench.runner import shown_r2
+
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [0.5, 0.1, 0.2, 0.3]})
+    y = (3 * X["a"] + X["b"]).to_numpy()
+    split = Split(X_train=X, y_train=y, X_test=X, y_test=y)
+    assert shown_r2("3*a + b", split) == pytest.approx(1.0)
+    assert shown_r2("3*a", split) < 1.0
+    assert shown_r2("3*c", split) is None  # a name that is no column: not evaluated

@@ -84,6 +84,7 @@ def test_rows_appended_then_resumed(tmp_path, data_dir):
     by_name = {r["dataset"]: r for r in stored}
     lin = by_name["feynman_lin"]
     assert lin["r2_test"] == pytest.approx(1.0) and lin["solution"] is True
+    assert lin["r2_shown"] == pytest.approx(lin["r2_test"])  # the shown formula, evaluated on the test rows
     assert lin["size"] == 8  # [+, *, 2, a, *, 3, b, 1]
     assert lin["n_train"] == 7500 and lin["n_test"] == 2500
     assert by_name["feynman_clash"]["solution"] is False

@@ -270,6 +270,33 @@ def _settings(df: pd.DataFrame) -> list[str]:
     return lines
 
 
+#: Test R² of a shown formula further than this from its method's predictions: not what was fitted.
+SHOWN_R2_TOLERANCE = 1e-4
+
+
+def shown_differs(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose shown formula, evaluated on the test rows, misses the test R² of the method's own
+    predictions by more than :data:`SHOWN_R2_TOLERANCE` (rows written before the bench recorded
+    ``r2_shown``, or where the formula could not be evaluated, are not judged)."""
+    if "r2_shown" not in df:
+        return df.iloc[:0]
+    gap = (pd.to_numeric(df["r2_shown"], errors="coerce") - df["r2"]).abs()
+    return df[df["ok"] & (gap > SHOWN_R2_TOLERANCE)]
+
+
+def _shown_differs(df: pd.DataFrame) -> list[str]:
+    differs = shown_differs(df)
+    if not len(differs):
+        return []
+    return ["## Shown formula differs from the fit", "",
+            (f"In {len(differs)} runs the formula shown, evaluated on the test rows, does not give the test R² "
+             "of the method's own predictions: a defect of that method's display."), "",
+            *markdown_table(["method", "dataset", "seed", "test R²", "shown formula's R²", "formula"],
+                            [[r["method"], r["dataset"], str(r["seed"]), fmt_value(r["r2_test"], 6),
+                              fmt_value(r["r2_shown"], 6), str(r["model"]).replace("|", "\\|")[:120]]
+                             for _, r in differs.head(50).iterrows()]), ""]
+
+
 def write_report(results_dir: str | Path) -> Path:
     """Write ``report.md``, ``summary.csv``, ``datasets.csv``, ``fig3_pareto.png`` and
     ``fig4_curves.png`` (when some method records curves), and ``laws.csv`` for laws runs, into
@@ -322,6 +349,7 @@ def write_report(results_dir: str | Path) -> Path:
         lines += ["## Accuracy against size (Figure 3)", "", f"![Pareto plot]({fig3.name})", ""]
     if fig4 is not None:
         lines += ["## Accuracy against evaluations (Figure 4)", "", f"![Learning curves]({fig4.name})", ""]
+    lines += _shown_differs(df)
     failed = df[~df["ok"]]
     if len(failed):
         lines += ["## Failures", "", *markdown_table(

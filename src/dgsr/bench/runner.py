@@ -132,6 +132,19 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def shown_r2(model: Any, split: Any) -> float | None:
+    """Test R² of the formula a method shows (its ``model``), evaluated on the test rows: where it
+    differs from the R² of the method's own predictions, the formula is not what the method fitted
+    (a defect of its display). None where it cannot be evaluated there."""
+    from .law_metrics import model_predictions
+    from .protocol import r2_score
+
+    try:
+        return _finite(r2_score(split.y_test, model_predictions(model, split.X_test)))
+    except Exception:  # noqa: BLE001  (a formula SymPy or numpy cannot evaluate: no figure, not a crash)
+        return None
+
+
 def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
     """Run one spec in this process and return its row; ``send(row)`` also gets the row before the
     (slow, capped) SymPy post-processing, so a kill during it still keeps the accuracy."""
@@ -170,6 +183,8 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
     )
     if send is not None:
         send(dict(row))
+    if result.model is not None:
+        row["r2_shown"] = shown_r2(result.model, split)
     try:
         if result.model is not None:
             row["size"] = model_size(result.model, SIZE_CAP_S)
