@@ -135,3 +135,17 @@ def test_a_term_large_on_the_data_is_not_taken_for_float_noise():
     assert done[0].free_symbols == {t, lam}
     value = 4.493454123053713e-12 * (5000.0 * (np.sqrt(5e-3) - 0.03943441011594011) / 1e-12) ** 2 - 411375678462.6237
     assert abs(float(done[0].subs({t: 5000.0, lam: 1e-6})) - value) < 1e-9 * abs(value)
+
+
+def test_a_rewriting_that_changes_the_function_is_never_shown(monkeypatch):
+    # Whatever a rewriting gets wrong (here one that returns the baseline alone), the table shows
+    # a form that takes the fitted function's values at the columns' typical values.
+    monkeypatch.setattr(display, "multiplied_out", lambda form, timeout, probes=(): sympy.Float(0.45))
+    text, typical = "0.45 + 3.4*exp(-1.17647058823*sq(x0 - 6.2))", [(1.0, 5.5, 9.5)]
+    done: dict = {}
+    simplify_rows(done, [0], [parse(text, ["x0"])], ["a"], time.perf_counter() + 10, (1,), typical)
+    assert done[0].free_symbols == {A}
+    assert abs(float(done[0].subs(A, 5.5)) - (0.45 + 3.4 * np.exp(-1.17647058823 * 0.7**2))) < 1e-9
+    done = {}  # without the columns' magnitudes (a model file of 0.24.0) nothing can be checked
+    simplify_rows(done, [0], [parse(text, ["x0"])], ["a"], time.perf_counter() + 10, (1,))
+    assert done[0] == sympy.Float(0.45)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import sympy
 from sklearn.utils.validation import check_is_fitted
@@ -98,6 +99,8 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     positive = frozenset(s for s, t in signed.items() if t.is_positive)
     probes = [{f"x{i}": float(m[k]) for i, m in enumerate(magnitudes)} for k in range(len(magnitudes[0]))] \
         if magnitudes else []
+    points = [{sympy.Symbol(name): sympy.Float(-v if signs and signs[int(name[1:])] < 0 else v)
+               for name, v in probe.items()} for probe in probes]
     for i in rows:
         if i in done:
             continue
@@ -118,10 +121,40 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         if cap > 0.05:
             candidates.append(multiplied_out(form, timeout=cap, probes=probes))
-        for candidate in map(whole_numbers, candidates + [half_angles(c) for c in candidates]):
-            form = candidate if complexity(candidate) < complexity(form) else form
+        forms = [form, *map(whole_numbers, candidates + [half_angles(c) for c in candidates])]
+        # the smallest (the first on a tie) that is still the fitted function on the data
+        form = next((f for f in sorted(forms, key=complexity) if _agrees(raw, f, points)), raw)
         exact = exact_fractions(form)
         done[i] = (exact if complexity(exact) <= complexity(form) else form).xreplace(rename)
+
+
+def _agrees(raw: sympy.Expr, form: sympy.Expr, points: list[dict[sympy.Symbol, sympy.Float]]) -> bool:
+    """Whether ``form`` takes ``raw``'s values at ``points`` (typical values of the columns), to
+    1e-6 of ``raw``'s largest there: whatever a rewriting did, the form shown is the function fitted."""
+    if not points or form == raw:
+        return True
+    pairs = []
+    for point in points:
+        expected = _value_at(raw, point)
+        if expected is None:  # outside the fitted function's domain: nothing to compare
+            continue
+        shown = _value_at(form, point)
+        if shown is None:
+            return False
+        pairs.append((expected, shown))
+    scale = max((abs(e) for e, _ in pairs), default=0.0)
+    return all(abs(e - s) <= 1e-6 * scale for e, s in pairs)
+
+
+def _value_at(expr: sympy.Expr, point: dict[sympy.Symbol, sympy.Float]) -> float | None:
+    """``expr``'s real value at ``point`` (its variables by name), or None where it has none."""
+    values = {s: point.get(sympy.Symbol(s.name), sympy.Float(1.0)) for s in expr.free_symbols}
+    try:
+        value = complex(expr.xreplace(values).evalf(30))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    finite = np.isfinite(value.real) and abs(value.imag) <= 1e-12 * max(abs(value.real), 1e-300)
+    return float(value.real) if finite else None
 
 
 def _signed_symbols(signs: Sequence[int] | None) -> dict[sympy.Symbol, sympy.Symbol]:
