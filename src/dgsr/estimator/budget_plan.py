@@ -2,7 +2,7 @@
 
 The search gets the budget less what is kept back for the steps after it:
 
-- the polish (refitting the front's constants on all rows): 2% of the evaluations, and 5% of
+- the polish (refitting the front's constants on all rows): 5% of the evaluations and of
   the time (at most 5 s);
 - with more than :data:`~dgsr.estimator.large_data.REFIT_ROWS` rows (batching), the scoring of
   every front entry on all rows after the polish: ``scoring_seconds``, as timed on this machine
@@ -28,7 +28,7 @@ from dgsr.estimator.search_cv import SEARCH_CV_SHARE
 
 # Share of the budget kept back from the search for refitting the front's constants on all rows.
 _POLISH_TIME_SHARE, _POLISH_TIME_MAX = 0.05, 5.0
-_POLISH_EVAL_SHARE = 0.02
+_POLISH_EVAL_SHARE = 0.05
 #: The largest share of ``max_time`` kept for scoring the front on all rows.
 _SCORING_TIME_SHARE_MAX = 0.2
 #: Evaluations kept back for the ``"cv"`` check where it runs: at most this many, and at most this
