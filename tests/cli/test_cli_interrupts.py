@@ -68,7 +68,7 @@ def test_ctrl_c_during_simplification_still_writes_the_outputs(tmp_path, table, 
 def test_ctrl_c_during_polishing_still_writes_the_outputs(tmp_path, table, capsys, monkeypatch, shape):
     monkeypatch.setattr(polish, "fit_constants", _interrupting(shape))
     calls = []
-    monkeypatch.setattr(display, "simplify", lambda e, timeout: calls.append(e) or e)
+    monkeypatch.setattr(display, "simplify", lambda e, timeout, probes=(): calls.append(e) or e)
     err = _fit_and_check(table, tmp_path / "run", capsys)
     assert "during constant polishing" in err
     assert not calls  # the rest of the fit skipped simplification

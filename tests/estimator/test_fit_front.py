@@ -85,8 +85,8 @@ def test_every_carve_out_of_the_budget_is_in_one_plan():
     config = FitConfig(max_time=100.0, max_evaluations=10_000, model_selection="cv")
     plan = plan_budget(config, 40, start=0.0)
     assert plan.cv_evaluations == 400.0  # the "cv" check: at most 400
-    assert plan.fold_evaluations == pytest.approx(0.5 * (9800 - 400))  # half of what the search would have had
-    searchable = 10_000 * (1.0 - 0.02) - 400.0  # all but the polish's 2% and the check's 400
+    assert plan.fold_evaluations == pytest.approx(0.5 * (9500 - 400))  # half of what the search would have had
+    searchable = 10_000 * (1.0 - 0.05) - 400.0  # all but the polish's 5% and the check's 400
     assert plan.search_evaluation_limit() == int(searchable - plan.fold_evaluations)
     assert plan.search_evaluation_limit(spent=3000.0) == int(searchable - 3000.0)  # a continuation gets the folds' share
     assert plan.polish_reserve(continued=False) == 400.0 + plan.fold_evaluations
@@ -94,7 +94,7 @@ def test_every_carve_out_of_the_budget_is_in_one_plan():
     assert plan.search_time_share == 0.5 and plan.fold_deadline == pytest.approx(97.0)
     big = plan_budget(config, 5000, start=0.0)  # above cv_max_rows: no check, no fold searches
     assert big.cv_evaluations == big.fold_evaluations == 0.0 and big.search_time_share == 1.0
-    assert big.search_evaluation_limit() == int(10_000 * (1.0 - 0.02))
+    assert big.search_evaluation_limit() == int(10_000 * (1.0 - 0.05))
 
 
 def _parameters(tree: ast.AST):

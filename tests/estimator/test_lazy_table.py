@@ -34,9 +34,9 @@ def simplify_calls(monkeypatch) -> list:
     calls = []
     real = display.simplify
 
-    def counting(expr, timeout):
+    def counting(expr, timeout, probes=()):
         calls.append(expr)
-        return real(expr, timeout=timeout)
+        return real(expr, timeout=timeout, probes=probes)
 
     monkeypatch.setattr(display, "simplify", counting)
     return calls

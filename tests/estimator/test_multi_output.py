@@ -72,8 +72,9 @@ def test_predict_has_one_column_per_target_and_attributes_are_lists(fitted):
     assert all(o.max_evaluations == EVALS // 2 for o in est.estimators_)
     assert sum(est.n_evaluations_) <= EVALS * 1.05
     # one row of each front (index per output) and the first row of both
-    first = est.predict(X, index=[0, 0])
-    assert first.shape == (len(X), 2) and np.allclose(first, Y.mean().to_numpy()[None, :])
+    first = est.predict(X, index=[0, 0])  # each front's constant (snapped where the rows allow)
+    assert first.shape == (len(X), 2) and np.all(np.ptp(first, axis=0) == 0)
+    assert np.all(np.abs(first[0] - Y.mean().to_numpy()) < 0.2 * Y.std().to_numpy())
 
 
 def test_score_is_scikit_learns_uniform_average_of_r2(fitted):
