@@ -14,11 +14,11 @@ import sympy
 
 from dgsr.runtime.time_cap import can_cap, run_capped
 
-#: A term of a sum whose float coefficient is below this share of the sum's largest coefficient is
+#: A term of a sum below this share of the sum's largest term (at the data's typical values) is
 #: the rounding of float arithmetic, not a term of the model (``8.2*s - 1.4e-14*i``).
 _FLOAT_NOISE = 1e-12
 #: Values of the variables (by symbol name) at which the size of a sum's terms is judged: typical
-#: values of the data's columns (:func:`dgsr.estimator.fit_front.column_probes`). A variable not
+#: values of the data's columns (:func:`dgsr.estimator.fit_front.column_magnitudes`). A variable not
 #: named counts as 1.
 Probes = Sequence[Mapping[str, float]]
 
@@ -49,8 +49,8 @@ def named_constants_as_floats(expr: sympy.Expr) -> sympy.Expr:
 
 def multiplied_out(expr: sympy.Expr, timeout: float = 1.0, probes: Probes = ()) -> sympy.Expr:
     """``expr`` as one fraction with its numerator and denominator multiplied out, where that
-    leaves terms of float noise to drop (:func:`without_float_noise` at ``probes``) and the result is smaller
-    than ``expr`` with its multiples of pi as floats; else ``expr`` (also past ``timeout``
+    leaves terms of float noise to drop (:func:`without_float_noise` at ``probes``) and the result
+    is smaller than ``expr`` with its multiples of pi as floats; else ``expr`` (also past ``timeout``
     seconds, or where SymPy fails). A search can reach a law through a detour whose constants
     cancel only to float noise (``H + 0.01326*(3*H - 4*pi)**2 - 2.094`` is ``0.1194*H**2``),
     which SymPy's simplification keeps. Where nothing cancels the form stays: multiplied out,
@@ -259,7 +259,7 @@ def _without_noise_terms(node: sympy.Expr, points: list[dict[sympy.Symbol, float
     return sympy.Add(*(term for k, term in enumerate(node.args) if k not in noise))
 
 
-def _size_at(term: sympy.Expr, point: dict[sympy.Symbol, float]) -> float:
+def _size_at(term: sympy.Expr, point: dict[sympy.Symbol, float]) -> sympy.Expr:
     """``|term|`` with each variable at its value in ``point`` (by name; 1 where it has none), as a
     float of any exponent (SymPy's): inf where it has no finite real value there, so that such a
     term is never noise and no other term is noise beside it."""

@@ -84,14 +84,16 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     (:func:`dgsr.core.simplify.factors_into_roots`), and with ``c - c*cos(w)`` as
     ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`); the simplified form is also tried
     multiplied out, where constants cancel to float noise
-    (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept, the
-    one simplified without signs on a tie: the same function on the training data's signs. Its
+    (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept, the one simplified
+    without signs on a tie (the same function on the training data's signs), among those that
+    take the fitted expression's values at the columns' typical values (else the expression). Its
     floats that are simple fractions to float noise show exactly where that is no longer
     (:func:`dgsr.core.simplify.exact_fractions`).
 
     ``magnitudes``: per column, typical magnitudes on the training rows
     (:func:`dgsr.estimator.fit_front.column_magnitudes`), at which a term counts as float noise
-    (:func:`dgsr.core.simplify.without_float_noise`); without them every column counts as 1."""
+    (:func:`dgsr.core.simplify.without_float_noise`) and the forms are checked (with the
+    columns' signs); without them every column counts as 1 and no form is checked."""
     # SymPy works on x0, x1, ... and the user's names come in last, so a column called E, I or
     # "a b" is only ever a Symbol's name, and simplification does not depend on the names.
     rename = {sympy.Symbol(f"x{i}"): sympy.Symbol(str(n)) for i, n in enumerate(names)}
