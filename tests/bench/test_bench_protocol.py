@@ -120,8 +120,11 @@ def test_dgsr_adapter_passes_budget_and_variant(monkeypatch):
             seen.update(kwargs)
 
         def fit(self, X, y):
+            from dgsr.core.parser import parse
+
             self.n_evaluations_ = 42.0
             self.history_ = [{"evaluations": 10, "time": 0.1, "best_r2": 0.5}]
+            self.expression_, self.selected_features_ = parse("x0"), ["a"]
             return self
 
         def predict(self, X):
@@ -139,6 +142,7 @@ def test_dgsr_adapter_passes_budget_and_variant(monkeypatch):
     assert seen == {"max_time": 3.0, "max_evaluations": 1000, "random_state": 7, "verbose": False,
                     "policy": "random", "constant_fitting": "best", "n_samples": 8}
     assert result.n_evaluations == 42.0 and result.curve == [(10.0, 0.5)] and str(result.model) == "a"
+    assert str(result.fitted_model) == "a"  # the selected expression, in the column names
 
 
 def test_expression_r2_falls_back_where_the_expression_is_not_finite():
@@ -160,3 +164,18 @@ def test_variant_names_for_the_inner_constant_search():
     assert dgsr_options("dgsr-param-inner3") == {"parametric_operands": True, "inner_fit_steps": 3}
     assert dgsr_options("dgsr-semantic-inner0-k8") == {"policy": "semantic", "inner_fit_steps": 0, "n_samples": 8}
     assert dgsr_options("dgsr-innerx") is None
+
+
+@pytest.mark.timeout(120)
+def test_the_dgsr_adapters_fitted_model_is_what_it_predicts(monkeypatch):
+    from dgsr.bench.methods import RunBudget
+
+    monkeypatch.setattr("dgsr.bench.methods.limit_threads", lambda: None)
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"m": rng.uniform(1, 5, 200), "v": rng.uniform(1, 2, 200), "c": rng.uniform(3, 10, 200)})
+    y = X["m"].to_numpy() * X["c"].to_numpy() ** 2 / np.sqrt(1 - (X["v"] / X["c"]).to_numpy() ** 2)
+    split = make_split(X, y, 0)
+    result = get_method("dgsr").fn(split, RunBudget(time=60.0, evaluations=1500, seed=0))
+    f = sympy.lambdify([sympy.Symbol(n) for n in X.columns], result.fitted_model, "numpy")
+    values = np.broadcast_to(f(*split.X_test.to_numpy().T), result.predictions.shape)
+    np.testing.assert_allclose(values, result.predictions, rtol=1e-6, atol=1e-9)

@@ -32,6 +32,21 @@ def fake_least_squares(split, budget):
     return MethodResult(pred, model, n_evaluations=1.0, curve=[(1.0, 0.5), (10.0, 0.9)])
 
 
+def fake_rewritten(split, budget):
+    """Least squares, shown as SymPy cannot prove it: ``b*x**2/sqrt(x**2)`` is ``b*x`` only where
+    ``x > 0``; the fitted form is the plain one."""
+    fitted = fake_least_squares(split, budget)
+    x = sympy.Symbol("x3")
+    shown = fitted.model.subs(x, x**2 / sympy.sqrt(x**2))
+    return MethodResult(fitted.predictions, shown, fitted_model=fitted.model)
+
+
+def fake_rewritten_alone(split, budget):
+    """The same shown form, without the fitted one."""
+    result = fake_rewritten(split, budget)
+    return MethodResult(result.predictions, result.model)
+
+
 def fake_raise(split, budget):
     raise ValueError("boom")
 
@@ -62,7 +77,8 @@ def fake_slow_post(split, budget):
     return MethodResult(np.full(len(split.X_test), float(np.mean(split.y_train))), _SlowToSimplify())
 
 
-for _name, _fn in [("fake-ok", fake_least_squares), ("fake-raise", fake_raise), ("fake-hang", fake_hang),
+for _name, _fn in [("fake-ok", fake_least_squares), ("fake-rewritten", fake_rewritten),
+                   ("fake-rewritten-alone", fake_rewritten_alone), ("fake-raise", fake_raise), ("fake-hang", fake_hang),
                    ("fake-crash", fake_crash), ("fake-nan", fake_nan), ("fake-slow-post", fake_slow_post)]:
     register_method(_name, _fn)
 
@@ -163,3 +179,21 @@ def test_cli_classic_suite_checks_solutions_and_reports_them(tmp_path, data_dir)
     assert rows["nguyen_8"]["solution"] is False
     report = (out / "report.md").read_text()
     assert "## Classic GP laws" in report and "| fake-ok | 50.0 |" in report
+
+
+@pytest.mark.timeout(90)
+def test_a_shown_form_sympy_cannot_prove_is_checked_as_fitted(tmp_path, data_dir):
+    out = tmp_path / "rewritten"
+    code = main(["--data", str(data_dir), "--suite", "classic", "--datasets", "korns_1",
+                 "--methods", "fake-ok,fake-rewritten,fake-rewritten-alone", "--time", "1", "--seeds", "1",
+                 "--out", str(out), "--quiet"])
+    assert code == 0
+    rows = {r["method"]: r for r in read_rows(out / RESULTS_FILE)}
+    assert "sqrt" in rows["fake-rewritten"]["model"]  # the shown form is the rewritten one
+    assert rows["fake-rewritten"]["solution"] is True and rows["fake-rewritten"]["solution_form"] == "fitted"
+    assert rows["fake-rewritten-alone"]["solution"] is False
+    assert rows["fake-ok"]["solution"] is True and rows["fake-ok"]["solution_form"] == "shown"
+    report = (out / "report.md").read_text()
+    section = report.split("## Exact on the fitted form")[1]
+    assert "fake-rewritten: 1" in section and "| fake-rewritten | korns_1 |" in section
+    assert "fake-ok" not in section

@@ -36,13 +36,16 @@ class RunBudget:
 
 @dataclass
 class MethodResult:
-    """What an adapter hands back. predictions: [N_test]; model: SymPy expression in the column names."""
+    """What an adapter hands back. predictions: [N_test]; model: SymPy expression in the column names;
+    fitted_model: the same model as the method evaluates it, where ``model`` is a rewriting of it
+    (dgsr shows its formula simplified under the training columns' signs)."""
 
     predictions: np.ndarray
     model: Any = None
     n_evaluations: float | None = None
     curve: list[tuple[float, float]] | None = None  # (evaluations, best train R²), for Figure 4
     info: dict[str, Any] = field(default_factory=dict)
+    fitted_model: Any = None
 
 
 MethodFn = Callable[[Split, RunBudget], MethodResult]
@@ -194,6 +197,7 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
             model=est.sympy(),
             n_evaluations=float(getattr(est, "n_evaluations_", np.nan)),
             curve=_history_curve(getattr(est, "history_", None)),
+            fitted_model=est.expression_.to_sympy(est.selected_features_),
         )
 
     return run

@@ -145,6 +145,19 @@ def shown_r2(model: Any, split: Any) -> float | None:
         return None
 
 
+def _solution(result, truth, check) -> tuple[bool, str | None]:
+    """Whether the model is the truth by SRBench's check, and the form that passed: ``"shown"``,
+    or ``"fitted"`` where only the model as the method evaluates it does (a display that
+    simplified under the data's signs, ``c**3*m/sqrt(c**2 - v**2)`` for
+    ``m*c**2/sqrt(1 - v**2/c**2)``, is the same function on the data but not for SymPy)."""
+    if check(result.model, truth, SOLUTION_CAP_S):
+        return True, "shown"
+    fitted = getattr(result, "fitted_model", None)
+    if fitted is not None and str(fitted) != str(result.model) and check(fitted, truth, SOLUTION_CAP_S):
+        return True, "fitted"
+    return False, None
+
+
 def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
     """Run one spec in this process and return its row; ``send(row)`` also gets the row before the
     (slow, capped) SymPy post-processing, so a kill during it still keeps the accuracy."""
@@ -193,7 +206,7 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
             gate = row["r2_test"] is not None and row["r2_test"] > SOLUTION_R2_GATE
             if result.model is not None and gate:
                 truth = parse_formula(problem.formula, problem.variables)
-                row["solution"] = is_symbolic_solution(result.model, truth, SOLUTION_CAP_S)
+                row["solution"], row["solution_form"] = _solution(result, truth, is_symbolic_solution)
         if law is not None:
             from .law_metrics import law_fields
 
