@@ -45,6 +45,7 @@ from dgsr.policies.semantic.power_law import (
     target_monomials,
 )
 from dgsr.policies.semantic.relevance import relevance
+from dgsr.policies.semantic.single_index import index_monomials
 from dgsr.policies.semantic.target_chains import ChainMemo, expansion_chains
 from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
@@ -162,6 +163,9 @@ class SemanticPolicy:
     ratio_chains:
         Without units, chains also over ratios and products of the variables most related to ``y``.
         Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-29-ratio-chains.md).
+    index_chains:
+        Chains also over the monomial that ``y`` is a curve of, times a product of powers
+        (:mod:`~dgsr.policies.semantic.single_index`): ``exp(-m*g*x/(kb*T))`` without units.
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
@@ -181,7 +185,7 @@ class SemanticPolicy:
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
-                 ratio_chains: bool = False, target_chains: bool = False):
+                 ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = False):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -189,7 +193,7 @@ class SemanticPolicy:
         self.parametric_operands, self.additive_roots, self.power_laws = parametric_operands, additive_roots, power_laws
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
-        self.target_chains = target_chains
+        self.target_chains, self.index_chains = target_chains, index_chains
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -206,6 +210,11 @@ class SemanticPolicy:
         y_rows = y[rows]
         power_laws = getattr(self, "power_laws", False)  # policies pickled before 0.6 lack the attribute
         monomials: list[Expression] = []
+        arguments = tuple(self.unit_groups)
+        if getattr(self, "index_chains", False):  # policies pickled before 0.26.0 lack the attribute
+            spread = evenly_spaced(n, _POWER_LAW_ROWS)
+            found = index_monomials(as_columns(X[spread]), y[spread])
+            arguments += tuple(m for m in found if all(m.key() != a.key() for a in arguments))
         if power_laws:
             # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
             # that is not a power is noise in log space), without drawing from rng.
@@ -223,7 +232,7 @@ class SemanticPolicy:
                                 max_chains=getattr(self, "inner_chains", 0),
                                 pair_forms=getattr(self, "pair_operands", True),
                                 chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands,
-                                chain_arguments=self.unit_groups, ratio_chains=getattr(self, "ratio_chains", False))
+                                chain_arguments=arguments, ratio_chains=getattr(self, "ratio_chains", False))
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()

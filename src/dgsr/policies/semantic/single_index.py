@@ -1,0 +1,155 @@
+"""The monomial that ``y`` depends on through one curve: a single-index direction in log space.
+
+Many laws take a product of powers of several variables inside one nonlinear part:
+``exp(-m*g*x/(kb*T))``, ``1/(exp(h*omega/(kb*T)) - 1)``. The chains ``op(a*u + b)`` of
+:mod:`~dgsr.policies.semantic.parametric_forms` fit such a part whole once ``u`` is that product,
+but they take single variables, and the monomial's exponents are not the power law of ``y``
+itself. Here ``y`` is modelled as ``g(sum_i e_i*log|x_i|)`` with ``g`` a cubic spline (projection
+pursuit with one ridge function): the direction starts from the least-squares fit of ``y``'s
+normal scores on the logarithms (proportional to the direction for a monotone ``g`` under
+Li and Duan's condition) and is refined by Gauss-Newton. Its exponents are then scaled to the
+nearest half-integers, and the monomial is kept only where the curve through it explains ``y``
+at least as well as the curve through any one of its variables (else the chains over the
+variables already hold it). Nothing here names a law.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dgsr.core.expression import Expression
+from dgsr.policies.semantic.power_law import MAX_EXPONENT, log_design, monomial
+from dgsr.policies.semantic.relevance import relevance
+
+#: Interior knots of the ridge spline (at these quantiles of the index).
+_KNOTS = (0.1, 0.3, 0.5, 0.7, 0.9)
+_STEPS = 12  # Gauss-Newton steps on the direction
+_MAX_VARIABLES = 8  # the variables most related to y that the direction is fitted over
+_MIN_ROWS = 30
+_CLOSE = 0.01  # relative rounding errors this close count as a tie
+
+
+def _basis(z: np.ndarray, knots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Truncated-power cubic spline basis at ``z`` without its constant and linear terms (the
+    linear part holds them), and its derivative in ``z``."""
+    over = np.maximum(z[:, None] - knots[None, :], 0.0)
+    basis = np.column_stack([z * z, z ** 3, over ** 3])
+    slope = np.column_stack([2 * z, 3 * z * z, 3 * over ** 2])
+    return basis, slope
+
+
+def ridge_fit(z: np.ndarray, linear: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Least squares of ``y`` on ``linear`` (``[n_rows, k]``, with an intercept column) plus a
+    cubic spline of the index ``z``: the residual sum of squares, the residuals, and the slope
+    of the fitted model along ``z`` (the spline's, plus the linear part's, per unit of ``z``)."""
+    scale = float(np.std(z))
+    if not math.isfinite(scale) or scale <= 0:
+        coef = np.linalg.lstsq(linear, y, rcond=None)[0]
+        r = y - linear @ coef
+        return float(r @ r), r, np.zeros_like(y)
+    u = (z - np.mean(z)) / scale
+    basis, slope = _basis(u, np.quantile(u, _KNOTS))
+    design = np.column_stack([linear, basis])
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    r = y - design @ coef
+    return float(r @ r), r, (slope @ coef[linear.shape[1]:]) / scale
+
+
+def _hessian_direction(logs: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """The leading eigenvector of the quadratic part of ``y``'s least-squares quadratic in
+    ``logs`` (principal Hessian directions): a single index's curvature lies along it alone."""
+    n, k = logs.shape
+    pairs = [(i, j) for i in range(k) for j in range(i, k)]
+    design = np.column_stack([np.ones(n), logs, *[logs[:, i] * logs[:, j] for i, j in pairs]])
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    hessian = np.zeros((k, k))
+    for (i, j), c in zip(pairs, coef[1 + k:]):
+        hessian[i, j] += c if i != j else 2 * c
+        hessian[j, i] = hessian[i, j]
+    if not np.all(np.isfinite(hessian)) or not np.any(hessian):
+        return None
+    values, vectors = np.linalg.eigh(hessian)
+    return vectors[:, int(np.argmax(np.abs(values)))]
+
+
+def index_direction(logs: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """Unit direction ``e`` (in the columns of ``logs`` ``[n_rows, k]``, centred) for which ``y``
+    is best a linear function of ``logs`` plus a spline of ``logs @ e``; None where the data
+    cannot say."""
+    e = _hessian_direction(logs, y)
+    if e is None:
+        return None
+    linear = np.column_stack([np.ones(len(y)), logs])
+    rss, residual, slope = ridge_fit(logs @ e, linear, y)
+    for _ in range(_STEPS):
+        jacobian = np.column_stack([linear, slope[:, None] * logs])
+        step = np.linalg.lstsq(jacobian, residual, rcond=None)[0][linear.shape[1]:]
+        if not np.all(np.isfinite(step)):
+            break
+        improved = False
+        for scale in (1.0, 0.5, 0.25):
+            trial = e + scale * step
+            trial /= np.linalg.norm(trial)
+            trial_rss, trial_residual, trial_slope = ridge_fit(logs @ trial, linear, y)
+            if trial_rss < rss:
+                e, rss, residual, slope, improved = trial, trial_rss, trial_residual, trial_slope, True
+                break
+        if not improved:
+            break
+    return e
+
+
+def half_integer_exponents(direction: np.ndarray) -> np.ndarray:
+    """``direction`` scaled so that its exponents lie closest to half-integers (each exponent in
+    turn set to 1/2, 1 and 2, the largest kept within :data:`MAX_EXPONENT`; among scalings as
+    close, the one with the fewest halves), then rounded; exponents below a tenth of the
+    largest drop to 0."""
+    d = np.where(np.abs(direction) >= 0.1 * np.max(np.abs(direction)), direction, 0.0)
+    scored = []
+    for j in np.flatnonzero(d).tolist():
+        for target in (1.0, 2.0, 0.5):
+            scaled = d * (target / abs(d[j]))
+            if np.max(np.abs(scaled)) > MAX_EXPONENT:
+                continue
+            rounded = np.round(2 * scaled) / 2
+            error = float(np.sum((scaled - rounded) ** 2) / np.sum(scaled ** 2))
+            scored.append((error, int(np.count_nonzero(rounded != np.round(rounded))), rounded))
+    if not scored:
+        return np.zeros_like(d)
+    best = min(error for error, _, _ in scored)
+    return min((s for s in scored if s[0] <= best + _CLOSE), key=lambda s: s[1])[2]
+
+
+def index_monomials(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
+    """The monomial of at least two variables (and its inverse) that ``y`` (``columns`` ``[n_features, n_rows]``) is
+    best a curve of, times a product of powers, read in log space where ``y`` keeps one sign,
+    when that curve explains ``y`` at least as well as the curve of any one of its variables;
+    [] otherwise (too few rows, fewer than two one-signed variables)."""
+    y = np.asarray(y, dtype=np.float64)
+    usable, design = log_design(columns)
+    if design is None or len(usable) < 2 or len(y) < _MIN_ROWS or not np.all(np.isfinite(y)) or np.ptp(y) <= 0:
+        return []
+    kept = np.argsort(-relevance(columns[usable], y), kind="stable")[:_MAX_VARIABLES]
+    logs = design[:, kept]
+    logs = logs - logs.mean(axis=0)
+    scale = logs.std(axis=0)
+    with np.errstate(all="ignore"):
+        target = np.log(np.abs(y)) if np.all(y > 0) or np.all(y < 0) else y
+        target = (target - np.mean(target)) / np.std(target)
+        direction = index_direction(logs / scale, target)
+        if direction is None:
+            return []
+        exponents = half_integer_exponents(direction / scale)
+        if np.count_nonzero(exponents) < 2:
+            return []
+        linear = np.column_stack([np.ones(len(y)), logs])
+        rss = ridge_fit(logs @ exponents, linear, target)[0]
+        alone = min(ridge_fit(logs[:, j], linear, target)[0] for j in np.flatnonzero(exponents).tolist())
+    if not math.isfinite(rss) or rss > alone:
+        return []
+    # The index's orientation is the data's to choose: both the monomial and its inverse.
+    operands = [monomial({usable[int(kept[j])]: sign * float(exponents[j]) for j in np.flatnonzero(exponents).tolist()})
+                for sign in (1.0, -1.0)]
+    return [o for o in operands if o is not None]
