@@ -213,7 +213,11 @@ class SemanticPolicy:
         arguments = tuple(self.unit_groups)
         if getattr(self, "index_chains", False):  # policies pickled before 0.26.0 lack the attribute
             spread = evenly_spaced(n, _POWER_LAW_ROWS)
-            found = index_monomials(as_columns(X[spread]), y[spread])
+            index_columns, index_y = as_columns(X[spread]), y[spread]
+            memo = self._fit_memo("_index_fits").for_rows(index_columns, index_y)  # one fit per search, not per trial
+            if "index" not in memo.fits:
+                memo.fits["index"] = index_monomials(index_columns, index_y)
+            found = memo.fits["index"]
             arguments += tuple(m for m in found if all(m.key() != a.key() for a in arguments))
         if power_laws:
             # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
@@ -242,18 +246,20 @@ class SemanticPolicy:
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design,
                                positive_variables=positive, chain_variables=chain_variables)
 
-    def _fit_memo(self) -> FitMemo:
-        """The parametric fits kept across this policy's trials (:class:`FitMemo`: the same
-        operands with or without it, computed once per set of fit rows)."""
-        memo = self.__dict__.get("_parametric_fits")
+    def _fit_memo(self, name: str = "_parametric_fits") -> FitMemo:
+        """The parametric fits (or, by ``name``, the single-index monomials) kept across this
+        policy's trials (:class:`FitMemo`: the same operands with or without it, computed once
+        per set of fit rows)."""
+        memo = self.__dict__.get(name)
         if memo is None:
-            memo = self.__dict__["_parametric_fits"] = FitMemo()
+            memo = self.__dict__[name] = FitMemo()
         return memo
 
     def __getstate__(self) -> dict:
         # The memo is a cache of one dataset's fits: a pickled policy does not carry it.
         state = dict(self.__dict__)
         state.pop("_parametric_fits", None)
+        state.pop("_index_fits", None)
         return state
 
     def propose(self, context: SemanticContext, expression: Expression, k: int,

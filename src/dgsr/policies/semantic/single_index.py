@@ -8,9 +8,11 @@ itself. Here ``y`` is modelled as ``g(sum_i e_i*log|x_i|)`` with ``g`` a cubic s
 pursuit with one ridge function): the direction starts from the least-squares fit of ``y``'s
 normal scores on the logarithms (proportional to the direction for a monotone ``g`` under
 Li and Duan's condition) and is refined by Gauss-Newton. Its exponents are then scaled to the
-nearest half-integers, and the monomial is kept only where the curve through it explains ``y``
-at least as well as the curve through any one of its variables (else the chains over the
-variables already hold it). Nothing here names a law.
+nearest half-integers, and the monomial is kept only where the curve through it, fitted on half
+the rows, explains the other half better than the curve through any one of its variables (else
+the chains over the variables already hold it), than a sum of curves of each (an additive law
+is no single index) and than no curve at all. Nothing here names a
+law.
 """
 
 from __future__ import annotations
@@ -55,6 +57,25 @@ def ridge_fit(z: np.ndarray, linear: np.ndarray, y: np.ndarray) -> tuple[float, 
     coef = np.linalg.lstsq(design, y, rcond=None)[0]
     r = y - design @ coef
     return float(r @ r), r, (slope @ coef[linear.shape[1]:]) / scale
+
+
+def held_out_rss(indices: np.ndarray, linear: np.ndarray, y: np.ndarray) -> float:
+    """Residual sum of squares on the odd rows of ``y``'s linear part plus a spline of each
+    column of ``indices`` (``[n_rows, m]``, m >= 0), fitted on the even rows: a curve through a
+    direction fitted to all the rows wins there only where the data has one."""
+    fit, test = np.arange(0, len(y), 2), np.arange(1, len(y), 2)
+    parts_fit, parts_test = [linear[fit]], [linear[test]]
+    for z in indices.T:
+        centre, scale = float(np.mean(z[fit])), float(np.std(z[fit]))
+        if not math.isfinite(scale) or scale <= 0:
+            return math.inf
+        knots = np.quantile((z[fit] - centre) / scale, _KNOTS)
+        parts_fit.append(_basis((z[fit] - centre) / scale, knots)[0])
+        parts_test.append(_basis((z[test] - centre) / scale, knots)[0])
+    coef = np.linalg.lstsq(np.column_stack(parts_fit), y[fit], rcond=None)[0]
+    r = y[test] - np.column_stack(parts_test) @ coef
+    value = float(r @ r)
+    return value if math.isfinite(value) else math.inf
 
 
 def _hessian_direction(logs: np.ndarray, y: np.ndarray) -> np.ndarray | None:
@@ -125,8 +146,9 @@ def half_integer_exponents(direction: np.ndarray) -> np.ndarray:
 def index_monomials(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
     """The monomial of at least two variables (and its inverse) that ``y`` (``columns`` ``[n_features, n_rows]``) is
     best a curve of, times a product of powers, read in log space where ``y`` keeps one sign,
-    when that curve explains ``y`` at least as well as the curve of any one of its variables;
-    [] otherwise (too few rows, fewer than two one-signed variables)."""
+    when that curve explains held-out rows of ``y`` better than the curve of any one of its
+    variables, than a sum of curves of each, and than the product of powers alone; []
+    otherwise (too few rows, fewer than two one-signed variables)."""
     y = np.asarray(y, dtype=np.float64)
     usable, design = log_design(columns)
     if design is None or len(usable) < 2 or len(y) < _MIN_ROWS or not np.all(np.isfinite(y)) or np.ptp(y) <= 0:
@@ -145,9 +167,11 @@ def index_monomials(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
         if np.count_nonzero(exponents) < 2:
             return []
         linear = np.column_stack([np.ones(len(y)), logs])
-        rss = ridge_fit(logs @ exponents, linear, target)[0]
-        alone = min(ridge_fit(logs[:, j], linear, target)[0] for j in np.flatnonzero(exponents).tolist())
-    if not math.isfinite(rss) or rss > alone:
+        support = np.flatnonzero(exponents).tolist()
+        rss = held_out_rss((logs @ exponents)[:, None], linear, target)
+        rivals = [held_out_rss(logs[:, [j]], linear, target) for j in support]
+        rivals += [held_out_rss(logs[:, support], linear, target), held_out_rss(logs[:, :0], linear, target)]
+    if not math.isfinite(rss) or rss >= min(rivals):
         return []
     # The index's orientation is the data's to choose: both the monomial and its inverse.
     operands = [monomial({usable[int(kept[j])]: sign * float(exponents[j]) for j in np.flatnonzero(exponents).tolist()})
