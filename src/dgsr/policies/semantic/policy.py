@@ -165,7 +165,8 @@ class SemanticPolicy:
         Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-29-ratio-chains.md).
     index_chains:
         Chains also over the monomial that ``y`` is a curve of, times a product of powers
-        (:mod:`~dgsr.policies.semantic.single_index`): ``exp(-m*g*x/(kb*T))`` without units.
+        (:mod:`~dgsr.policies.semantic.single_index`): ``exp(-m*g*x/(kb*T))`` without units (with
+        units, the dimensionless groups take their place).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
@@ -211,14 +212,16 @@ class SemanticPolicy:
         power_laws = getattr(self, "power_laws", False)  # policies pickled before 0.6 lack the attribute
         monomials: list[Expression] = []
         arguments = tuple(self.unit_groups)
-        if getattr(self, "index_chains", False):  # policies pickled before 0.26.0 lack the attribute
+        # With units, the dimensionless groups are the arguments the units allow; the index is
+        # read off the data where nothing says which products of the variables are meaningful.
+        if getattr(self, "index_chains", False) and not arguments:  # policies pickled before 0.26.0 lack it
             spread = evenly_spaced(n, _POWER_LAW_ROWS)
             index_columns, index_y = as_columns(X[spread]), y[spread]
             memo = self._fit_memo("_index_fits").for_rows(index_columns, index_y)  # one fit per search, not per trial
             if "index" not in memo.fits:
                 memo.fits["index"] = index_monomials(index_columns, index_y)
             found = memo.fits["index"]
-            arguments += tuple(m for m in found if all(m.key() != a.key() for a in arguments))
+            arguments = tuple(found)
         if power_laws:
             # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
             # that is not a power is noise in log space), without drawing from rng.

@@ -1,0 +1,91 @@
+"""Chains over the single-index monomial of ``y`` (``index_chains``): a product of powers of
+several variables inside one nonlinear part, ``exp(-m*g*x/(kb*T))``, read off the data without
+units. Each family is recovered at a fixed evaluation budget with them and is not without them."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from dgsr.policies.semantic.policy import SemanticPolicy
+from dgsr.policies.semantic.power_law import monomial
+from dgsr.policies.semantic.single_index import half_integer_exponents, index_monomials
+from tests.policies.law_families import fit_at_budget, law_data
+
+# name: (law, ranges of its variables, the monomial inside its nonlinear part)
+FAMILIES = {
+    "boltzmann_factor": (lambda X: X[:, 0] * np.exp(-X[:, 1] * X[:, 2] * X[:, 3] / (X[:, 4] * X[:, 5])),
+                         [(1, 5)] * 6, {1: 1, 2: 1, 3: 1, 4: -1, 5: -1}),
+    "bose_occupancy": (lambda X: 1 / (np.exp(0.7 * X[:, 0] * X[:, 1] ** 2 / (X[:, 2] * X[:, 3])) - 1),
+                       [(1, 3)] * 4, {0: 1, 1: 2, 2: -1, 3: -1}),
+}
+BUDGET = 6000
+MAX_SIZE, MIN_EXTRAPOLATION_R2 = 20, 0.9999
+
+
+def _keys(exponents: dict[int, float]) -> set:
+    return {monomial(exponents).key(), monomial({i: -e for i, e in exponents.items()}).key()}
+
+
+def _fit(name: str, on: bool) -> tuple[float, int]:
+    law, ranges, _ = FAMILIES[name]
+    return fit_at_budget(law, ranges, 0.0, 2, SemanticPolicy(index_chains=on), BUDGET)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_each_family_is_recovered_at_a_fixed_budget(name: str) -> None:
+    r2, size = _fit(name, on=True)
+    assert r2 >= MIN_EXTRAPOLATION_R2 and size <= MAX_SIZE, (name, r2, size)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_without_index_chains_the_same_budget_does_not_recover_it(name: str) -> None:
+    r2, size = _fit(name, on=False)
+    assert not (r2 >= MIN_EXTRAPOLATION_R2 and size <= MAX_SIZE), (name, r2, size)
+
+
+# Noise makes the Boltzmann factor's smallest targets change sign: y is then read as is, not in
+# log space, and the prefactor's power joins the index. Its noise-free law is the claim.
+@pytest.mark.parametrize(("name", "noise"), [("boltzmann_factor", 0.0), ("bose_occupancy", 0.0),
+                                             ("bose_occupancy", 0.01), ("bose_occupancy", 0.1)])
+def test_the_monomial_inside_the_nonlinear_part_is_found(name: str, noise: float) -> None:
+    law, ranges, exponents = FAMILIES[name]
+    X, y, _, _ = law_data(law, ranges, noise, 2)
+    found = {m.key() for m in index_monomials(X.T, y)}
+    assert _keys(exponents) <= found, [str(m) for m in index_monomials(X.T, y)]
+
+
+def test_a_law_of_one_variable_gets_no_index() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 5, size=(400, 3))
+    assert index_monomials(X.T, np.exp(-0.7 * X[:, 1])) == []
+
+
+def test_too_few_rows_or_variables_of_one_sign_get_no_index() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.uniform(1, 5, size=(20, 3))
+    assert index_monomials(X.T, np.exp(-X[:, 0] * X[:, 1])) == []
+    X = rng.uniform(-2, 2, size=(300, 2))  # both columns change sign
+    assert index_monomials(X.T, np.exp(-X[:, 0] * X[:, 1])) == []
+
+
+def test_exponents_are_scaled_to_the_nearest_half_integers_with_fewest_halves() -> None:
+    np.testing.assert_array_equal(half_integer_exponents(np.array([0.7071, -0.7071])), [1.0, -1.0])
+    np.testing.assert_array_equal(half_integer_exponents(np.array([0.894, -0.447])), [2.0, -1.0])
+    np.testing.assert_array_equal(half_integer_exponents(np.array([0.6, 0.03, -0.3])), [2.0, 0.0, -1.0])
+    np.testing.assert_array_equal(half_integer_exponents(np.array([0.5, 0.75])), [2.0, 3.0])
+
+
+def test_the_index_is_found_once_per_search_and_not_pickled() -> None:
+    law, ranges, _ = FAMILIES["bose_occupancy"]
+    X, y, _, _ = law_data(law, ranges, 0.0, 2)
+    policy = SemanticPolicy(index_chains=True)
+    context = policy.prepare(X, y, np.random.default_rng(0))
+    memo = policy.__dict__["_index_fits"]
+    assert memo.fits["index"]  # found, and kept for the next trial
+    policy.prepare(X, y, np.random.default_rng(1))
+    assert policy.__dict__["_index_fits"] is memo and len(memo.fits) == 1
+    assert "_index_fits" not in pickle.loads(pickle.dumps(policy)).__dict__
+    assert any("exp" in str(e) for e in context.library.expressions)
