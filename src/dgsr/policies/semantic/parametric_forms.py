@@ -237,10 +237,30 @@ def best_chains(variables: Sequence[int | Expression], columns: np.ndarray, y: n
     return best
 
 
+def log_linear_start(variable: int | Expression, columns: np.ndarray, y: np.ndarray) -> Expression | None:
+    """``exp(a*x + b)`` with ``log|y| = a*x + b`` by least squares, where ``y`` keeps one sign:
+    an exponential whose values span many decades (an activation's ``exp(-E/T)``) is a line in
+    log space, and out of reach of a start that only maps ``x``'s range (None otherwise)."""
+    with np.errstate(all="ignore"):
+        x = evaluate_columns(variable, columns) if isinstance(variable, Expression) else columns[variable]
+        if not (np.all(y > 0) or np.all(y < 0)) or not np.all(np.isfinite(x)) or float(np.ptp(x)) <= 0:
+            return None
+        a, b = np.polyfit(x, np.log(np.abs(y)), 1)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return None
+    v = variable if isinstance(variable, Expression) else Expression.variable(int(variable))
+    return Expression.combine("exp", _affine(v, float(a), float(b)))
+
+
 def _screened_chain(shape: Sequence[str], variable: int | Expression, columns: np.ndarray, y: np.ndarray,
                     screen: np.ndarray, screen_linear: np.ndarray | None) -> tuple[Expression | None, float]:
-    """:func:`fit_chain` from the starts of ``shape`` over ``variable``, on the ``screen`` rows."""
-    return fit_chain(chain_starts(shape, variable, columns), columns[:, screen], y[screen], screen_linear)
+    """:func:`fit_chain` from the starts of ``shape`` over ``variable``, on the ``screen`` rows
+    (an exponential also from its :func:`log_linear_start`)."""
+    starts = chain_starts(shape, variable, columns)
+    if tuple(shape) == ("exp",):
+        start = log_linear_start(variable, columns[:, screen], y[screen])
+        starts += [start] if start is not None else []
+    return fit_chain(starts, columns[:, screen], y[screen], screen_linear)
 
 
 def _screened_pair(first: Expression, shape: Sequence[str], variable: int | Expression, columns: np.ndarray, y: np.ndarray,
