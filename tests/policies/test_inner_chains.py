@@ -102,3 +102,29 @@ def test_a_free_exponent_needs_a_positive_variable() -> None:
     assert free_monomial({0: 0.65}, positive=frozenset()) is None
     power = free_monomial({0: 0.65, 1: 2.0}, positive=frozenset({0}))
     assert power is not None and "log" in power.symbols and "sq" in power.symbols
+
+
+def _best_chain_r2(monkeypatch, with_start: bool) -> float:
+    """The best chain's R² over ``Ea/T`` for an activation whose values span 11 decades."""
+    from dgsr.core.evaluate import evaluate_columns
+    from dgsr.core.operators import BINARY, UNARY
+    from dgsr.policies.semantic import parametric_forms
+
+    if not with_start:
+        monkeypatch.setattr(parametric_forms, "log_linear_start", lambda *args: None)
+    rng = np.random.default_rng(0)
+    columns = np.vstack([rng.uniform(4e4, 9e4, 300), rng.uniform(300, 500, 300)])
+    y = 1.6e9 * np.exp(-columns[0] / (8.314 * columns[1]))
+    chain = best_chains([parse("x0/x1")], columns, y, [*UNARY, *BINARY], [], 1)[0]
+    v = evaluate_columns(chain, columns)
+    design = np.column_stack([v, np.ones_like(v)])
+    residual = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+    return 1 - float(residual @ residual) / float(np.sum((y - y.mean()) ** 2))
+
+
+def test_a_steep_exponential_is_fitted_from_its_log_linear_start(monkeypatch) -> None:
+    assert _best_chain_r2(monkeypatch, with_start=True) > 1 - 1e-9
+
+
+def test_without_the_log_linear_start_the_steep_exponential_is_missed(monkeypatch) -> None:
+    assert _best_chain_r2(monkeypatch, with_start=False) < 0.9999
