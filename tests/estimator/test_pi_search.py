@@ -111,3 +111,15 @@ def test_a_policy_naming_fewer_variables_than_the_groups_gets_no_reduced_search(
     assert seeds.evaluations > 0 and seeds.candidates  # one group and its reciprocal: two columns
     policy.max_variables = 1
     assert reduced_seeds(config, X.to_numpy(), np.asarray(y), None, policy, np.random.default_rng(0), plan).evaluations == 0
+
+
+def test_the_reduced_search_takes_neither_the_groups_nor_the_single_index():
+    from dgsr.estimator.pi_search import _for_groups
+    from dgsr.policies.semantic.policy import SemanticPolicy
+    from dgsr.policies.semantic.power_law import monomial
+
+    policy = SemanticPolicy(index_chains=True)
+    policy.unit_groups = (monomial({0: 1, 1: -1}),)
+    reduced = _for_groups(policy)
+    assert reduced.unit_groups == () and reduced.index_chains is False
+    assert policy.index_chains is True and len(policy.unit_groups) == 1  # the caller's policy is unchanged

@@ -121,9 +121,13 @@ def _admitted(config: FitConfig, exprs: list[Expression]) -> list[Expression]:
 def _for_groups(policy: Any) -> Any:
     """``policy`` without what names the columns of the problem before its reduction: the chains
     over their dimensionless groups, and a fold search's operands refitted from the search on all
-    rows. A copy: the caller's policy is not changed, and a copy starts without its caches."""
+    rows; and without the single-index chains, which serve fits without units (the groups are
+    the units' own products of powers). A copy: the caller's policy is not changed, and a copy
+    starts without its caches."""
     if not hasattr(policy, "unit_groups"):
         return policy
     policy = copy.copy(policy)
     policy.unit_groups, policy.seeded_operands = (), None
+    if hasattr(policy, "index_chains"):
+        policy.index_chains = False
     return policy
