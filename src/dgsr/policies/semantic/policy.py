@@ -161,12 +161,14 @@ class SemanticPolicy:
         In a fit with units, chains also over the dimensionless groups of the variables
         (``h*omega/(kb*T)``: :func:`dgsr.core.units.dimensionless_groups`), set by the estimator.
     ratio_chains:
-        Without units, chains also over ratios and products of the variables most related to ``y``.
+        Without units or a single index, chains also over ratios and products of the variables most
+        related to ``y``.
         Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-29-ratio-chains.md).
     index_chains:
         Chains also over the monomial that ``y`` is a curve of, times a product of powers
         (:mod:`~dgsr.policies.semantic.single_index`): ``exp(-m*g*x/(kb*T))`` without units (with
-        units, the dimensionless groups take their place).
+        units, the dimensionless groups take their place). On: it wins on the confirm halves
+        (docs/decisions/2026-11-30-single-index-chains.md).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
@@ -186,7 +188,7 @@ class SemanticPolicy:
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
-                 ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = False):
+                 ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
