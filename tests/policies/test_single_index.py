@@ -89,3 +89,19 @@ def test_the_index_is_found_once_per_search_and_not_pickled() -> None:
     assert policy.__dict__["_index_fits"] is memo and len(memo.fits) == 1
     assert "_index_fits" not in pickle.loads(pickle.dumps(policy)).__dict__
     assert any("exp" in str(e) for e in context.library.expressions)
+
+
+def test_non_finite_or_constant_data_get_no_index_and_no_warning() -> None:
+    import warnings
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(1, 5, size=(200, 3))
+    y = np.exp(-X[:, 0] * X[:, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert index_monomials(X.T, np.where(np.arange(200) == 7, np.nan, y)) == []
+        assert index_monomials(X.T, np.full(200, 2.5)) == []
+        wild = X.copy()
+        wild[3, 0], wild[5, 1] = np.inf, 0.0  # a column that is not finite, one that reaches zero
+        assert all(np.all(np.isfinite(np.asarray(m.constants, dtype=float)))
+                   for m in index_monomials(wild.T, y))

@@ -4,15 +4,16 @@ Many laws take a product of powers of several variables inside one nonlinear par
 ``exp(-m*g*x/(kb*T))``, ``1/(exp(h*omega/(kb*T)) - 1)``. The chains ``op(a*u + b)`` of
 :mod:`~dgsr.policies.semantic.parametric_forms` fit such a part whole once ``u`` is that product,
 but they take single variables, and the monomial's exponents are not the power law of ``y``
-itself. Here ``y`` is modelled as ``g(sum_i e_i*log|x_i|)`` with ``g`` a cubic spline (projection
-pursuit with one ridge function): the direction starts from the least-squares fit of ``y``'s
-normal scores on the logarithms (proportional to the direction for a monotone ``g`` under
-Li and Duan's condition) and is refined by Gauss-Newton. Its exponents are then scaled to the
-nearest half-integers, and the monomial is kept only where the curve through it, fitted on half
-the rows, explains the other half better than the curve through any one of its variables (else
-the chains over the variables already hold it), than a sum of curves of each (an additive law
-is no single index) and than no curve at all. Nothing here names a
-law.
+itself. Here ``log|y|`` (``y`` where it changes sign) is modelled as a linear function of the
+variables' logarithms plus ``g(sum_i e_i*log|x_i|)``, ``g`` a cubic spline (projection pursuit
+with one ridge function beside a power law): the direction starts as the leading eigenvector of
+the quadratic part of a least-squares quadratic in the logarithms (principal Hessian directions,
+Li 1992: a single index bends ``y`` along its own direction only) and is refined by
+Gauss-Newton. Its exponents are then scaled to the nearest half-integers, and the monomial is
+kept only where the curve through it, fitted on half the rows, explains the other half better
+than the curve through any one of its variables (else the chains over the variables already
+hold it), than a sum of curves of each (an additive law has no single index) and than no curve
+at all. Nothing here names a law.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def _basis(z: np.ndarray, knots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def ridge_fit(z: np.ndarray, linear: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """Least squares of ``y`` on ``linear`` (``[n_rows, k]``, with an intercept column) plus a
-    cubic spline of the index ``z``: the residual sum of squares, the residuals, and the slope
-    of the fitted model along ``z`` (the spline's, plus the linear part's, per unit of ``z``)."""
+    cubic spline of the index ``z``: the residual sum of squares, the residuals, and the
+    spline's slope per unit of ``z`` at each row."""
     scale = float(np.std(z))
     if not math.isfinite(scale) or scale <= 0:
         coef = np.linalg.lstsq(linear, y, rcond=None)[0]
@@ -143,9 +144,28 @@ def half_integer_exponents(direction: np.ndarray) -> np.ndarray:
     return min((s for s in scored if s[0] <= best + _CLOSE), key=lambda s: s[1])[2]
 
 
+def _fitted_index(logs: np.ndarray, scale: np.ndarray, target: np.ndarray
+                  ) -> tuple[np.ndarray | None, float, list[float]]:
+    """The index's half-integer exponents over the centred ``logs``, its held-out error and its
+    rivals' (see :func:`index_monomials`); ``(None, inf, [])`` when there is none."""
+    direction = index_direction(logs / scale, target)
+    if direction is None:
+        return None, math.inf, []
+    exponents = half_integer_exponents(direction / scale)
+    support = np.flatnonzero(exponents).tolist()
+    if len(support) < 2:
+        return None, math.inf, []
+    linear = np.column_stack([np.ones(len(target)), logs])
+    rss = held_out_rss((logs @ exponents)[:, None], linear, target)
+    rivals = [held_out_rss(logs[:, [j]], linear, target) for j in support]
+    rivals += [held_out_rss(logs[:, support], linear, target), held_out_rss(logs[:, :0], linear, target)]
+    return exponents, rss, rivals
+
+
 def index_monomials(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
-    """The monomial of at least two variables (and its inverse) that ``y`` (``columns`` ``[n_features, n_rows]``) is
-    best a curve of, times a product of powers, read in log space where ``y`` keeps one sign,
+    """The monomial of at least two variables (and its inverse) that ``y`` (``columns``
+    ``[n_features, n_rows]``) is best a curve of, times a product of powers, read in log space
+    where ``y`` keeps one sign,
     when that curve explains held-out rows of ``y`` better than the curve of any one of its
     variables, than a sum of curves of each, and than the product of powers alone; []
     otherwise (too few rows, fewer than two one-signed variables)."""
@@ -159,19 +179,15 @@ def index_monomials(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
     scale = logs.std(axis=0)
     with np.errstate(all="ignore"):
         target = np.log(np.abs(y)) if np.all(y > 0) or np.all(y < 0) else y
-        target = (target - np.mean(target)) / np.std(target)
-        direction = index_direction(logs / scale, target)
-        if direction is None:
+        spread = float(np.std(target))
+        if not (math.isfinite(spread) and spread > 0 and np.all(np.isfinite(target))):
             return []
-        exponents = half_integer_exponents(direction / scale)
-        if np.count_nonzero(exponents) < 2:
+        target = (target - np.mean(target)) / spread
+        try:
+            exponents, rss, rivals = _fitted_index(logs, scale, target)
+        except np.linalg.LinAlgError:  # an SVD that does not converge: no index, not a crash
             return []
-        linear = np.column_stack([np.ones(len(y)), logs])
-        support = np.flatnonzero(exponents).tolist()
-        rss = held_out_rss((logs @ exponents)[:, None], linear, target)
-        rivals = [held_out_rss(logs[:, [j]], linear, target) for j in support]
-        rivals += [held_out_rss(logs[:, support], linear, target), held_out_rss(logs[:, :0], linear, target)]
-    if not math.isfinite(rss) or rss >= min(rivals):
+    if exponents is None or not math.isfinite(rss) or rss >= min(rivals):
         return []
     # The index's orientation is the data's to choose: both the monomial and its inverse.
     operands = [monomial({usable[int(kept[j])]: sign * float(exponents[j]) for j in np.flatnonzero(exponents).tolist()})
