@@ -128,3 +128,19 @@ def test_a_steep_exponential_is_fitted_from_its_log_linear_start(monkeypatch) ->
 
 def test_without_the_log_linear_start_the_steep_exponential_is_missed(monkeypatch) -> None:
     assert _best_chain_r2(monkeypatch, with_start=False) < 0.9999
+
+
+@pytest.mark.parametrize("scale", [1e-22, 1.0, 1e20])
+def test_the_log_linear_start_is_exact_on_an_exponential_at_any_scale(scale: float) -> None:
+    import warnings
+
+    from dgsr.core.evaluate import evaluate_columns
+    from dgsr.policies.semantic.parametric_forms import log_linear_start
+
+    x = np.random.default_rng(0).uniform(1, 5, 200) * scale
+    y = 3.0 * np.exp(-2.0 * x / scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        start = log_linear_start(0, x[None, :], y)
+    np.testing.assert_allclose(evaluate_columns(start, x[None, :]), y, rtol=1e-9)
+    assert log_linear_start(0, x[None, :], y - 1.0) is None  # y changes sign: no log-linear fit

@@ -245,7 +245,12 @@ def log_linear_start(variable: int | Expression, columns: np.ndarray, y: np.ndar
         x = evaluate_columns(variable, columns) if isinstance(variable, Expression) else columns[variable]
         if not (np.all(y > 0) or np.all(y < 0)) or not np.all(np.isfinite(x)) or float(np.ptp(x)) <= 0:
             return None
-        a, b = np.polyfit(x, np.log(np.abs(y)), 1)
+        # Least squares on x standardised, whatever its scale (1e-22 or 1e22).
+        centre, spread = float(np.mean(x)), float(np.std(x))
+        slope, b = np.linalg.lstsq(np.column_stack([(x - centre) / spread, np.ones_like(x)]),
+                                   np.log(np.abs(y)), rcond=None)[0]
+        a = float(slope) / spread
+        b = float(b) - a * centre
     if not (math.isfinite(a) and math.isfinite(b)):
         return None
     v = variable if isinstance(variable, Expression) else Expression.variable(int(variable))
