@@ -145,11 +145,13 @@ def shown_r2(model: Any, split: Any) -> float | None:
         return None
 
 
-def _solution(result, truth, check) -> tuple[bool, str | None]:
+def _solution(result, truth) -> tuple[bool, str | None]:
     """Whether the model is the truth by SRBench's check, and the form that passed: ``"shown"``,
     or ``"fitted"`` where only the model as the method evaluates it does (a display that
     simplified under the data's signs, ``c**3*m/sqrt(c**2 - v**2)`` for
     ``m*c**2/sqrt(1 - v**2/c**2)``, is the same function on the data but not for SymPy)."""
+    from .protocol import is_symbolic_solution as check
+
     if check(result.model, truth, SOLUTION_CAP_S):
         return True, "shown"
     fitted = getattr(result, "fitted_model", None)
@@ -161,7 +163,7 @@ def _solution(result, truth, check) -> tuple[bool, str | None]:
 def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
     """Run one spec in this process and return its row; ``send(row)`` also gets the row before the
     (slow, capped) SymPy post-processing, so a kill during it still keeps the accuracy."""
-    from .protocol import SOLUTION_R2_GATE, is_symbolic_solution, make_split, model_size, r2_score
+    from .protocol import SOLUTION_R2_GATE, make_split, model_size, r2_score
 
     row: dict[str, Any] = {**asdict(spec), "status": "error", "error": None}
     row.pop("data_dir")
@@ -206,7 +208,7 @@ def execute_run(spec: RunSpec, send=None) -> dict[str, Any]:
             gate = row["r2_test"] is not None and row["r2_test"] > SOLUTION_R2_GATE
             if result.model is not None and gate:
                 truth = parse_formula(problem.formula, problem.variables)
-                row["solution"], row["solution_form"] = _solution(result, truth, is_symbolic_solution)
+                row["solution"], row["solution_form"] = _solution(result, truth)
         if law is not None:
             from .law_metrics import law_fields
 

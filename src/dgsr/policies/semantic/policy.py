@@ -212,24 +212,21 @@ class SemanticPolicy:
         columns = as_columns(X[rows])
         y_rows = y[rows]
         power_laws = getattr(self, "power_laws", False)  # policies pickled before 0.6 lack the attribute
+        # The single index feeds the chains alone, and with units the dimensionless groups are
+        # the arguments the units allow (policies pickled before 0.26.0 lack the attribute).
+        index = (getattr(self, "index_chains", False) and self.parametric_operands
+                 and getattr(self, "inner_chains", 0) > 0 and not self.unit_groups)
         monomials: list[Expression] = []
         arguments = tuple(self.unit_groups)
-        # With units, the dimensionless groups are the arguments the units allow; the index is
-        # read off the data where nothing says which products of the variables are meaningful.
-        if getattr(self, "index_chains", False) and not arguments:  # policies pickled before 0.26.0 lack it
+        if power_laws or index:
+            # Up to 1,000 evenly spaced rows (more than the scoring rows: a factor that is not a
+            # power is noise in log space), without drawing from rng.
             spread = evenly_spaced(n, _POWER_LAW_ROWS)
-            index_columns, index_y = as_columns(X[spread]), y[spread]
-            memo = self._fit_memo("_index_fits").for_rows(index_columns, index_y)  # one fit per search, not per trial
-            if "index" not in memo.fits:
-                memo.fits["index"] = index_monomials(index_columns, index_y)
-            found = memo.fits["index"]
-            arguments = tuple(found)
-        if power_laws:
-            # Exponents from up to 1,000 evenly spaced rows (more than the scoring rows: a factor
-            # that is not a power is noise in log space), without drawing from rng.
-            spread = evenly_spaced(n, _POWER_LAW_ROWS)
-            monomials = power_law_operands(as_columns(X[spread]), y[spread],
-                                           free=getattr(self, "free_exponents", False))
+            wide_columns, wide_y = as_columns(X[spread]), y[spread]
+            if power_laws:
+                monomials = power_law_operands(wide_columns, wide_y, free=getattr(self, "free_exponents", False))
+            if index:
+                arguments = self._index_arguments(wide_columns, wide_y)
         fit_rows = None
         if self.parametric_operands and n > self.n_rows:
             # The parametric constants are fitted on more rows than the scoring ones, evenly
@@ -250,6 +247,14 @@ class SemanticPolicy:
             chain_variables = [int(i) for i in np.argsort(-relevance(columns, y_rows), kind="stable")[:_CHAIN_VARIABLES]]
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design,
                                positive_variables=positive, chain_variables=chain_variables)
+
+    def _index_arguments(self, columns: np.ndarray, y: np.ndarray) -> tuple[Expression, ...]:
+        """The single-index monomials of these rows, found once per search (memoised across
+        trials, :func:`~dgsr.policies.semantic.single_index.index_monomials`)."""
+        memo = self._fit_memo("_index_fits").for_rows(columns, y)
+        if "index" not in memo.fits:
+            memo.fits["index"] = tuple(index_monomials(columns, y))
+        return memo.fits["index"]
 
     def _fit_memo(self, name: str = "_parametric_fits") -> FitMemo:
         """The parametric fits (or, by ``name``, the single-index monomials) kept across this
