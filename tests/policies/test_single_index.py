@@ -11,7 +11,8 @@ import pytest
 
 from dgsr.policies.semantic.policy import SemanticPolicy
 from dgsr.policies.semantic.power_law import monomial
-from dgsr.policies.semantic.single_index import half_integer_exponents, index_monomials
+from dgsr.policies.semantic.single_index import (half_integer_exponents, index_monomials, prefactor_exponents,
+                                                 single_index)
 from tests.policies.law_families import fit_at_budget, law_data
 
 # name: (law, ranges of its variables, the monomial inside its nonlinear part)
@@ -84,7 +85,7 @@ def test_the_index_is_found_once_per_search_and_not_pickled() -> None:
     policy = SemanticPolicy(index_chains=True)
     context = policy.prepare(X, y, np.random.default_rng(0))
     memo = policy.__dict__["_index_fits"]
-    assert memo.fits["index"]  # found, and kept for the next trial
+    assert memo.fits["index"].monomials  # found, and kept for the next trial
     policy.prepare(X, y, np.random.default_rng(1))
     assert policy.__dict__["_index_fits"] is memo and len(memo.fits) == 1
     assert "_index_fits" not in pickle.loads(pickle.dumps(policy)).__dict__
@@ -105,3 +106,48 @@ def test_non_finite_or_constant_data_get_no_index_and_no_warning() -> None:
         wild[3, 0], wild[5, 1] = np.inf, 0.0  # a column that is not finite, one that reaches zero
         assert all(np.all(np.isfinite(np.asarray(m.constants, dtype=float)))
                    for m in index_monomials(wild.T, y))
+
+
+# A curve of the index times a power law beside it (index_prefactors): a Planck-type spectrum
+# hbar*omega**3/(exp(hbar*omega/(kb*T)) - 1), with its own constant.
+PLANCK_TYPE = (lambda X: X[:, 0] * X[:, 1] ** 3 / (np.exp(0.6 * X[:, 0] * X[:, 1] / (X[:, 2] * X[:, 3])) - 1),
+               [(1, 3)] * 4)
+PLANCK_TYPE_SIZE = 22  # the law's own size
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_curve_of_the_index_times_a_power_law_is_recovered_only_with_the_prefactor(on: bool) -> None:
+    law, ranges = PLANCK_TYPE
+    r2, size = fit_at_budget(law, ranges, 0.0, 2, SemanticPolicy(index_prefactors=on), BUDGET)
+    assert (r2 >= MIN_EXTRAPOLATION_R2 and size <= PLANCK_TYPE_SIZE) is on, (r2, size)
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.01])
+def test_the_power_law_beside_the_index_is_read_off_the_data(noise: float) -> None:
+    law, ranges = PLANCK_TYPE
+    X, y, _, _ = law_data(law, ranges, noise, 2)
+    found = single_index(X.T, y)
+    # hbar*omega**3/(exp(x) - 1) = kb*T*omega**2 * x/(exp(x) - 1): as simple, so both.
+    assert {p.key() for p in found.prefactors} == {monomial({0: 1, 1: 3}).key(), monomial({1: 2, 2: 1, 3: 1}).key()}
+
+
+def test_the_prefactor_is_the_slopes_less_the_index_trend_rounded() -> None:
+    index = np.array([1.0, 1.0, -1.0, -1.0])
+    # y = x0*x1 * f(x0*x1/(x2*x3)): the linear part holds the prefactor plus any share of the index.
+    for trend in (0.0, 0.37, -1.6):
+        found = prefactor_exponents(np.array([1.0, 1.0, 0.0, 0.0]) + trend * index + 0.01, index)
+        assert {tuple(p) for p in found} == {(1.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 1.0)}
+    # A variable outside the index keeps its own exponent.
+    found = prefactor_exponents(np.array([0.8, 0.3, -0.3, 2.0]), np.array([1.0, 1.0, -1.0, 0.0]))
+    assert [tuple(p) for p in found] == [(0.5, 0.0, 0.0, 2.0)]
+    # Exponents no shift brings near half-integers, and the empty power law, give none.
+    assert prefactor_exponents(np.array([0.3, 0.0, 0.0]), np.array([1.0, -1.0, 0.0])) == []
+    assert prefactor_exponents(np.array([0.4, 0.4]), np.array([1.0, 1.0])) == []
+
+
+def test_a_target_that_changes_sign_gets_no_prefactor() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.uniform(1, 3, size=(400, 3))
+    y = X[:, 0] * np.sin(2 * X[:, 1] / X[:, 2])
+    found = single_index(X.T, y)
+    assert found is None or found.prefactors == ()

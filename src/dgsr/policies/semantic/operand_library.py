@@ -164,7 +164,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   fit_rows: tuple[np.ndarray, np.ndarray] | None = None,
                   fit_memo: FitMemo | None = None,
                   seeded: Sequence[Expression] | None = None,
-                  chain_arguments: Sequence[Expression] = (), ratio_chains: bool = False) -> OperandLibrary:
+                  chain_arguments: Sequence[Expression] = (), ratio_chains: bool = False,
+                  chain_prefactors: Sequence[Expression] = ()) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -188,6 +189,10 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ``max_chain_variables`` most related to ``y``; ``ratio_chains``: without such expressions, the
     ratios and products of the ``max_chain_variables`` variables most related to ``y`` in their
     place (a law's logarithm or wave often takes one: ``log(V2/V1)``, ``sin(k*x/L)``).
+    ``chain_prefactors``: power laws that ``y`` is a curve of the ``chain_arguments`` times (a
+    single index's, :mod:`~dgsr.policies.semantic.single_index`): for each ``P``, the chains over
+    those arguments are also fitted to ``y/P``, and ``P`` times each joins the operands
+    (``hbar*omega/(exp(hbar*omega/(kb*T)) - 1)``, which no chain fitted to ``y`` takes whole).
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
@@ -223,12 +228,15 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                                             else [])
             groups = _related(arguments, fit_columns, fit_y, max_chain_variables) if max_chains > 0 else []
             key = ("screened", tuple(sorted(pairs[:max_parametric_variables])), ranked, tuple(linear), allowed_ops,
-                   max_chains, pair_forms, chain_pairs, tuple(g.key() for g in groups))
+                   max_chains, pair_forms, chain_pairs, tuple(g.key() for g in groups),
+                   tuple(p.key() for p in chain_prefactors))
             fits = None if memo is None else memo.fits.get(key)
             if fits is None:
                 fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
                                             max_parametric_variables, max_chain_variables, max_chains,
                                             pair_forms, chain_pairs, groups)
+                if groups:
+                    fits.extend(_prefactor_chains(chain_prefactors, groups, fit_columns, fit_y, allowed_ops, max_chains))
                 if memo is not None:
                     memo.fits[key] = fits
         parametric = [form for form in fits if form is not None]
@@ -238,6 +246,24 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ordered = ([(e, False, False) for e in sorted(candidates, key=lambda e: e.size)]
                + [(e, False, True) for e in [*roots, *extra]] + [(e, True, True) for e in parametric])
     return _assemble(ordered, columns, max_size)
+
+
+def _prefactor_chains(prefactors: Sequence[Expression], arguments: Sequence[Expression], columns: np.ndarray,
+                      y: np.ndarray, allowed: frozenset[str], keep: int) -> list[Expression]:
+    """``P*chain`` for each power law ``P`` of ``prefactors`` and each of the ``keep`` chains over
+    ``arguments`` that explain ``y/P`` best (see :func:`build_library`)."""
+    if "mul" not in allowed:
+        return []
+    found: list[Expression] = []
+    for prefactor in prefactors:
+        with np.errstate(all="ignore"):
+            scale = evaluate_columns(prefactor, columns)
+            target = y / scale
+        if not (np.all(np.isfinite(target)) and np.all(scale != 0)) or np.ptp(target) <= 0:
+            continue
+        chains = best_chains(arguments, columns, target, allowed, [], keep)
+        found.extend(Expression.combine("mul", prefactor, chain) for chain in chains)
+    return found
 
 
 def _related(arguments: Sequence[Expression], columns: np.ndarray, y: np.ndarray, keep: int) -> list[Expression]:

@@ -45,7 +45,7 @@ from dgsr.policies.semantic.power_law import (
     target_monomials,
 )
 from dgsr.policies.semantic.relevance import relevance
-from dgsr.policies.semantic.single_index import index_monomials
+from dgsr.policies.semantic.single_index import SingleIndex, single_index
 from dgsr.policies.semantic.target_chains import ChainMemo, expansion_chains
 from dgsr.policies.semantic.target_weights import clean_weights
 from dgsr.search.mutations import InvalidMutation, Mutation, apply_mutation
@@ -169,6 +169,11 @@ class SemanticPolicy:
         (:mod:`~dgsr.policies.semantic.single_index`): ``exp(-m*g*x/(kb*T))`` without units (with
         units, the dimensionless groups take their place). On: it wins on the confirm halves
         (docs/decisions/2026-11-30-single-index-chains.md).
+    index_prefactors:
+        With ``index_chains``, also the chains over the index fitted to ``y`` over the power law
+        beside it, times that power law: ``hbar*omega**3/(exp(hbar*omega/(kb*T)) - 1)``, where
+        ``y`` is a curve of the index times a power law
+        (docs/decisions/2026-12-01-index-prefactors.md).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
@@ -188,7 +193,8 @@ class SemanticPolicy:
                  size_penalty: float = 0.03, parametric_operands: bool = True, additive_roots: bool = True,
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
-                 ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True):
+                 ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True,
+                 index_prefactors: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -196,7 +202,7 @@ class SemanticPolicy:
         self.parametric_operands, self.additive_roots, self.power_laws = parametric_operands, additive_roots, power_laws
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
-        self.target_chains, self.index_chains = target_chains, index_chains
+        self.target_chains, self.index_chains, self.index_prefactors = target_chains, index_chains, index_prefactors
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -217,7 +223,7 @@ class SemanticPolicy:
         index = (getattr(self, "index_chains", False) and self.parametric_operands
                  and getattr(self, "inner_chains", 0) > 0 and not self.unit_groups)
         monomials: list[Expression] = []
-        arguments = tuple(self.unit_groups)
+        arguments, prefactors = tuple(self.unit_groups), ()
         if power_laws or index:
             # Up to 1,000 evenly spaced rows (more than the scoring rows: a factor that is not a
             # power is noise in log space), without drawing from rng.
@@ -226,7 +232,10 @@ class SemanticPolicy:
             if power_laws:
                 monomials = power_law_operands(wide_columns, wide_y, free=getattr(self, "free_exponents", False))
             if index:
-                arguments = self._index_arguments(wide_columns, wide_y)
+                found = self._single_index(wide_columns, wide_y)
+                arguments = found.monomials
+                # Policies pickled before 0.27.0 lack the attribute.
+                prefactors = found.prefactors if getattr(self, "index_prefactors", False) else ()
         fit_rows = None
         if self.parametric_operands and n > self.n_rows:
             # The parametric constants are fitted on more rows than the scoring ones, evenly
@@ -238,7 +247,8 @@ class SemanticPolicy:
                                 max_chains=getattr(self, "inner_chains", 0),
                                 pair_forms=getattr(self, "pair_operands", True),
                                 chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands,
-                                chain_arguments=arguments, ratio_chains=getattr(self, "ratio_chains", False))
+                                chain_arguments=arguments, ratio_chains=getattr(self, "ratio_chains", False),
+                                chain_prefactors=prefactors)
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
@@ -248,12 +258,12 @@ class SemanticPolicy:
         return SemanticContext(columns, y_rows, library, X.shape[1], log_variables, design,
                                positive_variables=positive, chain_variables=chain_variables)
 
-    def _index_arguments(self, columns: np.ndarray, y: np.ndarray) -> tuple[Expression, ...]:
-        """The single-index monomials of these rows, found once per search (memoised across
-        trials, :func:`~dgsr.policies.semantic.single_index.index_monomials`)."""
+    def _single_index(self, columns: np.ndarray, y: np.ndarray) -> SingleIndex:
+        """The single index of these rows and the power laws beside it, found once per search
+        (memoised across trials, :func:`~dgsr.policies.semantic.single_index.single_index`)."""
         memo = self._fit_memo("_index_fits").for_rows(columns, y)
         if "index" not in memo.fits:
-            memo.fits["index"] = tuple(index_monomials(columns, y))
+            memo.fits["index"] = single_index(columns, y) or SingleIndex(())
         return memo.fits["index"]
 
     def _fit_memo(self, name: str = "_parametric_fits") -> FitMemo:

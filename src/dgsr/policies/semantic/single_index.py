@@ -19,6 +19,7 @@ at all. Nothing here names a law.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +33,10 @@ _STEPS = 12  # Gauss-Newton steps on the direction
 _MAX_VARIABLES = 8  # the variables most related to y that the direction is fitted over
 _MIN_ROWS = 30
 _CLOSE = 0.01  # relative rounding errors this close count as a tie
+#: The prefactor's exponents lie this close to half-integers, or there is none; closer by this
+#: much than another shift counts as a tie.
+_PREFACTOR_TOLERANCE = 0.15
+_PREFACTOR_CLOSE = 0.02
 
 
 def _basis(z: np.ndarray, knots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,10 +149,44 @@ def half_integer_exponents(direction: np.ndarray) -> np.ndarray:
     return min((s for s in scored if s[0] <= best + _CLOSE), key=lambda s: s[1])[2]
 
 
+def prefactor_exponents(slopes: np.ndarray, index: np.ndarray) -> list[np.ndarray]:
+    """The half-integer power law beside a single index: ``slopes`` (the linear part's exponents in
+    log space) less ``t`` times the ``index`` exponents, for the ``t`` that puts them nearest
+    half-integers (the linear part holds the index's own trend as well, any real ``t``: ``hbar*omega
+    /(exp(x) - 1)`` is also ``kb*T*x/(exp(x) - 1)``), then rounded; among ``t`` as close, the
+    smallest (the sum of the exponents' sizes, then the fewest halves), both where two are as small (``hbar*omega`` and
+    ``kb*T`` above: which one leaves the simpler curve is the chains' to find). [] where no ``t``
+    puts every exponent within :data:`_PREFACTOR_TOLERANCE` of a half-integer, or only the empty
+    power law does."""
+    shifts = {0.0}
+    for j in np.flatnonzero(index).tolist():
+        base = float(np.round(2 * slopes[j]) / 2)
+        shifts.update((slopes[j] - h) / index[j] for h in np.arange(base - 2 * MAX_EXPONENT, base + 2 * MAX_EXPONENT + 0.5, 0.5))
+    scored = []
+    for t in sorted(shifts):
+        reduced = slopes - t * index
+        rounded = np.round(2 * reduced) / 2
+        if np.max(np.abs(rounded)) > MAX_EXPONENT:
+            continue
+        error = float(np.max(np.abs(reduced - rounded)))
+        halves = int(np.count_nonzero(rounded != np.round(rounded)))
+        scored.append((error, (float(np.sum(np.abs(rounded))), halves), rounded + 0.0))  # + 0.0: no -0.0
+    if not scored or min(s[0] for s in scored) > _PREFACTOR_TOLERANCE:
+        return []
+    best = min(s[0] for s in scored)
+    close = [s for s in scored if s[0] <= best + _PREFACTOR_CLOSE]
+    smallest = min(s[1] for s in close)
+    found: dict[bytes, np.ndarray] = {}
+    for _, size, rounded in close:
+        if size == smallest and np.any(rounded):
+            found.setdefault(rounded.tobytes(), rounded)
+    return list(found.values())[:2]
+
+
 def _fitted_index(logs: np.ndarray, scale: np.ndarray, target: np.ndarray
                   ) -> tuple[np.ndarray | None, float, list[float]]:
     """The index's half-integer exponents over the centred ``logs``, its held-out error and its
-    rivals' (see :func:`index_monomials`); ``(None, inf, [])`` when there is none."""
+    rivals' (see :func:`single_index`); ``(None, inf, [])`` when there is none."""
     direction = index_direction(logs / scale, target)
     if direction is None:
         return None, math.inf, []
@@ -162,34 +201,67 @@ def _fitted_index(logs: np.ndarray, scale: np.ndarray, target: np.ndarray
     return exponents, rss, rivals
 
 
-def index_monomials(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
-    """The monomial of at least two variables (and its inverse) that ``y`` (``columns``
-    ``[n_features, n_rows]``) is best a curve of, times a product of powers, read in log space
-    where ``y`` keeps one sign,
-    when that curve explains held-out rows of ``y`` better than the curve of any one of its
-    variables, than a sum of curves of each, and than the product of powers alone; []
-    otherwise (too few rows, fewer than two one-signed variables)."""
+@dataclass(frozen=True)
+class SingleIndex:
+    """What :func:`single_index` reads off the data: the index's ``monomials`` (the monomial and
+    its inverse), and the ``prefactor``, the power law that ``y`` is the index's curve times
+    (none where ``y`` changes sign, or that power law is not one of half-integer exponents; two
+    where two are as simple, :func:`prefactor_exponents`)."""
+
+    monomials: tuple[Expression, ...]
+    prefactors: tuple[Expression, ...] = ()
+
+
+def single_index(columns: np.ndarray, y: np.ndarray) -> SingleIndex | None:
+    """The monomial of at least two variables that ``y`` (``columns`` ``[n_features, n_rows]``) is
+    best a curve of, times a product of powers, read in log space where ``y`` keeps one sign, when
+    that curve explains held-out rows of ``y`` better than the curve of any one of its variables,
+    than a sum of curves of each, and than the product of powers alone; None otherwise (too few
+    rows, fewer than two one-signed variables)."""
     y = np.asarray(y, dtype=np.float64)
     usable, design = log_design(columns)
     if design is None or len(usable) < 2 or len(y) < _MIN_ROWS or not np.all(np.isfinite(y)) or np.ptp(y) <= 0:
-        return []
+        return None
     kept = np.argsort(-relevance(columns[usable], y), kind="stable")[:_MAX_VARIABLES]
     logs = design[:, kept]
     logs = logs - logs.mean(axis=0)
     scale = logs.std(axis=0)
+    one_signed = bool(np.all(y > 0) or np.all(y < 0))
     with np.errstate(all="ignore"):
-        target = np.log(np.abs(y)) if np.all(y > 0) or np.all(y < 0) else y
+        target = np.log(np.abs(y)) if one_signed else y
         spread = float(np.std(target))
         if not (math.isfinite(spread) and spread > 0 and np.all(np.isfinite(target))):
-            return []
+            return None
         target = (target - np.mean(target)) / spread
         try:
             exponents, rss, rivals = _fitted_index(logs, scale, target)
+            if exponents is None or not math.isfinite(rss) or rss >= min(rivals):
+                return None
+            linear = np.column_stack([np.ones(len(target)), logs])
+            coef = _ridge_coefficients(logs @ exponents, linear, target)
         except np.linalg.LinAlgError:  # an SVD that does not converge: no index, not a crash
-            return []
-    if exponents is None or not math.isfinite(rss) or rss >= min(rivals):
-        return []
+            return None
+    variables = [usable[int(j)] for j in kept]
     # The index's orientation is the data's to choose: both the monomial and its inverse.
-    operands = [monomial({usable[int(kept[j])]: sign * float(exponents[j]) for j in np.flatnonzero(exponents).tolist()})
+    operands = [monomial({variables[j]: sign * float(exponents[j]) for j in np.flatnonzero(exponents).tolist()})
                 for sign in (1.0, -1.0)]
-    return [o for o in operands if o is not None]
+    prefactors = []
+    if one_signed and coef is not None:
+        prefactors = [monomial({variables[j]: float(p[j]) for j in np.flatnonzero(p).tolist()})
+                      for p in prefactor_exponents(coef[1:] * spread, exponents)]
+    return SingleIndex(tuple(o for o in operands if o is not None), tuple(p for p in prefactors if p is not None))
+
+
+def _ridge_coefficients(z: np.ndarray, linear: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """The ``linear`` part's coefficients in :func:`ridge_fit` (None where not finite)."""
+    scale = float(np.std(z))
+    u = (z - np.mean(z)) / scale
+    basis, _ = _basis(u, np.quantile(u, _KNOTS))
+    coef = np.linalg.lstsq(np.column_stack([linear, basis]), y, rcond=None)[0][:linear.shape[1]]
+    return coef if np.all(np.isfinite(coef)) else None
+
+
+def index_monomials(columns: np.ndarray, y: np.ndarray) -> list[Expression]:
+    """The monomials of :func:`single_index` ([] where there is no index)."""
+    found = single_index(columns, y)
+    return [] if found is None else list(found.monomials)
