@@ -11,8 +11,12 @@ import pytest
 
 from dgsr.policies.semantic.policy import SemanticPolicy
 from dgsr.policies.semantic.power_law import monomial
-from dgsr.policies.semantic.single_index import (half_integer_exponents, index_monomials, prefactor_exponents,
-                                                 single_index)
+from dgsr.policies.semantic.single_index import (
+    half_integer_exponents,
+    index_monomials,
+    prefactor_exponents,
+    single_index,
+)
 from tests.policies.law_families import fit_at_budget, law_data
 
 # name: (law, ranges of its variables, the monomial inside its nonlinear part)

@@ -174,6 +174,11 @@ class SemanticPolicy:
         beside it, times that power law: ``hbar*omega**3/(exp(hbar*omega/(kb*T)) - 1)``, where
         ``y`` is a curve of the index times a power law
         (docs/decisions/2026-12-01-index-prefactors.md).
+    rational_operands:
+        With ``parametric_operands``, also the ratios of two small polynomials of the most related
+        variables that explain ``y`` best, read off by linear least squares
+        (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``
+        (docs/decisions/2026-12-01-rational-operands.md).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
@@ -194,7 +199,7 @@ class SemanticPolicy:
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
                  ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True,
-                 index_prefactors: bool = True):
+                 index_prefactors: bool = True, rational_operands: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -203,6 +208,7 @@ class SemanticPolicy:
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
         self.target_chains, self.index_chains, self.index_prefactors = target_chains, index_chains, index_prefactors
+        self.rational_operands = rational_operands
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -248,7 +254,8 @@ class SemanticPolicy:
                                 pair_forms=getattr(self, "pair_operands", True),
                                 chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands,
                                 chain_arguments=arguments, ratio_chains=getattr(self, "ratio_chains", False),
-                                chain_prefactors=prefactors)
+                                chain_prefactors=prefactors,
+                                rational=getattr(self, "rational_operands", False))  # False: pickled before 0.27.0
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
