@@ -44,8 +44,12 @@ def test_the_search_starts_from_a_guess_and_improves_on_it(data):
     f = np.exp(-data.a**2 / data.c**2) / data.c  # the guess, with its best scale and offset:
     residual = np.linalg.lstsq(np.column_stack([f, np.ones_like(f)]), y, rcond=None)[1][0]
     assert residual / (len(y) * np.var(y)) > 1e-3  # not the law
-    assert _selected_r2(SymbolicRegressor(**TINY).fit(data, y)) < 1 - 1e-6  # nor found by the search alone
-    est = SymbolicRegressor(guesses=[guess], **TINY).fit(data, y)
+    # Without the index's prefactor chains, which find this law (1/c times a curve of a/c) alone
+    # within the budget: the guess's effect is the claim.
+    from dgsr.policies.semantic.policy import SemanticPolicy
+
+    assert _selected_r2(SymbolicRegressor(policy=SemanticPolicy(index_prefactors=False), **TINY).fit(data, y)) < 1 - 1e-6
+    est = SymbolicRegressor(guesses=[guess], policy=SemanticPolicy(index_prefactors=False), **TINY).fit(data, y)
     assert _selected_r2(est) > 1 - 1e-9
     assert "exp" in str(est.sympy()) and "a" in str(est.sympy())
 

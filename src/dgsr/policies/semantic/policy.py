@@ -171,14 +171,12 @@ class SemanticPolicy:
         (docs/decisions/2026-11-30-single-index-chains.md).
     index_prefactors:
         With ``index_chains``, also the chains over the index fitted to ``y`` over the power law
-        beside it, times that power law: ``hbar*omega**3/(exp(hbar*omega/(kb*T)) - 1)``, where
-        ``y`` is a curve of the index times a power law
-        (docs/decisions/2026-12-01-index-prefactors.md).
+        beside it, times it: ``hbar*omega**3/(exp(hbar*omega/(kb*T)) - 1)``
+        (docs/decisions/2026-11-30-index-prefactors.md).
     rational_operands:
-        With ``parametric_operands``, also the ratios of two small polynomials of the most related
-        variables that explain ``y`` best, read off by linear least squares
-        (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``
-        (docs/decisions/2026-12-01-rational-operands.md).
+        With ``parametric_operands``, also the ratios of small polynomials that explain ``y``
+        best (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``
+        (docs/decisions/2026-11-30-rational-operands.md).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
