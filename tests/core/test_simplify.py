@@ -164,3 +164,16 @@ def test_a_tiny_coefficient_of_a_function_is_not_float_noise():
     assert without_float_noise(noise, [{"T": 5000.0, "lam": 1.0}]) == sympy.Float(2.0) * t
     gaussian = sympy.Float(0.45) + sympy.Float(3.4) * sympy.exp(-sympy.Float(1.17647) * (x - sympy.Float(6.2)) ** 2)
     _same_values(multiplied_out(gaussian), gaussian, (x,), low=4.0, high=8.0, atol=1e-12)
+
+
+def test_float_exponents_that_are_halves_are_written_exactly():
+    import sympy
+
+    from dgsr.core.simplify import exact_half_exponents
+
+    x, y = sympy.symbols("x y")
+    assert exact_half_exponents((x + 1) ** sympy.Float(0.5)) == sympy.sqrt(x + 1)
+    assert exact_half_exponents(x ** sympy.Float(1.4999999999999998)) == x ** sympy.Rational(3, 2)
+    assert exact_half_exponents((1 + y ** sympy.Float(-0.5)) ** sympy.Float(2.0)) == (1 + 1 / sympy.sqrt(y)) ** 2
+    assert exact_half_exponents(x ** sympy.Float(0.65)) == x ** sympy.Float(0.65)
+    assert exact_half_exponents(x ** sympy.Float(1e-17) + 2) == x ** sympy.Float(1e-17) + 2  # not a half: not 0

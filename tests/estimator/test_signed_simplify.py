@@ -149,3 +149,13 @@ def test_a_rewriting_that_changes_the_function_is_never_shown(monkeypatch):
     done = {}  # without the columns' magnitudes (a model file of 0.24.0) nothing can be checked
     simplify_rows(done, [0], [parse(text, ["x0"])], ["a"], time.perf_counter() + 10, (1,))
     assert done[0] == sympy.Float(0.45)
+
+
+def test_a_power_fitted_to_a_half_is_shown_as_an_exact_root():
+    # exp(0.5*log(u)) is how a free exponent is written; SymPy shows it as u**0.5, which neither
+    # merges with sqrt(b) nor proves equal to the law's sqrt(a + b).
+    shown = _shown("x0**1.5/(sqrt(x1)*exp(0.5*log(x0 + x1)))", (1, 1))
+    assert not shown.atoms(sympy.Float), shown
+    assert sympy.simplify(shown - A**sympy.Rational(3, 2) / (sympy.sqrt(B) * sympy.sqrt(A + B))) == 0
+    # an exponent that is no half stays as fitted
+    assert _shown("exp(0.65*log(x0 + x1))", (1, 1)).atoms(sympy.Float) == {sympy.Float(0.65)}

@@ -87,6 +87,21 @@ def whole_numbers(expr: sympy.Expr) -> sympy.Expr:
     return _or_unchanged(rewrite, expr)
 
 
+def exact_half_exponents(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with each float exponent that is a nonzero multiple of a half, to float noise,
+    written exactly: ``(m1 + m2)**0.5`` as ``sqrt(m1 + m2)``. A free exponent fitted or snapped to
+    0.5 is a float, and SymPy merges, cancels and proves equal only exact powers."""
+
+    def is_half(e: sympy.Expr) -> bool:
+        if not (isinstance(e, sympy.Pow) and isinstance(e.exp, sympy.Float)):
+            return False
+        twice = 2 * float(e.exp)
+        return math.isfinite(twice) and round(twice) != 0 and _near(twice, round(twice))
+
+    return _or_unchanged(lambda e: e.replace(is_half, lambda p: p.base ** sympy.Rational(round(2 * float(p.exp)), 2)),
+                         expr)
+
+
 def exact_fractions(expr: sympy.Expr, max_denominator: int = 100) -> sympy.Expr:
     """``expr`` with each float that is a fraction without a finite decimal (``p/q``, ``p`` and ``q``
     at most ``max_denominator``, ``q`` not a product of 2s and 5s) to float noise written exactly:

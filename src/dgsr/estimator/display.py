@@ -23,6 +23,7 @@ from dgsr.core.pareto import front_scores
 from dgsr.core.simplify import (
     complexity,
     exact_fractions,
+    exact_half_exponents,
     factors_into_roots,
     half_angles,
     merged_logs,
@@ -123,7 +124,9 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
         cap = min(_SIMPLIFY_EACH, deadline - time.perf_counter())
         if cap > 0.05:
             candidates.append(multiplied_out(form, timeout=cap, probes=probes))
-        forms = [form, *map(whole_numbers, candidates + [half_angles(c) for c in candidates])]
+        # Exact half exponents first: on a tie, (m1 + m2)**(1/2) rather than (m1 + m2)**0.5.
+        forms = [exact_half_exponents(form), form,
+                 *(exact_half_exponents(whole_numbers(c)) for c in [*candidates, *map(half_angles, candidates)])]
         # the smallest (the first on a tie) that is still the fitted function on the data
         form = next((f for f in sorted(forms, key=complexity) if _agrees(raw, f, points)), raw)
         exact = exact_fractions(form)
