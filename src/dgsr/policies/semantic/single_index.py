@@ -48,20 +48,27 @@ def _basis(z: np.ndarray, knots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return basis, slope
 
 
+def _ridge_solve(z: np.ndarray, linear: np.ndarray, y: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
+    """The least squares of :func:`ridge_fit`: its coefficients (``linear``'s first), design,
+    spline slope basis and the index's scale (slope None where ``z`` is constant)."""
+    scale = float(np.std(z))
+    if not math.isfinite(scale) or scale <= 0:
+        return np.linalg.lstsq(linear, y, rcond=None)[0], linear, None, scale
+    u = (z - np.mean(z)) / scale
+    basis, slope = _basis(u, np.quantile(u, _KNOTS))
+    design = np.column_stack([linear, basis])
+    return np.linalg.lstsq(design, y, rcond=None)[0], design, slope, scale
+
+
 def ridge_fit(z: np.ndarray, linear: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """Least squares of ``y`` on ``linear`` (``[n_rows, k]``, with an intercept column) plus a
     cubic spline of the index ``z``: the residual sum of squares, the residuals, and the
     spline's slope per unit of ``z`` at each row."""
-    scale = float(np.std(z))
-    if not math.isfinite(scale) or scale <= 0:
-        coef = np.linalg.lstsq(linear, y, rcond=None)[0]
-        r = y - linear @ coef
-        return float(r @ r), r, np.zeros_like(y)
-    u = (z - np.mean(z)) / scale
-    basis, slope = _basis(u, np.quantile(u, _KNOTS))
-    design = np.column_stack([linear, basis])
-    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    coef, design, slope, scale = _ridge_solve(z, linear, y)
     r = y - design @ coef
+    if slope is None:
+        return float(r @ r), r, np.zeros_like(y)
     return float(r @ r), r, (slope @ coef[linear.shape[1]:]) / scale
 
 
@@ -254,10 +261,7 @@ def single_index(columns: np.ndarray, y: np.ndarray) -> SingleIndex | None:
 
 def _ridge_coefficients(z: np.ndarray, linear: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     """The ``linear`` part's coefficients in :func:`ridge_fit` (None where not finite)."""
-    scale = float(np.std(z))
-    u = (z - np.mean(z)) / scale
-    basis, _ = _basis(u, np.quantile(u, _KNOTS))
-    coef = np.linalg.lstsq(np.column_stack([linear, basis]), y, rcond=None)[0][:linear.shape[1]]
+    coef = _ridge_solve(z, linear, y)[0][:linear.shape[1]]
     return coef if np.all(np.isfinite(coef)) else None
 
 
