@@ -68,6 +68,27 @@ def test_symbolic_solution(model, truth, expected):
     assert is_symbolic_solution(model, truth) is expected
 
 
+_G, _RHO, _A, _C, _D, _H, _R, _K = sympy.symbols("G rho alpha c d H_G r k_f", positive=True)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("model,truth,expected", [
+    # Friedmann's equation with a factor outside the root: the floats 2.894405 and 0.119366
+    # (3/(8*pi) rounded) do not multiply back to the truth's 8*pi/3; with pi exact they do.
+    (sympy.Float(2.89440501823307) * sympy.sqrt(_G * _RHO - 3 * _A * _C**2 / (8 * sympy.pi * _D**2)),
+     sympy.sqrt(8 * sympy.pi * _G * _RHO / 3 - _A * _C**2 / _D**2), True),
+    # 1/(4*pi) and 1/(8*pi) as floats round to 0.079577 and 0.039789, and twice 0.039789 is not 0.079577
+    ((_C**2 * (_H**2 * _R**2 * (_A / (4 * sympy.pi) - 1 / (8 * sympy.pi)) - _C**2 * _K / (8 * sympy.pi)))
+     / (_G * _R**2),
+     -(_C**4 * _K / _R**2 + _H**2 * _C**2 * (1 - 2 * _A)) / (8 * sympy.pi * _G), True),
+    # pi exact does not make a wrong law right
+    (sympy.sqrt(_G * _RHO - _A * _C**2 / (8 * sympy.pi * _D**2)),
+     sympy.sqrt(8 * sympy.pi * _G * _RHO / 3 - _A * _C**2 / _D**2), False),
+])
+def test_a_model_that_writes_pi_is_also_checked_with_pi_exact(model, truth, expected):
+    assert is_symbolic_solution(model, truth) is expected
+
+
 def test_model_size_keeps_a_tiny_coefficient():
     import sympy
 

@@ -182,6 +182,33 @@ def test_the_estimator_returns_the_law_with_simple_constants_at_one_percent_nois
     assert not sympy.simplify(found[False] / sympy.exp(-x0**2 / 2)).is_constant()
 
 
+def test_a_fraction_over_four_pi_snaps_on_exact_data_and_shows_exactly():
+    # Coulomb's constant in SI units, q1*q2/(4*pi*eps*r**2), and a term over 8*pi beside one over
+    # 4*pi (Einstein's field equations): the fit returns 1/(4*pi) and 1/(8*pi) to float precision.
+    rng = np.random.default_rng(5)
+    X = rng.uniform(1.0, 3.0, size=(300, 3))
+    coulomb = X[:, 0] * X[:, 1] / (4 * math.pi * X[:, 2] ** 2)
+    fitted = parse_expression("0.0795774715463*x0*x1/x2**2")
+    snapped = snap_constants(fitted, as_columns(X), coulomb)[0]
+    assert snapped.constants == (1 / (4 * math.pi),)
+    x0, x1, x2 = sympy.symbols("x0 x1 x2")
+    assert sympy.simplify(snapped.to_sympy() - x0 * x1 / (4 * sympy.pi * x2**2)) == 0
+    field = X[:, 0] * (2 * X[:, 1] - 1) / (8 * math.pi)
+    two = snap_constants(parse_expression("x0*(0.07957747155*x1 - 0.03978873577)"), as_columns(X), field)[0]
+    assert two.to_sympy() == x0 * (x1 / (4 * sympy.pi) - 1 / (8 * sympy.pi))
+    off = parse_expression("0.0796*x0*x1/x2**2")  # 3e-4 away: the exact rows tell it apart
+    assert snap_constants(off, as_columns(X), 0.0796 * X[:, 0] * X[:, 1] / X[:, 2] ** 2)[0].constants == (0.0796,)
+
+
+def test_fractions_over_four_pi_are_simple_values_only_up_to_four_over_it():
+    assert 3 / (8 * math.pi) in simple_values(0.1194) and 1 / (4 * math.pi**2) in simple_values(0.0253)
+    assert exact_value(3 / (8 * math.pi)) == sympy.Rational(3, 8) / sympy.pi
+    assert exact_value(1 / (4 * math.pi**2)) == 1 / (4 * sympy.pi**2)
+    # 1/pi is the largest: a value near 1 has no fraction over 4*pi among its simple values
+    assert simple_values(1.0103) == [0.0, 1.0, math.pi / 3]
+    assert exact_value(0.0796) is None
+
+
 def test_a_snapped_third_or_multiple_of_pi_shows_exactly():
     assert exact_value(1 / 3) == sympy.Rational(1, 3) and exact_value(-8 / 3) == sympy.Rational(-8, 3)
     assert exact_value(2 * math.pi) == 2 * sympy.pi and exact_value(math.pi / 4) == sympy.pi / 4
@@ -234,7 +261,9 @@ def test_a_ratio_found_at_any_scale_snaps_to_its_plainest_form():
 
 def test_a_noisy_ratio_snaps_to_the_law_as_often_as_the_test_allows():
     """At 1% noise the likelihood-ratio test rejects even the law in some draws (it is a 5% test
-    with up to three constants snapped); most draws give the law, and none without the group."""
+    with up to three constants snapped); most draws give the law, and at most one without the
+    group: the one whose fitted scale happens to be simple itself (1/pi, every constant then a
+    fraction over 4*pi)."""
     recovered = {True: 0, False: 0}
     for seed in range(8):
         x, y = _ratio_rows(0.01, seed)
@@ -243,7 +272,7 @@ def test_a_noisy_ratio_snaps_to_the_law_as_often_as_the_test_allows():
         for normalize in (True, False):
             snapped, _ = snap_constants(found, as_columns(x), y, max_evaluations=math.inf if normalize else 0)
             recovered[normalize] += _is_ratio_law(snapped)
-    assert recovered[True] >= 5 and recovered[False] == 0
+    assert recovered[True] >= 5 and recovered[False] <= 1
 
 
 def test_indistinguishable_is_the_likelihood_ratio_test_and_total():

@@ -157,15 +157,17 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
 
     A solution differs from the truth by an additive constant (``simplify(truth - model)`` has no
     variable), or by a nonzero multiplicative constant (``simplify(model / truth)``), after
-    rounding floats in both to 6 decimals.
+    rounding floats in both to 6 decimals. Named constants (pi) are compared as floats, so that a
+    fitted 3.14159 matches the truth's pi; where the model writes pi itself, the check is also
+    made with pi exact in both, as SymPy reads both formulas: with floats, ``1/(8*pi)`` and
+    ``2*alpha/(8*pi)`` round to 0.039789 and 0.079578 on one side and 0.079577 on the other.
     """
     import sympy
 
     from dgsr.core.simplify import named_constants_as_floats
 
-    def check() -> bool:
-        m = round_floats(named_constants_as_floats(_as_sympy(model, truth)))
-        t = round_floats(named_constants_as_floats(_as_sympy(truth, model)))
+    def agree(m, t) -> bool:
+        m, t = round_floats(m), round_floats(t)
         diff = round_floats(sympy.simplify(t - m, ratio=1))
         if _is_constant(diff):
             return bool(diff.is_finite is not False)
@@ -173,6 +175,12 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
             return False
         ratio = round_floats(sympy.simplify(m / t, ratio=1))
         return bool(_is_constant(ratio) and ratio != 0 and ratio.is_finite is not False)
+
+    def check() -> bool:
+        m, t = _as_sympy(model, truth), _as_sympy(truth, model)
+        if agree(named_constants_as_floats(m), named_constants_as_floats(t)):
+            return True
+        return bool(m.atoms(sympy.NumberSymbol)) and agree(m, t)
 
     try:
         finished, value = run_capped(check, seconds)

@@ -3,7 +3,8 @@
 A law's constants are often simple (``exp(-x**2/2)``, ``sin(2*t)``, ``x**1.5``), but a fit to
 noisy rows returns ``exp(-0.5003*x**2)``: a formula that predicts as well and is not the law.
 :func:`snap_constants` tries, constant by constant, 0 and the simple values near each one (an
-integer, a half, a third or a quarter, a multiple of pi or pi**2 or of their halves, thirds or quarters),
+integer, a half, a third or a quarter, a multiple of pi or pi**2 or of their halves, thirds or quarters,
+a small fraction over 4*pi or 4*pi**2),
 refits the constants not yet snapped by a few Gauss-Newton steps, and keeps the snap when a
 likelihood-ratio test on the fit's own rows does not reject it: ``n*log(SSE_snapped/SSE)`` within the chi-square quantile for
 the number of constants snapped so far (Gaussian errors; Wilks). On data without noise the
@@ -46,6 +47,12 @@ _DENOMINATORS = (1, 2, 3, 4)
 #: (a third: a sphere's 4*pi/3, angles of pi/3).
 _PI_POWERS = (math.pi, math.pi ** 2)
 _PI_DENOMINATORS = (1, 2, 3, 4)
+#: The full solid angle 4*pi (and 4*pi**2, the square of the full turn 2*pi) in a denominator: the
+#: SI writes Coulomb's, Biot-Savart's and the gravitational field's constants over them
+#: (``1/(4*pi)``, ``3/(8*pi)``, ``1/(2*pi)**2``). A fraction ``p/q`` over each, ``q`` these, up to 4.
+_INVERSE_PI_POWERS = (4 * math.pi, 4 * math.pi ** 2)
+_INVERSE_PI_SYMPY = (4 * sympy.pi, 4 * sympy.pi ** 2)
+_INVERSE_PI_LARGEST = 4
 #: A Jacobian direction whose singular value is below this share of the largest is a null direction.
 _NULL = 1e-8
 
@@ -53,15 +60,29 @@ _NULL = 1e-8
 def simple_values(value: float) -> list[float]:
     """The simple values for ``value``, simplest first: 0 (a term or shift the data do not need),
     then those within 5% of it: the nearest integer, halves, thirds and quarters, then multiples of
-    pi, pi/2, pi/3 and pi/4, then of pi**2, pi**2/2, pi**2/3 and pi**2/4 (never ``value`` itself)."""
+    pi, pi/2, pi/3 and pi/4, then of pi**2, pi**2/2, pi**2/3 and pi**2/4, then fractions up to 4
+    over 4*pi and 4*pi**2 (:func:`_over_pi`; never ``value`` itself)."""
     if not math.isfinite(value) or value == 0.0:
         return []
     found = [round(value * q) / q for q in _DENOMINATORS]
     found += [base * round(value * q / base) / q for base in _PI_POWERS for q in _PI_DENOMINATORS]
+    found += [v for v, _ in _over_pi(value)]
     out: list[float] = [0.0]
     for v in found:
         if v != 0.0 and v != value and abs(v - value) <= _NEAR * abs(value) and v not in out:
             out.append(float(v))
+    return out
+
+
+def _over_pi(value: float) -> list[tuple[float, sympy.Expr]]:
+    """The fractions ``p/q`` (``q`` 1 to 4, ``|p/q|`` at most 4) over 4*pi, then over 4*pi**2,
+    nearest ``value``, each as a float and exactly; one arithmetic for snapping and display."""
+    out = []
+    for base, exact in zip(_INVERSE_PI_POWERS, _INVERSE_PI_SYMPY):
+        for q in _PI_DENOMINATORS:
+            p = round(value * base * q)
+            if p != 0 and abs(p) <= _INVERSE_PI_LARGEST * q:
+                out.append((p / (base * q), sympy.Rational(p, q) / exact))
     return out
 
 
@@ -126,8 +147,8 @@ def merged_constants(expr: Expression) -> tuple[Expression, frozenset[int]]:
 
 def exact_value(value: float) -> sympy.Expr | None:
     """The simple value (:func:`simple_values`) without a finite decimal that ``value`` is to the
-    last bit, as SymPy writes it exactly (``Rational(1, 3)``, ``pi/2``, ``pi**2``), or None: how a
-    snapped third or multiple of pi shows (halves and quarters read well as decimals)."""
+    last bit, as SymPy writes it exactly (``Rational(1, 3)``, ``pi/2``, ``pi**2``, ``1/(4*pi)``), or
+    None: how a snapped third or multiple (or fraction) of pi shows (halves and quarters read well as decimals)."""
     if not math.isfinite(value) or value == 0.0 or abs(value) > 1e6:
         return None
     p = round(value * 3)
@@ -138,7 +159,7 @@ def exact_value(value: float) -> sympy.Expr | None:
             k = round(value * q / base)
             if k != 0 and base * k / q == value:  # the arithmetic of simple_values
                 return sympy.Rational(k, q) * exact
-    return None
+    return next((exact for v, exact in _over_pi(value) if v == value), None)
 
 
 def counted_rows(y: np.ndarray, w: np.ndarray | None) -> int:
