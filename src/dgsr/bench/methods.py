@@ -74,7 +74,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig|noindex|index|noprefactor|norational))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig|noindex|index|noprefactor|norational))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -84,7 +84,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
-                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig|noindex|index|noprefactor|norational",
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig|noindex|index|noprefactor|norational",
                             match.group(1)):
         if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
             options["policy"] = "learned"
@@ -93,6 +93,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["units"] = True
         elif token == "nosum":  # the semantic policy without sums of operands as first proposals
             options["additive_roots"] = False
+        elif token == "nopowerchain":  # no powers of an argument times a chain over it
+            options["power_chains"] = False
         elif token == "nopow":  # the semantic policy without power-law operands
             options["power_laws"] = False
         elif token == "chainpair":  # also the sums of two chains of one shape (off by default)
@@ -184,7 +186,7 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
                                                       "inner_chains", "free_exponents", "pair_operands",
                                                       "chain_pairs", "unit_chains", "ratio_chains",
                                                       "target_chains", "index_chains", "index_prefactors",
-                                                      "rational_operands")
+                                                      "rational_operands", "power_chains")
                           if k in kwargs}
         if kwargs.pop("use_value", False):
             from dgsr.policies.learned.policy import LearnedPriorPolicy

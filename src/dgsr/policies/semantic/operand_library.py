@@ -26,6 +26,7 @@ from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.policies.semantic import operand_forms as forms
 from dgsr.policies.semantic.parametric_forms import best_chains
+from dgsr.policies.semantic.power_chains import power_chains as power_chain_forms
 from dgsr.policies.semantic.rational_forms import rational_operands
 from dgsr.policies.semantic.relevance import relevance
 
@@ -166,7 +167,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   fit_memo: FitMemo | None = None,
                   seeded: Sequence[Expression] | None = None,
                   chain_arguments: Sequence[Expression] = (), ratio_chains: bool = False,
-                  chain_prefactors: Sequence[Expression] = (), rational: bool = False) -> OperandLibrary:
+                  chain_prefactors: Sequence[Expression] = (), rational: bool = False,
+                  power_chains: bool = False) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -196,6 +198,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     (``hbar*omega/(exp(hbar*omega/(kb*T)) - 1)``, which no chain fitted to ``y`` takes whole).
     ``rational``: also the ratios of small polynomials of the ``max_chain_variables`` most related
     variables that explain ``y`` best (:mod:`~dgsr.policies.semantic.rational_forms`).
+    ``power_chains``: also a power of the most related variable (and of the most related of the
+    ``chain_arguments``) times a chain over it, where that explains ``y`` better than the chains
+    over it (:mod:`~dgsr.policies.semantic.power_chains`): ``x**3/(exp(b*x) - 1)``.
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
@@ -232,7 +237,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             groups = _related(arguments, fit_columns, fit_y, max_chain_variables) if max_chains > 0 else []
             key = ("screened", tuple(sorted(pairs[:max_parametric_variables])), ranked, tuple(linear), allowed_ops,
                    max_chains, pair_forms, chain_pairs, tuple(g.key() for g in groups),
-                   tuple(p.key() for p in chain_prefactors), rational)
+                   tuple(p.key() for p in chain_prefactors), rational, power_chains)
             fits = None if memo is None else memo.fits.get(key)
             if fits is None:
                 fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
@@ -240,6 +245,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                                             pair_forms, chain_pairs, groups)
                 if groups:
                     fits.extend(_prefactor_chains(chain_prefactors, groups, fit_columns, fit_y, allowed_ops, max_chains))
+                if power_chains and max_chains > 0:
+                    for argument in [*pairs[:1], *groups[:1]]:
+                        fits.extend(power_chain_forms(argument, fit_columns, fit_y, allowed_ops))
                 if rational:  # refined by the same fit as every parametric form, the linear terms beside
                     fits.extend(_fitted([r], fit_columns, fit_y, linear, memo=memo) for r in
                                 rational_operands(fit_columns, fit_y, sorted(pairs[:max_chain_variables]), allowed_ops))

@@ -177,11 +177,12 @@ class SemanticPolicy:
         With ``parametric_operands``, also the ratios of small polynomials that explain ``y``
         best (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``
         (docs/decisions/2026-11-30-rational-operands.md).
+    power_chains:
+        Also a power of an argument times a chain over it (:mod:`~dgsr.policies.semantic.power_chains`).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
-        (:mod:`~dgsr.policies.semantic.target_chains`): the constant inside a nonlinear factor,
-        ``x/(exp(x/(2*pi)) - 1)``, that chains fitted to ``y`` miss. Off: no gain on the develop
-        halves, and a quarter fewer evaluations per second (docs/decisions/2026-11-29-target-chains.md).
+        (:mod:`~dgsr.policies.semantic.target_chains`). Off: no gain on the develop halves, and a
+        quarter fewer evaluations per second (docs/decisions/2026-11-29-target-chains.md).
     """
 
     has_critic = False
@@ -197,7 +198,7 @@ class SemanticPolicy:
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
                  ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True,
-                 index_prefactors: bool = True, rational_operands: bool = True):
+                 index_prefactors: bool = True, rational_operands: bool = True, power_chains: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -206,7 +207,7 @@ class SemanticPolicy:
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
         self.target_chains, self.index_chains, self.index_prefactors = target_chains, index_chains, index_prefactors
-        self.rational_operands = rational_operands
+        self.rational_operands, self.power_chains = rational_operands, power_chains
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -253,7 +254,8 @@ class SemanticPolicy:
                                 chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands,
                                 chain_arguments=arguments, ratio_chains=getattr(self, "ratio_chains", False),
                                 chain_prefactors=prefactors,
-                                rational=getattr(self, "rational_operands", False))  # False: pickled before 0.27.0
+                                rational=getattr(self, "rational_operands", False),  # False: pickled before 0.27.0
+                                power_chains=getattr(self, "power_chains", False))  # False: pickled before 0.28.0
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
@@ -282,10 +284,7 @@ class SemanticPolicy:
 
     def __getstate__(self) -> dict:
         # The memo is a cache of one dataset's fits: a pickled policy does not carry it.
-        state = dict(self.__dict__)
-        state.pop("_parametric_fits", None)
-        state.pop("_index_fits", None)
-        return state
+        return {k: v for k, v in self.__dict__.items() if k not in ("_parametric_fits", "_index_fits")}
 
     def propose(self, context: SemanticContext, expression: Expression, k: int,
                 rng: np.random.Generator) -> list[Proposal]:
