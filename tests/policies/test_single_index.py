@@ -155,3 +155,22 @@ def test_a_target_that_changes_sign_gets_no_prefactor() -> None:
     y = X[:, 0] * np.sin(2 * X[:, 1] / X[:, 2])
     found = single_index(X.T, y)
     assert found is None or found.prefactors == ()
+
+
+def test_of_two_tied_power_laws_only_the_one_a_chain_completes_gives_operands() -> None:
+    # Both power laws are as simple; over the first, y is a chain of the index, 1/(exp(0.6*u) - 1);
+    # over the second it is u/(exp(0.6*u) - 1), which no chain is, and its approximations lure.
+    from dgsr.policies.semantic.operand_library import build_library
+
+    law, ranges = PLANCK_TYPE
+    X, y, _, _ = law_data(law, ranges, 0.0, 2)
+    index = monomial({0: 1, 1: 1, 2: -1, 3: -1})
+    exact, luring = monomial({0: 1, 1: 3}), monomial({1: 2, 2: 1, 3: 1})
+    library = build_library(X.T, y, fit_parametric=True, chain_arguments=[index],
+                            chain_prefactors=[luring, exact])
+    products = [e for e, p in zip(library.expressions, library.parametric)
+                if p and e.symbols[0] == "mul" and e.subtree(1).key() in (exact.key(), luring.key())]
+    assert products and all(e.subtree(1).key() == exact.key() for e in products)
+    alone = build_library(X.T, y, fit_parametric=True, chain_arguments=[index], chain_prefactors=[luring])
+    assert any(p and e.symbols[0] == "mul" and e.subtree(1).key() == luring.key()
+               for e, p in zip(alone.expressions, alone.parametric))  # alone, its chains are kept

@@ -25,7 +25,7 @@ from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.policies.semantic import operand_forms as forms
-from dgsr.policies.semantic.parametric_forms import best_chains
+from dgsr.policies.semantic.parametric_forms import affine_loss, best_chains
 from dgsr.policies.semantic.power_chains import power_chains as power_chain_forms
 from dgsr.policies.semantic.rational_forms import rational_operands
 from dgsr.policies.semantic.relevance import relevance
@@ -265,10 +265,14 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
 def _prefactor_chains(prefactors: Sequence[Expression], arguments: Sequence[Expression], columns: np.ndarray,
                       y: np.ndarray, allowed: frozenset[str], keep: int) -> list[Expression]:
     """``P*chain`` for each power law ``P`` of ``prefactors`` and each of the ``keep`` chains over
-    ``arguments`` that explain ``y/P`` best (see :func:`build_library`)."""
+    ``arguments`` that explain ``y/P`` best (see :func:`build_library`). Two power laws can be
+    as simple (the index's ties); where the best chain over one leaves less than half the share of
+    its target unexplained that the other's does, only the first's chains are kept: the second's
+    are approximations, and they lure the search (``q*Ef/(m*omega_0*omega)`` beside
+    ``1/(1 - (omega/omega_0)**2)``)."""
     if "mul" not in allowed:
         return []
-    found: list[Expression] = []
+    fitted: list[tuple[float, list[Expression]]] = []
     for prefactor in prefactors:
         with np.errstate(all="ignore"):
             scale = evaluate_columns(prefactor, columns)
@@ -276,8 +280,10 @@ def _prefactor_chains(prefactors: Sequence[Expression], arguments: Sequence[Expr
         if not (np.all(np.isfinite(target)) and np.all(scale != 0)) or np.ptp(target) <= 0:
             continue
         chains = best_chains(arguments, columns, target, allowed, [], keep)
-        found.extend(Expression.combine("mul", prefactor, chain) for chain in chains)
-    return found
+        share = min((affine_loss(c, columns, target) for c in chains), default=math.inf) / float(np.var(target))
+        fitted.append((share, [Expression.combine("mul", prefactor, chain) for chain in chains]))
+    best = min((share for share, _ in fitted), default=math.inf)
+    return [form for share, forms in fitted if share <= 2.0 * best for form in forms]
 
 
 def _related(arguments: Sequence[Expression], columns: np.ndarray, y: np.ndarray, keep: int) -> list[Expression]:

@@ -167,6 +167,14 @@ def chain_starts(shape: Sequence[str], variable: int | Expression, columns: np.n
     return starts
 
 
+def affine_loss(form: Expression, columns: np.ndarray, y: np.ndarray) -> float:
+    """The mean squared error of ``y`` against ``a*form + b``, least squares; inf where not finite."""
+    with np.errstate(all="ignore"):
+        values = evaluate_columns(form, columns)
+    fit = fit_term_weights(values[None, :], y) if np.all(np.isfinite(values)) else None
+    return float(fit[2]) if fit is not None and math.isfinite(fit[2]) else math.inf
+
+
 def fit_chain(starts: Sequence[Expression], columns: np.ndarray, y: np.ndarray,
               linear_values: np.ndarray | None, steps: int = _STEPS,
               pairs: bool = False) -> tuple[Expression | None, float]:

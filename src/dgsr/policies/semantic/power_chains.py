@@ -25,8 +25,7 @@ import numpy as np
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
 from dgsr.core.inner_fit import fit_inner_constants
-from dgsr.core.linear_terms import fit_term_weights
-from dgsr.policies.semantic.parametric_forms import best_chains
+from dgsr.policies.semantic.parametric_forms import affine_loss, best_chains
 
 __all__ = ["POWERS", "power_chains"]
 
@@ -46,14 +45,6 @@ def _power(argument: Expression, k: int) -> Expression:
     return base if k > 0 else Expression.combine("inv", base)
 
 
-def _loss(form: Expression, columns: np.ndarray, y: np.ndarray) -> float:
-    """The mean squared error of ``y`` against ``a*form + b``, least squares; inf where not finite."""
-    with np.errstate(all="ignore"):
-        values = evaluate_columns(form, columns)
-    fit = fit_term_weights(values[None, :], y) if np.all(np.isfinite(values)) else None
-    return fit[2] if fit is not None and math.isfinite(fit[2]) else math.inf
-
-
 def power_chains(argument: int | Expression, columns: np.ndarray, y: np.ndarray, allowed: Iterable[str],
                  keep: int = 1) -> list[Expression]:
     """``u**k*chain``, refitted to ``y``, for each power ``k`` of :data:`POWERS` and each of the
@@ -70,7 +61,7 @@ def power_chains(argument: int | Expression, columns: np.ndarray, y: np.ndarray,
     if not np.all(np.isfinite(values)) or np.any(values == 0.0):
         return []
     plain = best_chains([argument], columns, y, allowed, [], 1)
-    bar = min((_loss(c, columns, y) for c in plain[:1]), default=math.inf)
+    bar = min((affine_loss(c, columns, y) for c in plain[:1]), default=math.inf)
     found: list[tuple[float, Expression]] = []
     for k in POWERS:
         with np.errstate(all="ignore"):
@@ -82,7 +73,7 @@ def power_chains(argument: int | Expression, columns: np.ndarray, y: np.ndarray,
         for chain in best_chains([argument], columns[:, rows], target[rows], allowed, [], keep):
             start = Expression.combine("mul", _power(u, k), chain)
             form = fit_inner_constants(start, columns, y, steps=_REFIT_STEPS).expression
-            loss = _loss(form, columns, y)
+            loss = affine_loss(form, columns, y)
             if loss < bar:
                 found.append((loss, form))
     found.sort(key=lambda t: t[0])
