@@ -268,8 +268,8 @@ def _prefactor_chains(prefactors: Sequence[Expression], arguments: Sequence[Expr
     ``arguments`` that explain ``y/P`` best (see :func:`build_library`). Two power laws can be
     as simple (the index's ties); where the best chain over one leaves less than half the share of
     its target unexplained that the other's does, only the first's chains are kept: the second's
-    are approximations, and they lure the search (``q*Ef/(m*omega_0*omega)`` beside
-    ``1/(1 - (omega/omega_0)**2)``)."""
+    are approximations, and they lure the search (``y = a/(z**2 - x**2)`` with the index ``x/z``:
+    over ``a/z**2`` it is the chain ``1/(1 - u**2)``, over ``a/(x*z)`` no chain is exact)."""
     if "mul" not in allowed:
         return []
     fitted: list[tuple[float, list[Expression]]] = []
