@@ -53,6 +53,10 @@ _PI_DENOMINATORS = (1, 2, 3, 4)
 _INVERSE_PI_POWERS = (4 * math.pi, 4 * math.pi ** 2)
 _INVERSE_PI_SYMPY = (4 * sympy.pi, 4 * sympy.pi ** 2)
 _INVERSE_PI_LARGEST = 4
+#: A fraction over 4*pi is tried only where the fit already holds it to this share: the fractions
+#: lie closer together than the 5% a noisy fit may wander, so on noisy data every small constant
+#: would find one (``0.2286*x`` became ``3*x/(4*pi)`` on black-box data, three nodes longer).
+_OVER_PI_NEAR = 1e-4
 #: A Jacobian direction whose singular value is below this share of the largest is a null direction.
 _NULL = 1e-8
 
@@ -61,12 +65,12 @@ def simple_values(value: float) -> list[float]:
     """The simple values for ``value``, simplest first: 0 (a term or shift the data do not need),
     then those within 5% of it: the nearest integer, halves, thirds and quarters, then multiples of
     pi, pi/2, pi/3 and pi/4, then of pi**2, pi**2/2, pi**2/3 and pi**2/4, then fractions up to 4
-    over 4*pi and 4*pi**2 (:func:`_over_pi`; never ``value`` itself)."""
+    over 4*pi and 4*pi**2 within 1e-4 of it (:func:`_over_pi`; never ``value`` itself)."""
     if not math.isfinite(value) or value == 0.0:
         return []
     found = [round(value * q) / q for q in _DENOMINATORS]
     found += [base * round(value * q / base) / q for base in _PI_POWERS for q in _PI_DENOMINATORS]
-    found += [v for v, _ in _over_pi(value)]
+    found += [v for v, _ in _over_pi(value) if abs(v - value) <= _OVER_PI_NEAR * abs(value)]
     out: list[float] = [0.0]
     for v in found:
         if v != 0.0 and v != value and abs(v - value) <= _NEAR * abs(value) and v not in out:
