@@ -74,7 +74,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig|noindex|index|noprefactor|norational))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|nodiff|target|ratio|units|invtrig|noindex|index|noprefactor|norational))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -84,7 +84,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
-                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|target|ratio|units|invtrig|noindex|index|noprefactor|norational",
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|nodiff|target|ratio|units|invtrig|noindex|index|noprefactor|norational",
                             match.group(1)):
         if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
             options["policy"] = "learned"
@@ -107,6 +107,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["snap_constants"] = False
         elif token == "nogroups":  # with units, no chains over the dimensionless groups
             options["unit_chains"] = False
+        elif token == "nodiff":  # with units, no differences of same-unit groups in the reduced search
+            options["unit_differences"] = False
         elif token == "noreduce":  # with units, no first search on the pi-reduced problem
             options["reduce_units"] = False
         elif token == "target":  # chains fitted per expansion to a factor's target (off by default)

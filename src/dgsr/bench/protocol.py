@@ -105,6 +105,13 @@ def round_floats(expr, decimals: int = 6, *, keep_nonzero: bool = False):
     return expr.xreplace({f: rounded(f) for f in floats})
 
 
+def _exact_decimals(expr):
+    """``expr`` with each Float replaced by the exact decimal it prints as (0.5 -> 1/2)."""
+    import sympy
+
+    return expr.xreplace({f: sympy.Rational(repr(float(f))) for f in expr.atoms(sympy.Float)})
+
+
 def node_count(expr) -> int:
     """SRBench's size: every operator, variable and constant of the SymPy tree."""
     import sympy
@@ -161,6 +168,8 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
     fitted 3.14159 matches the truth's pi; where the model writes pi itself, the check is also
     made with pi exact in both, as SymPy reads both formulas: with floats, ``1/(8*pi)`` and
     ``2*alpha/(8*pi)`` round to 0.039789 and 0.079578 on one side and 0.079577 on the other.
+    Where the model has floats, it is also made with each rounded float as the exact decimal it
+    is: SymPy does not cancel ``sin(0.5*u)`` against ``sin(u/2)``.
     """
     import sympy
 
@@ -180,7 +189,11 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
         m, t = _as_sympy(model, truth), _as_sympy(truth, model)
         if agree(named_constants_as_floats(m), named_constants_as_floats(t)):
             return True
-        return bool(m.atoms(sympy.NumberSymbol)) and agree(m, t)
+        if m.atoms(sympy.NumberSymbol) and agree(m, t):
+            return True
+        # SymPy keeps sin(0.5*u) and sin(u/2) apart; the rounded floats as the exact decimals they are do not.
+        return bool(m.atoms(sympy.Float)) and agree(_exact_decimals(round_floats(named_constants_as_floats(m))),
+                                                    _exact_decimals(round_floats(named_constants_as_floats(t))))
 
     try:
         finished, value = run_capped(check, seconds)

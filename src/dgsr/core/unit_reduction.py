@@ -17,6 +17,7 @@ column: there is no reduction. Nothing here looks at data.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,10 +43,33 @@ class Reduction:
 
     prefactor: tuple[float, ...]
     groups: tuple[tuple[float, ...], ...]
+    #: Further reduced columns after the groups: ``(a, b)`` is group ``a`` minus group ``b``
+    #: (:meth:`difference_pairs`).
+    differences: tuple[tuple[int, int], ...] = ()
 
     @property
     def n_groups(self) -> int:
         return len(self.groups)
+
+    def difference_pairs(self) -> list[tuple[int, int]]:
+        """The pairs of groups ``(a, b)`` of two columns with the same unit over the same basis
+        product, ``x_i*B`` and ``x_j*B``: their difference ``(x_i - x_j)*B`` is a pure number
+        too, and the one a law of a phase difference, a potential difference or a detuning takes
+        (``cos(theta1 - theta2)``, ``E - U``, ``(omega - omega_0)*t``), which no product of powers is."""
+        pairs = []
+        for a, b in itertools.combinations(range(len(self.groups)), 2):
+            ga, gb = np.array(self.groups[a]), np.array(self.groups[b])
+            changed = np.flatnonzero(ga != gb)
+            if len(changed) != 2:
+                continue
+            i, j = (int(k) for k in (changed if ga[changed[0]] > gb[changed[0]] else changed[::-1]))
+            if ga[i] == 1.0 and gb[j] == 1.0 and ga[j] == 0.0 and gb[i] == 0.0:
+                pairs.append((a, b) if i < j else (b, a))
+        return pairs
+
+    def with_differences(self, pairs: Sequence[tuple[int, int]]) -> Reduction:
+        """The same reduction with the differences of ``pairs`` of groups as further columns."""
+        return dataclasses.replace(self, differences=tuple((int(a), int(b)) for a, b in pairs))
 
     def with_reciprocals(self, keep: Sequence[bool] | None = None) -> Reduction:
         """The same reduction with each group's reciprocal (where ``keep`` says so; default all)
@@ -53,12 +77,15 @@ class Reduction:
         way up a law uses a group, and a search finds ``1/(exp(u) - 1)`` far sooner than ``1/(exp(1/u) - 1)``."""
         keep = [True] * len(self.groups) if keep is None else keep
         flipped = tuple(tuple(-e + 0.0 for e in g) for g, k in zip(self.groups, keep) if k)
-        return Reduction(self.prefactor, self.groups + flipped)
+        return dataclasses.replace(self, groups=self.groups + flipped)
 
     def group_columns(self, X: np.ndarray) -> np.ndarray:
-        """The groups' values on the rows of ``X`` [n_rows, n_columns], one column each."""
-        return np.column_stack([_power_product(X, g) for g in self.groups]) if self.groups \
-            else np.empty((X.shape[0], 0))
+        """The reduced columns' values on the rows of ``X`` [n_rows, n_columns]: the groups', then
+        the differences', one column each."""
+        columns = [_power_product(X, g) for g in self.groups]
+        with np.errstate(all="ignore"):
+            columns += [columns[a] - columns[b] for a, b in self.differences]
+        return np.column_stack(columns) if columns else np.empty((X.shape[0], 0))
 
     def prefactor_values(self, X: np.ndarray) -> np.ndarray:
         return _power_product(X, self.prefactor)
@@ -66,10 +93,24 @@ class Reduction:
     def lift(self, reduced: Expression) -> Expression:
         """``prefactor * reduced``, with the reduced expression's column ``i`` replaced by group ``i``:
         the same formula over the original columns."""
-        body = reduced.with_variables({i: monomial(g) for i, g in enumerate(self.groups)})
+        columns = {i: monomial(g) for i, g in enumerate(self.groups)}
+        columns.update({len(self.groups) + k: self._difference(a, b) for k, (a, b) in enumerate(self.differences)})
+        body = reduced.with_variables(columns)
         if not any(self.prefactor):
             return body
         return Expression.combine("mul", monomial(self.prefactor), body)
+
+
+    def _difference(self, a: int, b: int) -> Expression:
+        """Group ``a`` minus group ``b`` as ``(x_i - x_j)*B`` (the shared basis product ``B`` once)."""
+        ga, gb = np.array(self.groups[a]), np.array(self.groups[b])
+        i, j = int(np.argmax(ga - gb)), int(np.argmin(ga - gb))
+        shared = ga.copy()
+        shared[i] = 0.0
+        difference = Expression.combine("sub", Expression.variable(i), Expression.variable(j))
+        if not np.any(shared):
+            return difference
+        return Expression.combine("mul", difference, monomial(shared))
 
 
 def pi_reduction(x: Sequence[Dims], y: Dims) -> Reduction | None:
@@ -86,11 +127,16 @@ def pi_reduction(x: Sequence[Dims], y: Dims) -> Reduction | None:
     solved, *_ = np.linalg.lstsq(dims[:, dimensional], target, rcond=None)
     if np.max(np.abs(dims[:, dimensional] @ solved - target), initial=0.0) > _TOLERANCE:
         return None  # the law needs a constant with a unit (G in m1*m2/r**2 of kg and m): no theorem without it
-    best: tuple[tuple[float, float], Reduction] | None = None
+    best: tuple[tuple[float, float, int], Reduction] | None = None
     for basis in itertools.combinations(dimensional, rank):
         found = _reduction_on(dims, list(basis), dimensional, target, n)
-        if found is not None and (best is None or found[0] < best[0]):
-            best = found
+        if found is None:
+            continue
+        # Of bases as simple, one that leaves same-unit columns out of it, so that their
+        # difference is a group: (E2 - E1)/kT, not (1 - E2/E1) over the basis E1.
+        score = (*found[0], -len(found[1].difference_pairs()))
+        if best is None or score < best[0]:
+            best = (score, found[1])
     return None if best is None else best[1]
 
 

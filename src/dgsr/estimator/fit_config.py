@@ -59,6 +59,7 @@ class FitConfig:
     dimensionless_constants_only: bool = False
     snap_constants: bool = True
     reduce_units: bool = True
+    unit_differences: bool = True
     #: ``fit``'s ``X_units`` and ``y_units`` (arguments of ``fit``, as in PySR, not parameters).
     x_units: Any = None
     y_units: Any = None

@@ -28,6 +28,7 @@ from dgsr.core.operators import OPERATORS
 from dgsr.core.unit_reduction import Reduction, pi_reduction
 from dgsr.estimator.budget_plan import BudgetPlan
 from dgsr.estimator.fit_config import FitConfig
+from dgsr.policies.semantic.relevance import relevance
 
 #: The reduced search's share of the first search's time and evaluations.
 REDUCED_SHARE = 0.3
@@ -35,6 +36,8 @@ REDUCED_SHARE = 0.3
 _ROOTS = 2
 #: The reduced search sees at most this many rows (a sample of larger data).
 _MAX_ROWS = 100_000
+#: Differences of same-unit groups the reduced search gets as further columns, at most.
+_DIFFERENCES = 3
 
 
 @dataclass(frozen=True)
@@ -73,13 +76,35 @@ def reduced_seeds(config: FitConfig, X: np.ndarray, y: np.ndarray, w: np.ndarray
     if not np.all(np.isfinite(groups)):
         return ReducedSeeds()
     keep = np.all(np.isfinite(reciprocals), axis=0)  # not the reciprocal of a column with a zero
-    reduction = reduction.with_reciprocals(keep.tolist())
+    differences = _related_differences(reduction, groups, target) if config.unit_differences else []
+    reduction = reduction.with_reciprocals(keep.tolist()).with_differences(differences)
     groups = reduction.group_columns(X)
     limit = getattr(policy, "max_variables", None)  # the neural policy names 10 variables at most
     if limit is not None and groups.shape[1] > limit:
         return ReducedSeeds()
     lifted, spent = _reduced_front(config, reduction, groups, target, w, policy, rng, plan)
     return ReducedSeeds(tuple(lifted[-_ROOTS:]), tuple(lifted), spent)
+
+
+def _related_differences(reduction: Reduction, groups: np.ndarray, target: np.ndarray) -> list[tuple[int, int]]:
+    """The differences of same-unit groups (:meth:`Reduction.difference_pairs`) that relate to
+    ``target`` more than either of their two groups, their ratio, product or sum do, at most
+    :data:`_DIFFERENCES`, most related first. A law of ``cos(theta1 - theta2)`` relates to the
+    difference and hardly to either angle; two columns of opposite monotone effects relate to
+    their difference as much as to their ratio, and the search reaches the ratio already."""
+    pairs = reduction.difference_pairs()
+    kept: list[tuple[float, tuple[int, int]]] = []
+    for a, b in pairs:
+        u, v = groups[:, a], groups[:, b]
+        with np.errstate(all="ignore"):
+            rivals = np.vstack([u - v, u, v, u / v, u * v, u + v])
+        if not (np.all(np.isfinite(rivals[0])) and np.ptp(rivals[0]) > 0):
+            continue
+        finite = np.all(np.isfinite(rivals), axis=1)
+        scores = relevance(rivals[finite], target)
+        if scores[0] > np.max(scores[1:], initial=0.0):
+            kept.append((float(scores[0]), (a, b)))
+    return [pair for _, pair in sorted(kept, key=lambda item: -item[0])[:_DIFFERENCES]]
 
 
 def _reduced_front(config: FitConfig, reduction: Reduction, groups: np.ndarray, target: np.ndarray,

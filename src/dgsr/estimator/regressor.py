@@ -183,6 +183,9 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         columns (Buckingham's pi theorem; ``P`` a product of powers of the columns with the
         target's unit) for 30% of the search's budget, and seed the search with what it finds
         (:mod:`dgsr.estimator.pi_search`). No effect without units.
+    unit_differences : bool, default=True
+        With ``reduce_units``, the reduced search also takes the difference of two same-unit columns'
+        groups where it relates to ``y`` more than either (``cos(theta1 - theta2)``, ``E - U``).
 
     Attributes
     ----------
@@ -260,6 +263,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         dimensionless_constants_only: bool = False,
         snap_constants: bool = True,
         reduce_units: bool = True,
+        unit_differences: bool = True,
     ):
         self.max_time = max_time
         self.max_evaluations = max_evaluations
@@ -297,6 +301,7 @@ class SymbolicRegressor(FrontTableView, FunctionExports, RegressorMixin, BaseEst
         self.dimensionless_constants_only = dimensionless_constants_only
         self.snap_constants = snap_constants
         self.reduce_units = reduce_units
+        self.unit_differences = unit_differences
 
     # ------------------------------------------------------------------ fit
     @entry_point
