@@ -89,6 +89,22 @@ def test_a_model_that_writes_pi_is_also_checked_with_pi_exact(model, truth, expe
     assert is_symbolic_solution(model, truth) is expected
 
 
+_T, _W1, _W2 = sympy.symbols("t omega1 omega2")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("model,truth,expected", [
+    # SymPy keeps sin(0.5*u) and sin(u/2) apart; as the exact decimal it is, 0.5 is 1/2
+    (2 * _A * sympy.cos(sympy.Float(0.5) * _T * (_W1 - _W2)), 2 * _A * sympy.cos((_W1 - _W2) * _T / 2), True),
+    (sympy.sin(sympy.Float(0.25) * _T) ** 2 / _T, sympy.sin(_T / 4) ** 2 / _T, True),
+    # a float that is not the truth's fraction stays a different law: 0.333333 is not 1/3, 0.6 not 1/2
+    (sympy.cos(sympy.Float(0.333333) * _T), sympy.cos(_T / 3), False),
+    (2 * _A * sympy.cos(sympy.Float(0.6) * _T * (_W1 - _W2)), 2 * _A * sympy.cos((_W1 - _W2) * _T / 2), False),
+])
+def test_floats_inside_functions_are_compared_as_the_decimals_they_are(model, truth, expected):
+    assert is_symbolic_solution(model, truth) is expected
+
+
 def test_model_size_keeps_a_tiny_coefficient():
     import sympy
 

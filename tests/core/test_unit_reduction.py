@@ -95,3 +95,47 @@ def test_monomials_are_products_over_products_with_roots_and_squares():
     np.testing.assert_allclose(evaluate(expr, X), X[:, 0] ** 1.5 * np.sqrt(X[:, 2]) / X[:, 1] ** 2, rtol=1e-12)
     np.testing.assert_allclose(evaluate(monomial((0.0, -3.0, 0.0)), X), X[:, 1] ** -3.0, rtol=1e-12)
     assert set(monomial((2.5, 0.0, 0.0)).symbols) <= {"mul", "sq", "sqrt", "x0"}
+
+
+# Differences of same-unit groups (Reduction.difference_pairs): ((x_i - x_j)*B, a pure number).
+PER_S = _dims(s=-1)
+#: A Lorentzian line in the detuning: I0 [W/m**2], omega, omega_0 [1/s], tau [s] -> [W/m**2].
+LINE_X, LINE_Y = [_dims(kg=1, s=-3), PER_S, PER_S, S], _dims(kg=1, s=-3)
+
+
+def test_two_same_unit_columns_outside_the_basis_give_one_difference_group():
+    reduction = pi_reduction(LINE_X, LINE_Y)
+    assert reduction is not None
+    # Of the bases as simple ({I0, omega} or {I0, tau}), the one that leaves omega and omega_0
+    # out: only then is (omega - omega_0)*tau a group (else it is an affine function of one).
+    assert len(reduction.difference_pairs()) == 1
+    X = _rows(4)
+    with_difference = reduction.with_differences(reduction.difference_pairs())
+    columns = with_difference.group_columns(X)
+    assert columns.shape == (40, reduction.n_groups + 1)
+    np.testing.assert_allclose(columns[:, -1], (X[:, 1] - X[:, 2]) * X[:, 3])
+    # Lifted, the difference column is (omega - omega_0)*tau over the original columns.
+    lifted = with_difference.lift(parse(f"x{reduction.n_groups}"))
+    np.testing.assert_allclose(evaluate(lifted, X), X[:, 0] * (X[:, 1] - X[:, 2]) * X[:, 3])
+
+
+def test_a_difference_group_is_a_pure_number():
+    reduction = pi_reduction(LINE_X, LINE_Y)
+    reduction = reduction.with_differences(reduction.difference_pairs())
+    X = _rows(4, seed=1)
+    scale = np.array([10.0, 3.0, 7.0, 1.0, 1.0, 1.0, 1.0])  # centimetres, grams, other seconds
+    np.testing.assert_allclose(reduction.group_columns(_in_other_units(X, LINE_X, scale))[:, -1],
+                               reduction.group_columns(X)[:, -1])
+
+
+def test_dimensionless_columns_pair_and_reciprocals_or_other_units_do_not():
+    # d [m], theta1, theta2 [1], r [m] -> [m]: theta1 - theta2 is a difference; d and r share a
+    # unit but one is the basis (r/d - 1 is no new group); no reciprocal pairs.
+    reduction = pi_reduction([M, NONE, NONE, M], M).with_reciprocals()
+    pairs = reduction.difference_pairs()
+    assert len(pairs) == 1
+    a, b = pairs[0]
+    X = _rows(4, seed=2)
+    np.testing.assert_allclose(np.abs(reduction.group_columns(X)[:, a] - reduction.group_columns(X)[:, b]),
+                               np.abs(X[:, 1] - X[:, 2]))
+    assert pi_reduction([M, KG, S], _dims(m=1, kg=1, s=1)).difference_pairs() == []

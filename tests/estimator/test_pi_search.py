@@ -123,3 +123,44 @@ def test_the_reduced_search_takes_neither_the_groups_nor_the_single_index():
     reduced = _for_groups(policy)
     assert reduced.unit_groups == () and reduced.index_chains is False
     assert policy.index_chains is True and len(policy.unit_groups) == 1  # the caller's policy is unchanged
+
+
+#: Laws of a difference of two same-unit columns (not in any bench suite): the power of an
+#: alternating current, a Lorentzian line in the detuning, and Malus's law between two polariser angles.
+DIFFERENCE_LAWS = {
+    "ac_power": ({"V": (1.0, 10.0), "I": (0.5, 5.0), "phi_v": (0.0, 3.0), "phi_i": (0.0, 3.0)},
+                 ["V", "A", "1", "1"], "W", lambda X: X.V * X.I * np.cos(X.phi_v - X.phi_i)),
+    "detuning": ({"I0": (1.0, 5.0), "omega": (1.0, 3.0), "omega_0": (1.0, 3.0), "tau": (1.0, 4.0)},
+                 ["W/m**2", "1/s", "1/s", "s"], "W/m**2", lambda X: X.I0 / (1 + ((X.omega - X.omega_0) * X.tau) ** 2)),
+    "malus": ({"I0": (1.0, 5.0), "theta1": (0.0, 3.0), "theta2": (0.0, 3.0)},
+              ["W/m**2", "1", "1"], "W/m**2", lambda X: X.I0 * np.cos(X.theta1 - X.theta2) ** 2),
+}
+
+
+def _difference_law(name: str, seed: int, noise: float = 0.0, far: bool = False):
+    """Rows of law ``name``; ``far``: its first differenced column beyond the training range
+    (``[hi, 2*hi]``), so that the difference goes beyond its own."""
+    ranges, x_units, y_units, law = DIFFERENCE_LAWS[name]
+    rng = np.random.default_rng(seed)
+    first = 2 if name == "detuning" else [u for u in x_units].index("1")  # omega, or the first angle
+    X = pd.DataFrame({c: rng.uniform(*((r[1], 2 * r[1]) if far and k == first else r), 300)
+                      for k, (c, r) in enumerate(ranges.items())})
+    y = np.asarray(law(X))
+    return X, y * (1 + noise * rng.standard_normal(len(y))), {"X_units": x_units, "y_units": y_units}, law
+
+
+@pytest.mark.parametrize("name", sorted(DIFFERENCE_LAWS))
+@pytest.mark.parametrize("noise", [0.0, 0.01])
+def test_a_law_of_a_same_unit_difference_is_found_through_the_difference_group(name, noise):
+    X, y, units, law = _difference_law(name, seed=1, noise=noise)
+    X_far, _, _, _ = _difference_law(name, seed=5, far=True)
+    y_far = np.asarray(law(X_far))
+
+    def extrapolation_r2(est: SymbolicRegressor) -> float:
+        residual = y_far - est.predict(X_far)
+        return 1 - float(np.sum(residual**2)) / float(np.sum((y_far - y_far.mean()) ** 2))
+
+    found = _fit(X, y, True, 3000, units=units)
+    assert extrapolation_r2(found) >= 0.999, found.sympy()
+    plain = _fit(X, y, True, 3000, units=units, unit_differences=False)
+    assert extrapolation_r2(plain) < 0.99, plain.sympy()

@@ -207,7 +207,11 @@ def size_limit(config: FitConfig, entries: Sequence[Any], X: np.ndarray, y: np.n
     fronts, spent, interrupted = fold_fronts(config, X, y, w, labels, seeds, deadline, fold_evals, operands)
     if interrupted or len(fronts) < SEARCH_CV_FOLDS:
         return None, spent, interrupted
-    limits = sorted({int(e.size) for e in entries} | {int(s) for sizes, _ in fronts for s in sizes})
+    # A limit below some fold's smallest entry is not tested by that fold (it would answer with a
+    # larger entry, and credit the limit with that entry's error): no such limit is chosen.
+    floor = max(int(sizes.min()) for sizes, _ in fronts)
+    limits = sorted(s for s in {int(e.size) for e in entries} | {int(s) for sizes, _ in fronts for s in sizes}
+                    if s >= floor)
     reached = max(int(sizes.max()) for sizes, _ in fronts)
     return chosen_limit(limit_errors(fronts, labels, y, limits, w), limits, reached), spent, False
 
