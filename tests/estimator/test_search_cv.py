@@ -16,6 +16,7 @@ from dgsr.estimator.search_cv import (
     chosen_limit,
     limit_errors,
     runs_search_cv,
+    fold_tested_limits,
 )
 
 pytestmark = pytest.mark.timeout(300, method="thread")
@@ -57,6 +58,13 @@ def test_the_smallest_limit_within_one_standard_error_is_chosen():
     # a limit whose formulas are undefined on a held-out row never wins
     errors[0, 4] = np.inf
     assert chosen_limit(errors, [3, 7, 12], reached=12) == 7
+
+
+def test_no_limit_below_a_folds_smallest_entry_is_tested():
+    # Every fold's smallest entry is the law at size 11: a limit of 6 would be credited with its error.
+    folds = [np.array([11, 27]), np.array([11, 15, 38]), np.array([13, 29])]
+    assert fold_tested_limits([6, 8, 11, 34], folds) == [13, 15, 27, 29, 34, 38]
+    assert fold_tested_limits([1, 3], [np.array([1, 5]), np.array([2])]) == [2, 3, 5]
 
 
 def test_no_limit_where_larger_was_better_as_far_as_the_folds_reached():

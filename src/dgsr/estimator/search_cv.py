@@ -92,6 +92,16 @@ def limit_errors(fronts: Sequence[tuple[np.ndarray, np.ndarray]], labels: np.nda
     return out
 
 
+def fold_tested_limits(entry_sizes: Sequence[int], fold_sizes: Sequence[np.ndarray]) -> list[int]:
+    """The size limits the folds test, ascending: every size of the front's entries and of the
+    folds' fronts, from the largest of the folds' smallest sizes up. Below a fold's smallest entry
+    the fold answers with that entry (:func:`limit_errors`), which credits the limit with a larger
+    formula's error: on a law every fold finds at size 11, a limit of 6 scored as well as 11 and
+    cut the fit down to a size-6 formula of R² below 0."""
+    floor = max(int(np.min(sizes)) for sizes in fold_sizes)
+    return sorted(s for s in {*map(int, entry_sizes), *(int(v) for sizes in fold_sizes for v in sizes)} if s >= floor)
+
+
 def chosen_limit(errors: np.ndarray, limits: Sequence[int], reached: int) -> int | None:
     """The size limit the out-of-fold ``errors`` of ``limits`` (ascending) support, or None.
 
@@ -207,11 +217,7 @@ def size_limit(config: FitConfig, entries: Sequence[Any], X: np.ndarray, y: np.n
     fronts, spent, interrupted = fold_fronts(config, X, y, w, labels, seeds, deadline, fold_evals, operands)
     if interrupted or len(fronts) < SEARCH_CV_FOLDS:
         return None, spent, interrupted
-    # A limit below some fold's smallest entry is not tested by that fold (it would answer with a
-    # larger entry, and credit the limit with that entry's error): no such limit is chosen.
-    floor = max(int(sizes.min()) for sizes, _ in fronts)
-    limits = sorted(s for s in {int(e.size) for e in entries} | {int(s) for sizes, _ in fronts for s in sizes}
-                    if s >= floor)
+    limits = fold_tested_limits([int(e.size) for e in entries], [sizes for sizes, _ in fronts])
     reached = max(int(sizes.max()) for sizes, _ in fronts)
     return chosen_limit(limit_errors(fronts, labels, y, limits, w), limits, reached), spent, False
 
