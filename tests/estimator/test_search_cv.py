@@ -14,9 +14,9 @@ from dgsr.estimator.fit_config import config_from
 from dgsr.estimator.regressor import SymbolicRegressor
 from dgsr.estimator.search_cv import (
     chosen_limit,
+    fold_tested_limits,
     limit_errors,
     runs_search_cv,
-    fold_tested_limits,
 )
 
 pytestmark = pytest.mark.timeout(300, method="thread")
