@@ -100,7 +100,6 @@ class Reduction:
             return body
         return Expression.combine("mul", monomial(self.prefactor), body)
 
-
     def _difference(self, a: int, b: int) -> Expression:
         """Group ``a`` minus group ``b`` as ``(x_i - x_j)*B`` (the shared basis product ``B`` once)."""
         ga, gb = np.array(self.groups[a]), np.array(self.groups[b])
