@@ -187,13 +187,14 @@ def is_symbolic_solution(model, truth, seconds: float = 10.0) -> bool:
 
     def check() -> bool:
         m, t = _as_sympy(model, truth), _as_sympy(truth, model)
-        if agree(named_constants_as_floats(m), named_constants_as_floats(t)):
+        m_floats, t_floats = named_constants_as_floats(m), named_constants_as_floats(t)
+        if agree(m_floats, t_floats):
             return True
         if m.atoms(sympy.NumberSymbol) and agree(m, t):
             return True
         # SymPy keeps sin(0.5*u) and sin(u/2) apart; the rounded floats as the exact decimals they are do not.
-        return bool(m.atoms(sympy.Float)) and agree(_exact_decimals(round_floats(named_constants_as_floats(m))),
-                                                    _exact_decimals(round_floats(named_constants_as_floats(t))))
+        return bool(m.atoms(sympy.Float)) and agree(_exact_decimals(round_floats(m_floats)),
+                                                    _exact_decimals(round_floats(t_floats)))
 
     try:
         finished, value = run_capped(check, seconds)
