@@ -25,6 +25,7 @@ from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.policies.semantic import operand_forms as forms
+from dgsr.policies.semantic.linearized_forms import linearized_operands
 from dgsr.policies.semantic.parametric_forms import affine_loss, best_chains
 from dgsr.policies.semantic.power_chains import power_chains as power_chain_forms
 from dgsr.policies.semantic.rational_forms import rational_operands
@@ -168,7 +169,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   seeded: Sequence[Expression] | None = None,
                   chain_arguments: Sequence[Expression] = (), ratio_chains: bool = False,
                   chain_prefactors: Sequence[Expression] = (), rational: bool = False,
-                  power_chains: bool = False) -> OperandLibrary:
+                  power_chains: bool = False, linearized: bool = False) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -201,6 +202,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ``power_chains``: also a power of the most related variable (and of the most related of the
     ``chain_arguments``) times a chain over it, where that explains ``y`` better than the chains
     over it (:mod:`~dgsr.policies.semantic.power_chains`): ``x**3/(exp(b*x) - 1)``.
+    ``linearized``: also the powers of sums of a few products of simple functions of the
+    ``max_chain_variables`` most related variables that explain ``y`` best
+    (:mod:`~dgsr.policies.semantic.linearized_forms`): ``sqrt(a**2 + b**2 - 2*a*b*cos(t))``.
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
@@ -237,7 +241,7 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             groups = _related(arguments, fit_columns, fit_y, max_chain_variables) if max_chains > 0 else []
             key = ("screened", tuple(sorted(pairs[:max_parametric_variables])), ranked, tuple(linear), allowed_ops,
                    max_chains, pair_forms, chain_pairs, tuple(g.key() for g in groups),
-                   tuple(p.key() for p in chain_prefactors), rational, power_chains)
+                   tuple(p.key() for p in chain_prefactors), rational, power_chains, linearized)
             fits = None if memo is None else memo.fits.get(key)
             if fits is None:
                 fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
@@ -251,6 +255,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                 if rational:  # refined by the same fit as every parametric form, the linear terms beside
                     fits.extend(_fitted([r], fit_columns, fit_y, linear, memo=memo) for r in
                                 rational_operands(fit_columns, fit_y, sorted(pairs[:max_chain_variables]), allowed_ops))
+                if linearized:
+                    fits.extend(_fitted([f], fit_columns, fit_y, linear, memo=memo) for f in
+                                linearized_operands(fit_columns, fit_y, sorted(pairs[:max_chain_variables]), allowed_ops))
                 if memo is not None:
                     memo.fits[key] = fits
         parametric = [form for form in fits if form is not None]

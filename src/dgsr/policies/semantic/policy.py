@@ -128,15 +128,13 @@ class SemanticPolicy:
         matches; the match is in decades of unexplained variance).
     temperature:
         Priors are ``softmax(match / temperature)`` with ``match = -log10(unexplained share)``.
-    max_size:
-        Node limit proposals respect.
+    max_size: node limit proposals respect.
     operators:
         Table 1 operators the proposals may use, in mutations and operands (default: all); the
         estimator passes its ``operators`` / ``unary_operators`` / ``binary_operators`` here.
     parametric_operands:
-        Add operands of two variables with constants inside a nonlinear part (``sin(c*u + d)``,
-        ``sq(u - c)``, ``inv(u + c)``, ``sin(c*(x_i + a)*(x_j + b))``) to the library, their
-        constants fitted to ``y`` per trial (:func:`~dgsr.policies.semantic.operand_library.build_library`).
+        Add operands with constants inside a nonlinear part (``sin(c*u + d)``, ``inv(u + c)``) to
+        the library, fitted to ``y`` (:func:`~dgsr.policies.semantic.operand_library.build_library`).
     additive_roots:
         Also propose, as a trial's first mutation, sums of operands that explain ``y`` together
         (:func:`~dgsr.policies.semantic.additive.best_sums`).
@@ -175,10 +173,11 @@ class SemanticPolicy:
         (docs/decisions/2026-11-30-index-prefactors.md).
     rational_operands:
         With ``parametric_operands``, also the ratios of small polynomials that explain ``y``
-        best (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``
-        (docs/decisions/2026-11-30-rational-operands.md).
+        best (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``.
     power_chains:
         Also a power of an argument times a chain over it (:mod:`~dgsr.policies.semantic.power_chains`).
+    linearized_operands:
+        Also powers of sums of products that fit ``y`` (:mod:`~dgsr.policies.semantic.linearized_forms`).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`). Off: no gain on the develop halves, and a
@@ -198,7 +197,8 @@ class SemanticPolicy:
                  power_laws: bool = True, inner_chains: int = 4, free_exponents: bool = True,
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
                  ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True,
-                 index_prefactors: bool = True, rational_operands: bool = True, power_chains: bool = True):
+                 index_prefactors: bool = True, rational_operands: bool = True, power_chains: bool = True,
+                 linearized_operands: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -207,7 +207,8 @@ class SemanticPolicy:
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
         self.target_chains, self.index_chains, self.index_prefactors = target_chains, index_chains, index_prefactors
-        self.rational_operands, self.power_chains = rational_operands, power_chains
+        self.rational_operands, self.power_chains, self.linearized_operands = (rational_operands, power_chains,
+                                                                               linearized_operands)
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -255,7 +256,8 @@ class SemanticPolicy:
                                 chain_arguments=arguments, ratio_chains=getattr(self, "ratio_chains", False),
                                 chain_prefactors=prefactors,
                                 rational=getattr(self, "rational_operands", False),  # False: pickled before 0.27.0
-                                power_chains=getattr(self, "power_chains", False))  # False: pickled before 0.28.0
+                                power_chains=getattr(self, "power_chains", False),  # False: pickled before 0.28.0
+                                linearized=getattr(self, "linearized_operands", False))  # before 0.30.0
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()

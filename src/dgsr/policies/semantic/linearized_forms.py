@@ -1,0 +1,224 @@
+"""Powers of ``y`` that are sums of a few products of simple functions: linearising transforms.
+
+Scientists linearise. Lineweaver and Burk plot ``1/v`` against ``1/s``; the law of cosines is
+``c**2 = a**2 + b**2 - 2*a*b*cos(g)``; a relativistic energy is ``E**2 = p**2*c**2 + m**2*c**4``;
+Compton's scattered energy is ``1/E' = 1/E + (1 - cos(t))/(m*c**2)``. Each law is
+``y = (c0 + sum_k c_k*f_k)**(1/p)`` for a small power ``p``, where every ``f_k`` is a product of
+at most two simple functions of the variables (the variable, its square, root, reciprocal, sine
+or cosine). No chain of one variable holds it, and the additive proposals combine library
+operands, which hold few such products. Here, for each ``p``, ``|y|**p`` is fitted by the best
+single products, pairs and triples of products (:func:`_selections`), each solved by least
+squares on the even rows, taken
+back to ``y`` and scored on the odd rows by an information criterion that charges each
+coefficient. The few that explain the odd rows of ``y`` far better than a tenth of a percent of
+its variance become operands, and the search's constant fits refine them. Nothing here names a
+law.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from dgsr.core.expression import Expression
+
+#: The powers ``p`` for which ``y**p`` is fitted as a sum (1: ``y`` itself).
+POWERS = (1.0, -1.0, 2.0, -2.0, 0.5, -0.5)
+#: The forms kept: the best by the criterion, and the next ones within this many nats of it.
+KEEP, _CLOSE = 2, 2.0
+_MIN_ROWS = 20
+#: A form must leave less than this share of ``y``'s variance on the held-out rows.
+_MAX_SHARE = 1e-3
+#: Errors below this share of the variance are all rounding: there the charge per coefficient decides.
+_FLOOR = 1e-12
+#: Single products tried alone, pairs tried alone, and pairs each tried with a third product.
+_SINGLES, _PAIRS, _PAIRS_EXTENDED = 3, 4, 24
+#: A product whose part outside the others' span has less than this share of its variance adds nothing.
+_COLLINEAR = 1e-8
+#: The unary operator that takes ``z = y**p`` back to ``y``, per ``p`` (none for 1).
+_BACK = {-1.0: ("inv",), 2.0: ("sqrt",), -2.0: ("sqrt", "inv"), 0.5: ("sq",), -0.5: ("sq", "inv")}
+
+
+def _simple_functions(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[str]
+                      ) -> list[list[Expression]]:
+    """Per variable: the variable, and its square, root (a positive variable), reciprocal (a
+    variable of one sign), sine, cosine and their squares, those the operators allow."""
+    out = []
+    for i in variables:
+        v, x = columns[i], Expression.variable(i)
+        own = [x]
+        if "sq" in allowed:
+            own.append(Expression.combine("sq", x))
+        if "sqrt" in allowed and np.all(v > 0):
+            own.append(Expression.combine("sqrt", x))
+        if "inv" in allowed and (np.all(v > 0) or np.all(v < 0)):
+            own.append(Expression.combine("inv", x))
+        for op in ("cos", "sin"):
+            if op in allowed:
+                wave = Expression.combine(op, x)
+                own.append(wave)
+                if "sq" in allowed:
+                    own.append(Expression.combine("sq", wave))
+        out.append(own)
+    return out
+
+
+def _products(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[str]
+              ) -> tuple[list[Expression], np.ndarray]:
+    """The simple functions and every product of two of them, with their values
+    ``[n_products, n_rows]`` (the finite ones only)."""
+    from dgsr.core.evaluate import evaluate_columns
+
+    per_variable = _simple_functions(columns, variables, allowed)
+    simple = [f for own in per_variable for f in own]
+    with np.errstate(all="ignore"):
+        value = {f.key(): evaluate_columns(f, columns) for f in simple}
+    products: list[tuple[Expression, ...]] = [(f,) for f in simple]
+    products += list(itertools.combinations(simple, 2))
+    exprs, rows = [], []
+    for factors in products:
+        expr, values = factors[0], value[factors[0].key()]
+        for f in factors[1:]:
+            expr = Expression.combine("mul", expr, f)
+            with np.errstate(all="ignore"):
+                values = values * value[f.key()]
+        exprs.append(expr)
+        rows.append(values)
+    table = np.vstack(rows)
+    finite = np.all(np.isfinite(table), axis=1)
+    return [e for e, k in zip(exprs, finite) if k], table[finite]
+
+
+def _sum_expression(exprs: Sequence[Expression], coefficients: np.ndarray) -> Expression:
+    """``c0 + c1*f1 + ...`` with the fitted coefficients as the expression's constants."""
+    out = Expression.constant(float(coefficients[0]))
+    for f, c in zip(exprs, coefficients[1:]):
+        out = Expression.combine("add", out, Expression.combine("mul", Expression.constant(float(c)), f))
+    return out
+
+
+def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[int],
+                        allowed: frozenset[str], size_penalty: float = 0.03) -> list[Expression]:
+    """Up to :data:`KEEP` forms ``(c0 + sum_k c_k*f_k)**(1/p)`` over ``variables`` (indices into
+    ``columns`` ``[n_features, n_rows]``) that explain held-out rows of ``y`` best (see the
+    module's docstring); [] where none leaves less than :data:`_MAX_SHARE` of ``y``'s variance,
+    or ``add`` and ``mul`` are not allowed."""
+    if not {"add", "mul"} <= allowed or not variables or columns.shape[1] < _MIN_ROWS:
+        return []
+    y = np.asarray(y, dtype=np.float64)
+    variance = float(np.var(y))
+    if not (np.all(np.isfinite(y)) and math.isfinite(variance) and variance > 0):
+        return []
+    exprs, values = _products(columns, sorted(variables), allowed)
+    if not exprs:
+        return []
+    sizes = np.array([e.size for e in exprs], dtype=np.float64)
+    fit, test = np.arange(0, len(y), 2), np.arange(1, len(y), 2)
+    sign = 1.0 if np.all(y > 0) else -1.0 if np.all(y < 0) else 0.0
+    scored: list[tuple[float, Expression]] = []
+    for p in POWERS:
+        if p != 1.0 and (sign == 0.0 or not all(op in allowed for op in _BACK[p])):
+            continue  # a power of a y that changes sign has no one inverse
+        with np.errstate(all="ignore"):
+            z = y if p == 1.0 else (sign * y) ** p
+            if not np.all(np.isfinite(z)) or float(np.var(z[fit])) <= 0:
+                continue
+            # An error dy in y is p*y**(p-1)*dy in z: weighing each row by |y|**(1-p) gives
+            # every row the weight it has in y (as Sanathanan and Koerner weigh a ratio's rows).
+            weights = np.abs(y) ** (1.0 - p)
+            weights = weights / np.mean(weights)
+        if not (np.all(np.isfinite(weights)) and np.all(weights > 0)):
+            continue
+        for chosen in _selections(values[:, fit], sizes, z[fit], weights[fit], size_penalty):
+            found = _scored(exprs, chosen, values, z, weights, y, p, sign, fit, test, variance)
+            if found is not None:
+                scored.append(found)
+    scored.sort(key=lambda s: s[0])
+    out: list[tuple[float, np.ndarray, Expression]] = []
+    for score, y_hat, e in scored:
+        if len(out) == KEEP or score > scored[0][0] + _CLOSE:
+            break
+        if all(not np.allclose(y_hat, o[1], rtol=1e-9, atol=0.0) for o in out):  # the same form by another path
+            out.append((score, y_hat, e))
+    return [e for _, _, e in out]
+
+
+def _selections(values: np.ndarray, sizes: np.ndarray, z: np.ndarray, weights: np.ndarray,
+                size_penalty: float) -> list[list[int]]:
+    """The term sets tried for ``z``: the :data:`_SINGLES` products that explain most of it alone,
+    the :data:`_PAIRS` best pairs of products (all pairs are solved at once from their inner
+    products: forward selection is myopic, and the best single product of a two-term law is
+    rarely one of its terms), and each of those pairs with the third product that adds most.
+    Each is scored by ``-log10`` of the share of ``z``'s variance it leaves in weighted least
+    squares (row weights ``weights``), less ``size_penalty`` per node."""
+    with np.errstate(all="ignore"):
+        w2 = weights * weights / float(np.sum(weights * weights))
+        centred = (values - (values @ w2)[:, None]) * weights  # weighted, about the weighted means
+        zc = (z - float(z @ w2)) * weights
+        total = float(zc @ zc)
+        gram = centred @ centred.T
+        along = centred @ zc
+        own = np.diag(gram).copy()
+        usable = np.isfinite(own) & (own > _COLLINEAR * np.max(own, initial=0.0))
+
+        def score(explained: np.ndarray, size: np.ndarray) -> np.ndarray:
+            left = np.clip(1.0 - explained / total, 1e-12, 1.0)
+            return np.where(np.isfinite(left), -np.log10(left) - size_penalty * size, -np.inf)
+
+        alone = score(np.where(usable, along * along / own, np.nan), sizes)
+        # Two terms i, j: the explained sum of squares b' G^-1 b of the 2x2 system, for every pair.
+        det = own[:, None] * own[None, :] - gram * gram
+        explained = (own[None, :] * along[:, None] ** 2 - 2 * gram * along[:, None] * along[None, :]
+                     + own[:, None] * along[None, :] ** 2) / det
+        well_posed = (det > _COLLINEAR * own[:, None] * own[None, :]) & usable[:, None] & usable[None, :]
+        both = score(np.where(well_posed, explained, np.nan), sizes[:, None] + sizes[None, :] + 1)
+        both[np.tril_indices(len(own))] = -np.inf
+    singles = [[int(i)] for i in np.argsort(-alone, kind="stable")[:_SINGLES] if np.isfinite(alone[i])]
+    flat = np.argsort(-both, axis=None, kind="stable")[:_PAIRS_EXTENDED]
+    pairs = [[int(k // len(own)), int(k % len(own))] for k in flat if np.isfinite(both.flat[k])]
+    return singles + pairs[:_PAIRS] + [t for t in (_with_third(centred, zc, pair) for pair in pairs) if t is not None]
+
+
+def _with_third(centred: np.ndarray, zc: np.ndarray, pair: list[int]) -> list[int] | None:
+    """``pair`` and the product whose part outside the pair's span explains most of what the pair
+    leaves of ``zc`` (None where none adds anything)."""
+    with np.errstate(all="ignore"):
+        basis, _ = np.linalg.qr(centred[pair].T)  # [n_rows, 2], orthonormal
+        residual = zc - basis @ (basis.T @ zc)
+        outside = centred - (centred @ basis) @ basis.T
+        norms = np.einsum("ij,ij->i", outside, outside)
+        gain = (outside @ residual) ** 2 / norms
+        gain = np.where(np.isfinite(gain) & (norms > _COLLINEAR * np.einsum("ij,ij->i", centred, centred)), gain, -1.0)
+    gain[pair] = -1.0
+    k = int(np.argmax(gain))
+    return [*pair, k] if gain[k] > 0 else None
+
+
+def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: np.ndarray, weights: np.ndarray,
+            y: np.ndarray, p: float, sign: float, fit: np.ndarray, test: np.ndarray, variance: float
+            ) -> tuple[float, np.ndarray, Expression] | None:
+    """The held-out criterion of ``z ~ c0 + sum c_k*f_k`` (solved on the ``fit`` rows by least
+    squares weighted by ``weights``) taken back to ``y``, on the ``test`` rows, its values and its
+    expression; None where the sum leaves ``z``'s sign
+    on some row (no power of it is ``y``'s) or the fit is poor."""
+    design = np.vstack([np.ones(len(y)), values[chosen]])
+    with np.errstate(all="ignore"):
+        try:
+            coefficients = np.linalg.lstsq((design[:, fit] * weights[fit]).T, z[fit] * weights[fit], rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return None
+        z_hat = coefficients @ design
+        if p != 1.0 and not np.all(z_hat > 0):
+            return None
+        y_hat = z_hat if p == 1.0 else sign * z_hat ** (1.0 / p)
+        mse = float(np.mean((y[test] - y_hat[test]) ** 2))
+    if not math.isfinite(mse) or mse > _MAX_SHARE * variance or not np.all(np.isfinite(coefficients)):
+        return None
+    score = len(test) * math.log(max(mse / variance, _FLOOR)) + len(coefficients) * math.log(len(test))
+    form = _sum_expression([exprs[i] for i in chosen], coefficients)
+    for op in _BACK.get(p, ()):
+        form = Expression.combine(op, form)
+    return score, y_hat, form
