@@ -9,6 +9,7 @@ import sympy
 from dgsr.core.parser import parse
 from dgsr.core.simplify import (
     complexity,
+    display_order,
     exact_fractions,
     factors_into_roots,
     half_angles,
@@ -82,6 +83,21 @@ def test_a_positive_constant_moves_into_a_root_where_that_is_shorter():
         complexity(factors_into_roots(-3 * sympy.sqrt(g + 1))) < complexity(-3 * sympy.sqrt(g + 1))
     _same_values(factors_into_roots(-3 * sympy.sqrt(g + 1)), -3 * sympy.sqrt(g + 1), (g,))
     assert factors_into_roots(5 * sympy.sqrt(g) + g) == 5 * sympy.sqrt(g) + g
+
+
+def test_a_constant_moves_into_a_root_where_that_leaves_no_fitted_looking_constant():
+    # 1.414*sqrt(a*b + 0.5) and sqrt(2*a*b + 1) have as many nodes; the second has no float that is not whole.
+    a, b, t = sympy.symbols("a b theta")
+    fitted = sympy.Float(1.41421356237309) * sympy.sqrt(a * b + sympy.Float(0.5)) * sympy.cos(t)
+    moved = whole_numbers(factors_into_roots(fitted))
+    assert moved == sympy.sqrt(2 * a * b + 1) * sympy.cos(t)
+    _same_values(moved, fitted, (a, b, t), 0.5, 2.0)
+    assert display_order(moved) < display_order(fitted)
+    assert display_order(moved)[0] == complexity(moved) == complexity(fitted)
+    # Of two forms with as many nodes and as many whole numbers, neither comes first.
+    assert display_order(sympy.Float(0.3) * a) == display_order(sympy.Float(0.7) * a)
+    # Fewer nodes always come first, floats or not.
+    assert display_order(sympy.Float(0.37) * a) < display_order(2 * a + 1)
 
 
 def test_a_column_moves_into_a_root_only_where_it_is_positive():

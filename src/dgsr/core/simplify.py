@@ -194,18 +194,20 @@ def _near(a: float, b: float) -> bool:
 
 def factors_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol] = frozenset()) -> sympy.Expr:
     """``expr`` with the factors of a product moved into a root of that product where the result
-    is smaller: ``sqrt(24*pi*G - 9*a)/3`` as ``sqrt(8*pi*G/3 - a)``, and, for symbols in
+    is smaller (:func:`display_order`): ``sqrt(24*pi*G - 9*a)/3`` as ``sqrt(8*pi*G/3 - a)``, and, for symbols in
     ``positive``, ``sqrt(w**2 - pi**2*c**2)/c`` as ``sqrt(w**2/c**2 - pi**2)``. A factor ``k``
     enters ``B**p`` as ``k**(1/p)``, which is the same number for a positive ``k``: a positive
     constant, or a power of a positive symbol. A move that adds a division (``v*sqrt(...)`` as
-    ``sqrt(v**-2*...)``) is not made. The inverse of what SymPy's simplification does."""
+    ``sqrt(v**-2*...)``) is not made, nor one that does not come first in :func:`display_order`
+    (``1.414*sqrt(a + 0.5)`` as ``sqrt(2*a + 1)`` is: as short, no fitted-looking constant).
+    The inverse of what SymPy's simplification does."""
     return _or_unchanged(lambda e: _bottom_up(e, lambda node: _product_into_roots(node, positive)), expr)
 
 
 def _product_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol]) -> sympy.Expr:
     if not expr.is_Mul:
         return expr
-    best, size = expr, complexity(expr)
+    best, size = expr, display_order(expr)
     for root in (f for f in expr.args if _is_root(f)):
         current = best
         for factor in _movable(current, root, positive):
@@ -213,10 +215,10 @@ def _product_into_roots(expr: sympy.Expr, positive: frozenset[sympy.Symbol]) -> 
             base, p = root.base, root.exp
             moved = sympy.Pow(sympy.Add(*[sympy.Mul(t, sympy.Pow(factor, 1 / p)) for t in sympy.Add.make_args(base)]), p)
             trial = sympy.Mul(*rest, moved)
-            if complexity(trial) < complexity(current) and _divisions(trial) <= _divisions(current):
+            if display_order(trial) < display_order(current) and _divisions(trial) <= _divisions(current):
                 current, root = trial, moved
-        if complexity(current) < size:
-            best, size = current, complexity(current)
+        if display_order(current) < size:
+            best, size = current, display_order(current)
     return best
 
 
@@ -315,3 +317,11 @@ def _round_float(f: sympy.Float, digits: int) -> sympy.Float:
 def complexity(expr: sympy.Expr) -> int:
     """Number of nodes of the SymPy tree, as SRBench counts model size."""
     return sum(1 for _ in sympy.preorder_traversal(expr))
+
+
+def display_order(expr: sympy.Expr) -> tuple[int, int]:
+    """How two equal forms of a formula rank for display: the one of fewer nodes
+    (:func:`complexity`), and of equal ones the one with fewer floats that are not whole numbers
+    to float noise: ``sqrt(2*a + 1)`` before ``1.414*sqrt(a + 0.5)``, which reads as two fitted
+    constants where there are none."""
+    return complexity(expr), sum(1 for f in expr.atoms(sympy.Float) if not _is_whole(float(f)))

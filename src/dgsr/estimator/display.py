@@ -22,6 +22,7 @@ from dgsr.core.expression import Expression
 from dgsr.core.pareto import front_scores
 from dgsr.core.simplify import (
     complexity,
+    display_order,
     exact_fractions,
     exact_half_exponents,
     factors_into_roots,
@@ -85,8 +86,9 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
     (:func:`dgsr.core.simplify.factors_into_roots`), and with ``c - c*cos(w)`` as
     ``2*c*sin(w/2)**2`` (:func:`dgsr.core.simplify.half_angles`); the simplified form is also tried
     multiplied out, where constants cancel to float noise
-    (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept, the one simplified
-    without signs on a tie (the same function on the training data's signs), among those that
+    (:func:`dgsr.core.simplify.multiplied_out`). The smallest form is kept (of equal size, the one
+    with fewer floats that are not whole, :func:`dgsr.core.simplify.display_order`), the one
+    simplified without signs on a tie (the same function on the training data's signs), among those that
     take the fitted expression's values at the columns' typical values (else the expression). Its
     floats that are simple fractions to float noise show exactly where that is no longer
     (:func:`dgsr.core.simplify.exact_fractions`).
@@ -128,7 +130,7 @@ def simplify_rows(done: dict[int, sympy.Expr], rows: Sequence[int], expressions:
         forms = [exact_half_exponents(form), form,
                  *(exact_half_exponents(whole_numbers(c)) for c in [*candidates, *map(half_angles, candidates)])]
         # the smallest (the first on a tie) that is still the fitted function on the data
-        form = next((f for f in sorted(forms, key=complexity) if _agrees(raw, f, points)), raw)
+        form = next((f for f in sorted(forms, key=display_order) if _agrees(raw, f, points)), raw)
         exact = exact_fractions(form)
         done[i] = (exact if complexity(exact) <= complexity(form) else form).xreplace(rename)
 

@@ -4,8 +4,8 @@ Scientists linearise. Lineweaver and Burk plot ``1/v`` against ``1/s``; the law 
 ``c**2 = a**2 + b**2 - 2*a*b*cos(g)``; a relativistic energy is ``E**2 = p**2*c**2 + m**2*c**4``;
 Compton's scattered energy is ``1/E' = 1/E + (1 - cos(t))/(m*c**2)``. Each law is
 ``y = (c0 + sum_k c_k*f_k)**(1/p)`` for a small power ``p``, where every ``f_k`` is a product of
-at most two simple functions of the variables (the variable, its square, root, reciprocal, sine
-or cosine). No chain of one variable holds it, and the additive proposals combine library
+at most two simple functions of the variables (the variable, its root, reciprocal, sine or
+cosine; a square is the product of one with itself). No chain of one variable holds it, and the additive proposals combine library
 operands, which hold few such products. Here, for each ``p``, ``|y|**p`` is fitted by the best
 single products, pairs and triples of products (:func:`_selections`), each solved by least
 squares on the even rows, taken
@@ -44,49 +44,37 @@ _BACK = {-1.0: ("inv",), 2.0: ("sqrt",), -2.0: ("sqrt", "inv"), 0.5: ("sq",), -0
 
 def _simple_functions(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[str]
                       ) -> list[list[Expression]]:
-    """Per variable: the variable, and its square, root (a positive variable), reciprocal (a
-    variable of one sign), sine, cosine and their squares, those the operators allow."""
+    """Per variable: the variable, and its root (a positive variable), reciprocal (a variable of
+    one sign), sine and cosine, those the operators allow."""
     out = []
     for i in variables:
         v, x = columns[i], Expression.variable(i)
         own = [x]
-        if "sq" in allowed:
-            own.append(Expression.combine("sq", x))
         if "sqrt" in allowed and np.all(v > 0):
             own.append(Expression.combine("sqrt", x))
         if "inv" in allowed and (np.all(v > 0) or np.all(v < 0)):
             own.append(Expression.combine("inv", x))
-        for op in ("cos", "sin"):
-            if op in allowed:
-                wave = Expression.combine(op, x)
-                own.append(wave)
-                if "sq" in allowed:
-                    own.append(Expression.combine("sq", wave))
+        own.extend(Expression.combine(op, x) for op in ("cos", "sin") if op in allowed)
         out.append(own)
     return out
 
 
 def _products(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[str]
               ) -> tuple[list[Expression], np.ndarray]:
-    """The simple functions and every product of two of them, with their values
-    ``[n_products, n_rows]`` (the finite ones only)."""
+    """The simple functions, their squares (where ``sq`` is allowed) and every product of two of
+    them, with their values ``[n_products, n_rows]`` (the finite ones only)."""
     from dgsr.core.evaluate import evaluate_columns
 
-    per_variable = _simple_functions(columns, variables, allowed)
-    simple = [f for own in per_variable for f in own]
+    simple = [f for own in _simple_functions(columns, variables, allowed) for f in own]
     with np.errstate(all="ignore"):
-        value = {f.key(): evaluate_columns(f, columns) for f in simple}
-    products: list[tuple[Expression, ...]] = [(f,) for f in simple]
-    products += list(itertools.combinations(simple, 2))
-    exprs, rows = [], []
-    for factors in products:
-        expr, values = factors[0], value[factors[0].key()]
-        for f in factors[1:]:
-            expr = Expression.combine("mul", expr, f)
-            with np.errstate(all="ignore"):
-                values = values * value[f.key()]
-        exprs.append(expr)
-        rows.append(values)
+        values = [evaluate_columns(f, columns) for f in simple]
+    exprs, rows = list(simple), list(values)
+    for a, b in itertools.combinations_with_replacement(range(len(simple)), 2):
+        if a == b and "sq" not in allowed:
+            continue
+        exprs.append(Expression.combine("sq", simple[a]) if a == b else Expression.combine("mul", simple[a], simple[b]))
+        with np.errstate(all="ignore"):
+            rows.append(values[a] * values[b])
     table = np.vstack(rows)
     finite = np.all(np.isfinite(table), axis=1)
     return [e for e, k in zip(exprs, finite) if k], table[finite]
