@@ -201,14 +201,15 @@ def test_a_front_that_fits_without_noise_gives_the_folds_share_back_to_the_searc
     # 300 rows of an exact law: after the first half of the budget the front fits the rows to
     # within 1e-6 of their variance, so the fold searches would be skipped; the search goes on
     # with their half instead of leaving it unused.
-    # (Without the single-index chains and the ratios of polynomials, which find this law exactly
-    # within 3,000 evaluations, where the search stops: nothing is left to give back.)
+    # (Without the single-index chains, the ratios of polynomials and the linearized operands,
+    # which find this law exactly within 3,000 evaluations, where the search stops: nothing is
+    # left to give back.)
     from dgsr.policies.semantic.policy import SemanticPolicy
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0.1, 5, size=(300, 2))
     y = 6.3 * X[:, 0] / (0.9 + X[:, 0] * (1 + X[:, 1] / 0.6))
-    policy = SemanticPolicy(index_chains=False, rational_operands=False)
+    policy = SemanticPolicy(index_chains=False, rational_operands=False, linearized_operands=False)
     model = _fit(X, y, 0, max_evaluations=20_000, policy=policy)
     searched = max(h["evaluations"] for h in model.history_)
     assert searched > 0.6 * 20_000 and model.size_limit_ is None
