@@ -60,6 +60,16 @@ def test_with_noise_the_operand_is_still_the_law_on_other_rows(name: str) -> Non
     assert 1 - np.mean(residual**2) / np.var(truth) >= 0.9999, name
 
 
+def test_products_many_decades_apart_do_not_hide_the_law() -> None:
+    # t reaches 1e-3, so 1/t**4 reaches 1e12 beside cos(t): the selection works on unit columns.
+    rng = np.random.default_rng(2)
+    X = np.vstack([rng.uniform(0.5, 3, 300), rng.uniform(0, 3, 300)])
+    y = X[0] / (1 + 0.4 * X[0] * (1 - np.cos(X[1])))
+    found = linearized_operands(X, y, [0, 1], ALL)
+    assert found and np.min(X[1]) < 0.01
+    np.testing.assert_allclose(evaluate_columns(found[0], X), y, rtol=1e-6)
+
+
 def test_data_without_such_a_law_give_none() -> None:
     X = _two_columns(1)
     rng = np.random.default_rng(5)

@@ -4,8 +4,8 @@ Scientists linearise. Lineweaver and Burk plot ``1/v`` against ``1/s``; the law 
 ``c**2 = a**2 + b**2 - 2*a*b*cos(g)``; a relativistic energy is ``E**2 = p**2*c**2 + m**2*c**4``;
 Compton's scattered energy is ``1/E' = 1/E + (1 - cos(t))/(m*c**2)``. Each law is
 ``y = (c0 + sum_k c_k*f_k)**(1/p)`` for a small power ``p``, where every ``f_k`` is a product of
-at most two simple functions of the variables (the variable, its root, reciprocal, sine or
-cosine; a square is the product of one with itself). No chain of one variable holds it, and the additive proposals combine library
+at most two simple functions of the variables (the variable, its square, root, reciprocal, sine
+or cosine). No chain of one variable holds it, and the additive proposals combine library
 operands, which hold few such products. Here, for each ``p``, ``|y|**p`` is fitted by the best
 single products, pairs and triples of products (:func:`_selections`), each solved by least
 squares on the even rows, taken
@@ -44,17 +44,27 @@ _BACK = {-1.0: ("inv",), 2.0: ("sqrt",), -2.0: ("sqrt", "inv"), 0.5: ("sq",), -0
 
 def _simple_functions(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[str]
                       ) -> list[list[Expression]]:
-    """Per variable: the variable, and its root (a positive variable), reciprocal (a variable of
-    one sign), sine and cosine, those the operators allow."""
+    """Per variable: the variable, its square, root (a positive variable), reciprocal and
+    reciprocal's square (a variable of one sign), sine, cosine and their squares, those the
+    operators allow. The squares are functions of their own so that a product holds one beside
+    another function (``cos(t)/g**2``, ``a*cos(t)**2``)."""
     out = []
     for i in variables:
         v, x = columns[i], Expression.variable(i)
         own = [x]
+        if "sq" in allowed:
+            own.append(Expression.combine("sq", x))
         if "sqrt" in allowed and np.all(v > 0):
             own.append(Expression.combine("sqrt", x))
         if "inv" in allowed and (np.all(v > 0) or np.all(v < 0)):
             own.append(Expression.combine("inv", x))
-        own.extend(Expression.combine(op, x) for op in ("cos", "sin") if op in allowed)
+            if "sq" in allowed:
+                own.append(Expression.combine("sq", Expression.combine("inv", x)))
+        for op in ("cos", "sin"):
+            if op in allowed:
+                own.append(Expression.combine(op, x))
+                if "sq" in allowed:
+                    own.append(Expression.combine("sq", Expression.combine(op, x)))
         out.append(own)
     return out
 
@@ -147,39 +157,41 @@ def _selections(values: np.ndarray, sizes: np.ndarray, z: np.ndarray, weights: n
         centred = (values - (values @ w2)[:, None]) * weights  # weighted, about the weighted means
         zc = (z - float(z @ w2)) * weights
         total = float(zc @ zc)
-        gram = centred @ centred.T
-        along = centred @ zc
-        own = np.diag(gram).copy()
-        usable = np.isfinite(own) & (own > _COLLINEAR * np.max(own, initial=0.0))
+        # Unit columns: the products' scales differ by many decades (1/x**4 beside cos(x)).
+        norms = np.sqrt(np.einsum("ij,ij->i", centred, centred))
+        usable = np.isfinite(norms) & (norms > 0)
+        unit = np.where(usable[:, None], centred / np.where(usable, norms, 1.0)[:, None], 0.0)
+        gram = unit @ unit.T
+        along = unit @ zc
 
         def score(explained: np.ndarray, size: np.ndarray) -> np.ndarray:
             left = np.clip(1.0 - explained / total, 1e-12, 1.0)
             return np.where(np.isfinite(left), -np.log10(left) - size_penalty * size, -np.inf)
 
-        alone = score(np.where(usable, along * along / own, np.nan), sizes)
+        alone = score(np.where(usable, along * along, np.nan), sizes)
         # Two terms i, j: the explained sum of squares b' G^-1 b of the 2x2 system, for every pair.
-        det = own[:, None] * own[None, :] - gram * gram
-        explained = (own[None, :] * along[:, None] ** 2 - 2 * gram * along[:, None] * along[None, :]
-                     + own[:, None] * along[None, :] ** 2) / det
-        well_posed = (det > _COLLINEAR * own[:, None] * own[None, :]) & usable[:, None] & usable[None, :]
+        det = 1.0 - gram * gram
+        explained = (along[:, None] ** 2 - 2 * gram * along[:, None] * along[None, :] + along[None, :] ** 2) / det
+        well_posed = (det > _COLLINEAR) & usable[:, None] & usable[None, :]
         both = score(np.where(well_posed, explained, np.nan), sizes[:, None] + sizes[None, :] + 1)
-        both[np.tril_indices(len(own))] = -np.inf
+        both[np.tril_indices(len(norms))] = -np.inf
     singles = [[int(i)] for i in np.argsort(-alone, kind="stable")[:_SINGLES] if np.isfinite(alone[i])]
     flat = np.argsort(-both, axis=None, kind="stable")[:_PAIRS_EXTENDED]
-    pairs = [[int(k // len(own)), int(k % len(own))] for k in flat if np.isfinite(both.flat[k])]
-    return singles + pairs[:_PAIRS] + [t for t in (_with_third(centred, zc, pair) for pair in pairs) if t is not None]
+    pairs = [[int(k // len(norms)), int(k % len(norms))] for k in flat if np.isfinite(both.flat[k])]
+    return singles + pairs[:_PAIRS] + [t for t in (_with_third(unit, zc, pair) for pair in pairs) if t is not None]
 
 
-def _with_third(centred: np.ndarray, zc: np.ndarray, pair: list[int]) -> list[int] | None:
+def _with_third(unit: np.ndarray, zc: np.ndarray, pair: list[int]) -> list[int] | None:
     """``pair`` and the product whose part outside the pair's span explains most of what the pair
-    leaves of ``zc`` (None where none adds anything)."""
+    leaves of ``zc`` (None where none adds anything); ``unit``: the products' centred values,
+    each of norm 1 (or 0 where unusable)."""
     with np.errstate(all="ignore"):
-        basis, _ = np.linalg.qr(centred[pair].T)  # [n_rows, 2], orthonormal
+        basis, _ = np.linalg.qr(unit[pair].T)  # [n_rows, 2], orthonormal
         residual = zc - basis @ (basis.T @ zc)
-        outside = centred - (centred @ basis) @ basis.T
+        outside = unit - (unit @ basis) @ basis.T
         norms = np.einsum("ij,ij->i", outside, outside)
-        gain = (outside @ residual) ** 2 / norms
-        gain = np.where(np.isfinite(gain) & (norms > _COLLINEAR * np.einsum("ij,ij->i", centred, centred)), gain, -1.0)
+        gain = np.where(norms > _COLLINEAR, (outside @ residual) ** 2 / norms, -1.0)
+    gain = np.where(np.isfinite(gain), gain, -1.0)
     gain[pair] = -1.0
     k = int(np.argmax(gain))
     return [*pair, k] if gain[k] > 0 else None
@@ -195,7 +207,9 @@ def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: n
     design = np.vstack([np.ones(len(y)), values[chosen]])
     with np.errstate(all="ignore"):
         try:
-            coefficients = np.linalg.lstsq((design[:, fit] * weights[fit]).T, z[fit] * weights[fit], rcond=None)[0]
+            scale = np.max(np.abs(design[:, fit]), axis=1)  # columns of one scale for the solve
+            scaled = (design[:, fit] / scale[:, None] * weights[fit]).T
+            coefficients = np.linalg.lstsq(scaled, z[fit] * weights[fit], rcond=None)[0] / scale
         except np.linalg.LinAlgError:
             return None
         z_hat = coefficients @ design
