@@ -8,11 +8,10 @@ at most two simple functions of the variables (the variable, its square, root, r
 or cosine). No chain of one variable holds it, and the additive proposals combine library
 operands, which hold few such products. Here, for each ``p``, ``|y|**p`` is fitted by the best
 single products, pairs and triples of products (:func:`_selections`), each solved by least
-squares on the even rows, taken
-back to ``y`` and scored on the odd rows by an information criterion that charges each
-coefficient. The few that explain the odd rows of ``y`` far better than a tenth of a percent of
-its variance become operands, and the search's constant fits refine them. Nothing here names a
-law.
+squares on the even rows, taken back to ``y`` and scored on the odd rows by an information
+criterion that charges each coefficient. The best few that leave less than a tenth of a percent
+of ``y``'s variance there become operands, and the search's constant fits refine them. Nothing
+here names a law.
 """
 
 from __future__ import annotations
@@ -116,7 +115,7 @@ def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[
     sizes = np.array([e.size for e in exprs], dtype=np.float64)
     fit, test = np.arange(0, len(y), 2), np.arange(1, len(y), 2)
     sign = 1.0 if np.all(y > 0) else -1.0 if np.all(y < 0) else 0.0
-    scored: list[tuple[float, Expression]] = []
+    scored: list[tuple[float, np.ndarray, Expression]] = []
     for p in POWERS:
         if p != 1.0 and (sign == 0.0 or not all(op in allowed for op in _BACK[p])):
             continue  # a power of a y that changes sign has no one inverse
@@ -149,7 +148,8 @@ def _selections(values: np.ndarray, sizes: np.ndarray, z: np.ndarray, weights: n
     """The term sets tried for ``z``: the :data:`_SINGLES` products that explain most of it alone,
     the :data:`_PAIRS` best pairs of products (all pairs are solved at once from their inner
     products: forward selection is myopic, and the best single product of a two-term law is
-    rarely one of its terms), and each of those pairs with the third product that adds most.
+    rarely one of its terms), and each of the :data:`_PAIRS_EXTENDED` best pairs with the third
+    product that adds most.
     Each is scored by ``-log10`` of the share of ``z``'s variance it leaves in weighted least
     squares (row weights ``weights``), less ``size_penalty`` per node."""
     with np.errstate(all="ignore"):
