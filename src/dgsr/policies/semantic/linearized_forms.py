@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
 
 #: The powers ``p`` for which ``y**p`` is fitted as a sum (1: ``y`` itself).
@@ -41,8 +42,7 @@ _COLLINEAR = 1e-8
 _BACK = {-1.0: ("inv",), 2.0: ("sqrt",), -2.0: ("sqrt", "inv"), 0.5: ("sq",), -0.5: ("sq", "inv")}
 
 
-def _simple_functions(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[str]
-                      ) -> list[list[Expression]]:
+def _simple_functions(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[str]) -> list[Expression]:
     """Per variable: the variable, its square, root (a positive variable), reciprocal and
     reciprocal's square (a variable of one sign), sine, cosine and their squares, those the
     operators allow. The squares are functions of their own so that a product holds one beside
@@ -50,21 +50,20 @@ def _simple_functions(columns: np.ndarray, variables: Sequence[int], allowed: fr
     out = []
     for i in variables:
         v, x = columns[i], Expression.variable(i)
-        own = [x]
+        out.append(x)
         if "sq" in allowed:
-            own.append(Expression.combine("sq", x))
+            out.append(Expression.combine("sq", x))
         if "sqrt" in allowed and np.all(v > 0):
-            own.append(Expression.combine("sqrt", x))
+            out.append(Expression.combine("sqrt", x))
         if "inv" in allowed and (np.all(v > 0) or np.all(v < 0)):
-            own.append(Expression.combine("inv", x))
+            out.append(Expression.combine("inv", x))
             if "sq" in allowed:
-                own.append(Expression.combine("sq", Expression.combine("inv", x)))
+                out.append(Expression.combine("sq", Expression.combine("inv", x)))
         for op in ("cos", "sin"):
             if op in allowed:
-                own.append(Expression.combine(op, x))
+                out.append(Expression.combine(op, x))
                 if "sq" in allowed:
-                    own.append(Expression.combine("sq", Expression.combine(op, x)))
-        out.append(own)
+                    out.append(Expression.combine("sq", Expression.combine(op, x)))
     return out
 
 
@@ -72,9 +71,7 @@ def _products(columns: np.ndarray, variables: Sequence[int], allowed: frozenset[
               ) -> tuple[list[Expression], np.ndarray]:
     """The simple functions, their squares (where ``sq`` is allowed) and every product of two of
     them, with their values ``[n_products, n_rows]`` (the finite ones only)."""
-    from dgsr.core.evaluate import evaluate_columns
-
-    simple = [f for own in _simple_functions(columns, variables, allowed) for f in own]
+    simple = _simple_functions(columns, variables, allowed)
     with np.errstate(all="ignore"):
         values = [evaluate_columns(f, columns) for f in simple]
     exprs, rows = list(simple), list(values)
@@ -202,8 +199,8 @@ def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: n
             ) -> tuple[float, np.ndarray, Expression] | None:
     """The held-out criterion of ``z ~ c0 + sum c_k*f_k`` (solved on the ``fit`` rows by least
     squares weighted by ``weights``) taken back to ``y``, on the ``test`` rows, its values and its
-    expression; None where the sum leaves ``z``'s sign
-    on some row (no power of it is ``y``'s) or the fit is poor."""
+    expression; None where the sum leaves ``z``'s sign on some row (no power of it is ``y``'s) or
+    the fit is poor."""
     design = np.vstack([np.ones(len(y)), values[chosen]])
     with np.errstate(all="ignore"):
         try:
