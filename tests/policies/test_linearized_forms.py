@@ -77,6 +77,17 @@ def test_data_without_such_a_law_give_none() -> None:
     assert linearized_operands(X, np.exp(X[0]) * np.tanh(3 * X[1]), [0, 1], ALL) == []
 
 
+def test_a_sum_that_only_approximates_the_data_is_not_taken_for_a_law() -> None:
+    # g + sqrt(g**2 + 2*g)*cos(t) is no power of a sum of simple products, but three of them
+    # (g, sqrt(g)*cos(t), g*cos(t)) leave under 0.1% of its variance: a lure whose error is a
+    # smooth function of g and t, not noise.
+    rng = np.random.default_rng(0)
+    for low, high in [(0.1, 1.0), (0.5, 5.0), (1.0, 10.0)]:
+        X = np.vstack([rng.uniform(low, high, 2000), rng.uniform(-2.0, 2.0, 2000)])
+        y = X[0] + np.sqrt(X[0] ** 2 + 2 * X[0]) * np.cos(X[1])
+        assert linearized_operands(X, y, [0, 1], ALL) == [], (low, high)
+
+
 def test_a_power_needs_its_operators_and_a_target_of_one_sign() -> None:
     X = _two_columns(2)
     y = LAWS["root of a sum (law of cosines)"](X)

@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
@@ -38,6 +39,11 @@ _FLOOR = 1e-12
 _SINGLES, _PAIRS, _PAIRS_EXTENDED = 3, 4, 24
 #: A product whose part outside the others' span has less than this share of its variance adds nothing.
 _COLLINEAR = 1e-8
+#: A form whose in-sample residual correlates above this with its nearest neighbour's (rows near in
+#: the variables) leaves structure it cannot fit: an approximation, not the law (noise is white).
+_NEIGHBOUR_CORRELATION = 0.5
+#: The rows (at most) on which the neighbours are found, once per call.
+_NEIGHBOUR_ROWS = 2000
 #: The unary operator that takes ``z = y**p`` back to ``y``, per ``p`` (none for 1).
 _BACK = {-1.0: ("inv",), 2.0: ("sqrt",), -2.0: ("sqrt", "inv"), 0.5: ("sq",), -0.5: ("sq", "inv")}
 
@@ -111,6 +117,7 @@ def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[
         return []
     sizes = np.array([e.size for e in exprs], dtype=np.float64)
     fit, test = np.arange(0, len(y), 2), np.arange(1, len(y), 2)
+    neighbours = _nearest_neighbours(columns[sorted(variables)][:, fit])
     sign = 1.0 if np.all(y > 0) else -1.0 if np.all(y < 0) else 0.0
     scored: list[tuple[float, np.ndarray, Expression]] = []
     for p in POWERS:
@@ -127,7 +134,7 @@ def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[
         if not (np.all(np.isfinite(weights)) and np.all(weights > 0)):
             continue
         for chosen in _selections(values[:, fit], sizes, z[fit], weights[fit], size_penalty):
-            found = _scored(exprs, chosen, values, z, weights, y, p, sign, fit, test, variance)
+            found = _scored(exprs, chosen, values, z, weights, y, p, sign, fit, test, variance, neighbours)
             if found is not None:
                 scored.append(found)
     scored.sort(key=lambda s: s[0])
@@ -195,12 +202,13 @@ def _with_third(unit: np.ndarray, zc: np.ndarray, pair: list[int]) -> list[int] 
 
 
 def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: np.ndarray, weights: np.ndarray,
-            y: np.ndarray, p: float, sign: float, fit: np.ndarray, test: np.ndarray, variance: float
-            ) -> tuple[float, np.ndarray, Expression] | None:
+            y: np.ndarray, p: float, sign: float, fit: np.ndarray, test: np.ndarray, variance: float,
+            neighbours: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray, Expression] | None:
     """The held-out criterion of ``z ~ c0 + sum c_k*f_k`` (solved on the ``fit`` rows by least
     squares weighted by ``weights``) taken back to ``y``, on the ``test`` rows, its values and its
-    expression; None where the sum leaves ``z``'s sign on some row (no power of it is ``y``'s) or
-    the fit is poor."""
+    expression; None where the sum leaves ``z``'s sign on some row (no power of it is ``y``'s), the
+    fit is poor, or what it leaves on the ``fit`` rows is structure (:func:`_leaves_structure`;
+    ``neighbours`` from :func:`_nearest_neighbours`)."""
     design = np.vstack([np.ones(len(y)), values[chosen]])
     with np.errstate(all="ignore"):
         try:
@@ -216,8 +224,47 @@ def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: n
         mse = float(np.mean((y[test] - y_hat[test]) ** 2))
     if not math.isfinite(mse) or mse > _MAX_SHARE * variance or not np.all(np.isfinite(coefficients)):
         return None
+    if neighbours is not None:
+        with np.errstate(all="ignore"):
+            residual = (z[fit] - z_hat[fit]) * weights[fit]
+        if _leaves_structure(residual, (z[fit] - float(np.mean(z[fit]))) * weights[fit], neighbours):
+            return None
     score = len(test) * math.log(max(mse / variance, _FLOOR)) + len(coefficients) * math.log(len(test))
     form = _sum_expression([exprs[i] for i in chosen], coefficients)
     for op in _BACK.get(p, ()):
         form = Expression.combine(op, form)
     return score, y_hat, form
+
+
+def _nearest_neighbours(points: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows (at most :data:`_NEIGHBOUR_ROWS`, evenly spaced) of ``points`` ``[n_variables,
+    n_rows]`` and each one's nearest other row among them, in the variables scaled to unit
+    spread; None where there are too few rows or no variable varies."""
+    n = points.shape[1]
+    if n < _MIN_ROWS:
+        return None
+    rows = np.unique(np.linspace(0, n - 1, min(n, _NEIGHBOUR_ROWS)).astype(np.int64))
+    with np.errstate(all="ignore"):
+        sample = points[:, rows]
+        spread = np.std(sample, axis=1)
+        varying = np.isfinite(spread) & (spread > 0)
+        if not np.any(varying) or not np.all(np.isfinite(sample[varying])):
+            return None
+        scaled = (sample[varying] / spread[varying, None]).T
+    _, nearest = cKDTree(scaled).query(scaled, k=2)
+    return rows, nearest[:, 1]
+
+
+def _leaves_structure(residual: np.ndarray, centred: np.ndarray, neighbours: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether a fit's in-sample ``residual`` is mostly a function of the variables: above
+    rounding (:data:`_FLOOR` of ``centred``'s sum of squares), and correlated above
+    :data:`_NEIGHBOUR_CORRELATION` between neighbouring rows. Noise is not, and a law's fit leaves
+    only noise; the part of a wrong coefficient that the fit's own rows see is in its span, so the
+    in-sample residual holds none of it."""
+    rows, nearest = neighbours
+    with np.errstate(all="ignore"):
+        r = residual[rows] - float(np.mean(residual[rows]))
+        total = float(r @ r)
+        if not math.isfinite(total) or total <= _FLOOR * float(centred[rows] @ centred[rows]):
+            return False
+        return float(r @ r[nearest]) / total > _NEIGHBOUR_CORRELATION
