@@ -1,7 +1,8 @@
 """Powers of ``y`` that are sums of a few products of simple functions (``linearized_operands``):
 the law of cosines' ``sqrt(a**2 + b**2 - 2*a*b*cos(t))``, a scattered energy's
-``1/(1 + k*(1 - cos(t)))``. The operands are read off exactly, and a law of the family is
-recovered at a fixed evaluation budget with them and not without them."""
+``1/(1 + k*(1 - cos(t)))``, and ratios of such sums (``(2 + g)/(1 + 0.15*g*cos(t))``). The
+operands are read off exactly, and a law of the family is recovered at a fixed evaluation budget
+with them and not without them."""
 
 from __future__ import annotations
 
@@ -88,6 +89,39 @@ def test_a_sum_that_only_approximates_the_data_is_not_taken_for_a_law() -> None:
         assert linearized_operands(X, y, [0, 1], ALL) == [], (low, high)
 
 
+# Ratios of such sums: y*(1 + sum b*g) = c0 + sum a*f, linear in its coefficients.
+RATIOS = {
+    "a cosine over a line": lambda X: (1 + X[0] * np.cos(X[1])) / (1 + 0.5 * X[0]),
+    "a line over a cosine": lambda X: (2 + X[0]) / (1 + 0.15 * X[0] * np.cos(X[1])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RATIOS))
+def test_a_ratio_of_sums_is_read_off_with_ratio_terms_and_not_without(name: str) -> None:
+    X, other = _two_columns(0), _two_columns(7)
+    y, truth = RATIOS[name](X), RATIOS[name](other)
+    found = linearized_operands(X, y, [0, 1], ALL)
+    assert found and "div" in found[0].symbols, name
+    np.testing.assert_allclose(evaluate_columns(found[0], X), y, rtol=1e-6)
+    assert not any(np.allclose(evaluate_columns(f, X), y, rtol=1e-3)
+                   for f in linearized_operands(X, y, [0, 1], ALL, ratio_terms=False))
+    assert all("div" not in f.symbols for f in linearized_operands(X, y, [0, 1], ALL - {"div"}))
+    noisy = y + 0.01 * np.std(y) * np.random.default_rng(3).normal(size=len(y))
+    found = linearized_operands(X, noisy, [0, 1], ALL)
+    assert found, name
+    residual = evaluate_columns(found[0], other) - truth
+    assert 1 - np.mean(residual**2) / np.var(truth) >= 0.9999, name
+
+
+def test_a_ratio_whose_constant_does_not_count_is_not_proposed() -> None:
+    # With noise, a line is also (c*1e4 + ...)/(1 + 1e4/g): the denominator's 1 is negligible there.
+    X = _two_columns(0)
+    y = 2 * X[0] + X[1]
+    noisy = y + 0.01 * np.std(y) * np.random.default_rng(3).normal(size=len(y))
+    found = linearized_operands(X, noisy, [0, 1], ALL)
+    assert found and all("div" not in f.symbols for f in found)
+
+
 def test_a_power_needs_its_operators_and_a_target_of_one_sign() -> None:
     X = _two_columns(2)
     y = LAWS["root of a sum (law of cosines)"](X)
@@ -131,6 +165,16 @@ def test_without_linearized_operands_the_same_budget_does_not_recover_it(name: s
 def test_with_noise_the_family_still_extrapolates(name: str) -> None:
     r2, _ = _fit(name, on=True, noise=0.01)
     assert r2 >= 0.999, (name, r2)
+
+
+def test_a_ratio_of_sums_is_recovered_at_a_fixed_budget_with_ratio_terms_and_not_without() -> None:
+    law, ranges = (lambda X: (2 + X[:, 0]) / (1 + 0.15 * X[:, 0] * np.cos(X[:, 1]))), [(0.5, 5), (0, 3)]
+    on = fit_at_budget(law, ranges, 0.0, 2, SemanticPolicy(linearized_ratios=True), BUDGET)
+    assert on[0] >= 0.9999 and on[1] <= 14, on
+    off = fit_at_budget(law, ranges, 0.0, 2, SemanticPolicy(linearized_ratios=False), BUDGET)
+    assert not (off[0] >= 0.9999 and off[1] <= 14), off
+    r2, _ = fit_at_budget(law, ranges, 0.01, 2, SemanticPolicy(linearized_ratios=True), BUDGET)
+    assert r2 >= 0.999, r2
 
 
 def _resultant(seed: int, far: bool = False) -> tuple[pd.DataFrame, np.ndarray]:

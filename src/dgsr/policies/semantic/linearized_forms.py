@@ -10,8 +10,12 @@ operands, which hold few such products. Here, for each ``p``, ``|y|**p`` is fitt
 single products, pairs and triples of products (:func:`_selections`), each solved by least
 squares on the even rows, taken back to ``y`` and scored on the odd rows by an information
 criterion that charges each coefficient. The best few that leave less than a tenth of a percent
-of ``y``'s variance there become operands, and the search's constant fits refine them. Nothing
-here names a law.
+of ``y``'s variance there, and whose error on the fit's own rows is not a smooth function of the
+variables (an approximation's is; noise is not), become operands, and the search's constant fits
+refine them. A ratio of two such sums, ``y = (c0 + sum a_k*f_k)/(1 + sum b_j*g_j)`` (the orbit
+``p/(1 + e*cos(t))``, Langmuir-Hinshelwood rates), is linear in its coefficients once multiplied
+out (Levy 1959), so each product also enters as ``-y*g`` where ``div`` is allowed. Nothing here
+names a law.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ _COLLINEAR = 1e-8
 #: A form whose in-sample residual correlates above this with its nearest neighbour's (rows near in
 #: the variables) leaves structure it cannot fit: an approximation, not the law (noise is white).
 _NEIGHBOUR_CORRELATION = 0.5
+#: A ratio whose denominator's other terms reach this many times its constant is a product's.
+_DEGENERATE = 1e3
 #: The rows (at most) on which the neighbours are found, once per call.
 _NEIGHBOUR_ROWS = 2000
 #: The unary operator that takes ``z = y**p`` back to ``y``, per ``p`` (none for 1).
@@ -101,7 +107,8 @@ def _sum_expression(exprs: Sequence[Expression], coefficients: np.ndarray) -> Ex
 
 
 def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[int],
-                        allowed: frozenset[str], size_penalty: float = 0.03) -> list[Expression]:
+                        allowed: frozenset[str], size_penalty: float = 0.03, ratio_terms: bool = True
+                        ) -> list[Expression]:
     """Up to :data:`KEEP` forms ``(c0 + sum_k c_k*f_k)**(1/p)`` over ``variables`` (indices into
     ``columns`` ``[n_features, n_rows]``) that explain held-out rows of ``y`` best (see the
     module's docstring); [] where none leaves less than :data:`_MAX_SHARE` of ``y``'s variance,
@@ -119,6 +126,7 @@ def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[
     fit, test = np.arange(0, len(y), 2), np.arange(1, len(y), 2)
     neighbours = _nearest_neighbours(columns[sorted(variables)][:, fit])
     sign = 1.0 if np.all(y > 0) else -1.0 if np.all(y < 0) else 0.0
+    ratios = ratio_terms and "div" in allowed
     scored: list[tuple[float, np.ndarray, Expression]] = []
     for p in POWERS:
         if p != 1.0 and (sign == 0.0 or not all(op in allowed for op in _BACK[p])):
@@ -133,8 +141,20 @@ def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[
             weights = weights / np.mean(weights)
         if not (np.all(np.isfinite(weights)) and np.all(weights > 0)):
             continue
-        for chosen in _selections(values[:, fit], sizes, z[fit], weights[fit], size_penalty):
-            found = _scored(exprs, chosen, values, z, weights, y, p, sign, fit, test, variance, neighbours)
+        selections = _selections(values[:, fit], sizes, z[fit], weights[fit], size_penalty)
+        pool = values
+        if ratios and p == 1.0:
+            # Each product g also enters as -y*g, a term of a denominator: y*(1 + sum b_j*g_j) =
+            # c0 + sum a_k*f_k is linear in its coefficients (Levy's linearisation). Selected apart:
+            # the -y*g columns carry y's noise, and would crowd the sums out of the selection.
+            # Each g is centred: z*mean(g) is z itself, and would let any near-constant g "explain" it.
+            centres = np.mean(values[:, fit], axis=1, keepdims=True)
+            pool = np.vstack([values, -z * (values - centres)])
+            selections += [c for c in _selections(pool[:, fit], np.concatenate([sizes, sizes + 1]), z[fit],
+                                                  weights[fit], size_penalty) if max(c) >= len(exprs)]
+        for chosen in selections:
+            found = _scored(exprs, chosen, pool, z, weights, y, p, sign, fit, test, variance, neighbours,
+                            centres if pool is not values else None)
             if found is not None:
                 scored.append(found)
     scored.sort(key=lambda s: s[0])
@@ -203,21 +223,33 @@ def _with_third(unit: np.ndarray, zc: np.ndarray, pair: list[int]) -> list[int] 
 
 def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: np.ndarray, weights: np.ndarray,
             y: np.ndarray, p: float, sign: float, fit: np.ndarray, test: np.ndarray, variance: float,
-            neighbours: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray, Expression] | None:
+            neighbours: tuple[np.ndarray, np.ndarray] | None = None, centres: np.ndarray | None = None
+            ) -> tuple[float, np.ndarray, Expression] | None:
     """The held-out criterion of ``z ~ c0 + sum c_k*f_k`` (solved on the ``fit`` rows by least
     squares weighted by ``weights``) taken back to ``y``, on the ``test`` rows, its values and its
     expression; None where the sum leaves ``z``'s sign on some row (no power of it is ``y``'s), the
     fit is poor, or what it leaves on the ``fit`` rows is structure (:func:`_leaves_structure`;
     ``neighbours`` from :func:`_nearest_neighbours`)."""
-    design = np.vstack([np.ones(len(y)), values[chosen]])
+    n_products = len(exprs)
+    top, bottom = [i for i in chosen if i < n_products], [i - n_products for i in chosen if i >= n_products]
+    design = np.vstack([np.ones(len(y)), values[top], values[[n_products + j for j in bottom]]])
     with np.errstate(all="ignore"):
-        try:
-            scale = np.max(np.abs(design[:, fit]), axis=1)  # columns of one scale for the solve
-            scaled = (design[:, fit] / scale[:, None] * weights[fit]).T
-            coefficients = np.linalg.lstsq(scaled, z[fit] * weights[fit], rcond=None)[0] / scale
-        except np.linalg.LinAlgError:
-            return None
-        z_hat = coefficients @ design
+        row_weights = weights
+        for _ in range(2 if bottom else 1):
+            coefficients = _weighted_solve(design[:, fit], z[fit], row_weights[fit])
+            if coefficients is None:
+                return None
+            # A ratio's linearised rows carry its denominator as a weight: one Sanathanan-Koerner
+            # step divides it out.
+            denominator = 1.0 + coefficients[1 + len(top):] @ (values[bottom] - centres[bottom]) if bottom else 1.0
+            if not (np.all(np.isfinite(denominator)) and (np.all(denominator > 0) or np.all(denominator < 0))):
+                return None  # a pole on the data
+            if bottom:  # a constant that does not count makes the ratio a product in disguise, the sums' to find
+                constant = 1.0 - float(coefficients[1 + len(top):] @ centres[bottom, 0])
+                if not abs(constant) * _DEGENERATE > float(np.max(np.abs(denominator - constant))):
+                    return None
+            row_weights = weights / np.abs(denominator)
+        z_hat = (coefficients[:1 + len(top)] @ design[:1 + len(top)]) / denominator
         if p != 1.0 and not np.all(z_hat > 0):
             return None
         y_hat = z_hat if p == 1.0 else sign * z_hat ** (1.0 / p)
@@ -226,14 +258,33 @@ def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: n
         return None
     if neighbours is not None:
         with np.errstate(all="ignore"):
-            residual = (z[fit] - z_hat[fit]) * weights[fit]
+            residual = (z[fit] - coefficients @ design[:, fit]) * weights[fit]
         if _leaves_structure(residual, (z[fit] - float(np.mean(z[fit]))) * weights[fit], neighbours):
             return None
     score = len(test) * math.log(max(mse / variance, _FLOOR)) + len(coefficients) * math.log(len(test))
-    form = _sum_expression([exprs[i] for i in chosen], coefficients)
+    if bottom:  # written with the denominator's constant 1 where it has one (centring moved it)
+        b = coefficients[1 + len(top):]
+        constant = 1.0 - float(b @ centres[bottom, 0])
+        unit = constant if abs(constant) > 1e-9 * float(np.max(np.abs(b))) else 1.0
+        form = Expression.combine("div", _sum_expression([exprs[i] for i in top], coefficients[:1 + len(top)] / unit),
+                                  _sum_expression([exprs[j] for j in bottom], np.concatenate([[constant], b]) / unit))
+    else:
+        form = _sum_expression([exprs[i] for i in top], coefficients)
     for op in _BACK.get(p, ()):
         form = Expression.combine(op, form)
     return score, y_hat, form
+
+
+def _weighted_solve(design: np.ndarray, z: np.ndarray, weights: np.ndarray) -> np.ndarray | None:
+    """Least squares of ``z`` on the rows of ``design`` ``[n_terms, n_rows]`` weighted by
+    ``weights``, on columns of one scale; None where the solve fails."""
+    scale = np.max(np.abs(design), axis=1)
+    scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+    try:
+        coefficients = np.linalg.lstsq((design / scale[:, None] * weights).T, z * weights, rcond=None)[0] / scale
+    except np.linalg.LinAlgError:
+        return None
+    return coefficients if np.all(np.isfinite(coefficients)) else None
 
 
 def _nearest_neighbours(points: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

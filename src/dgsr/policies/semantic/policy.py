@@ -160,8 +160,7 @@ class SemanticPolicy:
         (``h*omega/(kb*T)``: :func:`dgsr.core.units.dimensionless_groups`), set by the estimator.
     ratio_chains:
         Without units or a single index, chains also over ratios and products of the variables most
-        related to ``y``.
-        Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-29-ratio-chains.md).
+        related to ``y``. Off: no gain at equal time on the confirm halves (docs/decisions/2026-11-29-ratio-chains.md).
     index_chains:
         Chains also over the monomial that ``y`` is a curve of, times a product of powers
         (:mod:`~dgsr.policies.semantic.single_index`): ``exp(-m*g*x/(kb*T))`` without units (with
@@ -176,8 +175,9 @@ class SemanticPolicy:
         best (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``.
     power_chains:
         Also a power of an argument times a chain over it (:mod:`~dgsr.policies.semantic.power_chains`).
-    linearized_operands:
-        Also powers of sums of products that fit ``y`` (:mod:`~dgsr.policies.semantic.linearized_forms`).
+    linearized_operands, linearized_ratios:
+        Also powers of sums of products, and ratios of such sums, that fit ``y``
+        (:mod:`~dgsr.policies.semantic.linearized_forms`).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`). Off: no gain on the develop halves, and a
@@ -198,7 +198,7 @@ class SemanticPolicy:
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
                  ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True,
                  index_prefactors: bool = True, rational_operands: bool = True, power_chains: bool = True,
-                 linearized_operands: bool = True):
+                 linearized_operands: bool = True, linearized_ratios: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -207,8 +207,8 @@ class SemanticPolicy:
         self.inner_chains, self.chain_pairs, self.free_exponents = inner_chains, chain_pairs, free_exponents
         self.pair_operands, self.unit_chains, self.ratio_chains = pair_operands, unit_chains, ratio_chains
         self.target_chains, self.index_chains, self.index_prefactors = target_chains, index_chains, index_prefactors
-        self.rational_operands, self.power_chains, self.linearized_operands = (rational_operands, power_chains,
-                                                                               linearized_operands)
+        self.rational_operands, self.power_chains = rational_operands, power_chains
+        self.linearized_operands, self.linearized_ratios = linearized_operands, linearized_ratios
         self.max_size = max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
@@ -250,14 +250,14 @@ class SemanticPolicy:
             fit_rows = (as_columns(X[spread]), y[spread])
         library = build_library(columns, y_rows, allowed=self.operators, fit_parametric=self.parametric_operands,
                                 extra_operands=monomials, fit_rows=fit_rows, fit_memo=self._fit_memo(),
-                                max_chains=getattr(self, "inner_chains", 0),
-                                pair_forms=getattr(self, "pair_operands", True),
+                                max_chains=getattr(self, "inner_chains", 0), pair_forms=getattr(self, "pair_operands", True),
                                 chain_pairs=getattr(self, "chain_pairs", False), seeded=self.seeded_operands,
                                 chain_arguments=arguments, ratio_chains=getattr(self, "ratio_chains", False),
                                 chain_prefactors=prefactors,
                                 rational=getattr(self, "rational_operands", False),  # False: pickled before 0.27.0
                                 power_chains=getattr(self, "power_chains", False),  # False: pickled before 0.28.0
-                                linearized=getattr(self, "linearized_operands", False))  # before 0.30.0
+                                linearized=getattr(self, "linearized_operands", False),  # False: before 0.30.0, 0.31.0
+                                linearized_ratios=getattr(self, "linearized_ratios", False))
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
