@@ -234,21 +234,23 @@ def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: n
     top, bottom = [i for i in chosen if i < n_products], [i - n_products for i in chosen if i >= n_products]
     design = np.vstack([np.ones(len(y)), values[top], values[[n_products + j for j in bottom]]])
     with np.errstate(all="ignore"):
-        row_weights = weights
+        row_weights, denominator, constant = weights, 1.0, 1.0
         for _ in range(2 if bottom else 1):
             coefficients = _weighted_solve(design[:, fit], z[fit], row_weights[fit])
             if coefficients is None:
                 return None
-            # A ratio's linearised rows carry its denominator as a weight: one Sanathanan-Koerner
-            # step divides it out.
-            denominator = 1.0 + coefficients[1 + len(top):] @ (values[bottom] - centres[bottom]) if bottom else 1.0
-            if not (np.all(np.isfinite(denominator)) and (np.all(denominator > 0) or np.all(denominator < 0))):
-                return None  # a pole on the data
-            if bottom:  # a constant that does not count makes the ratio a product in disguise, the sums' to find
-                constant = 1.0 - float(coefficients[1 + len(top):] @ centres[bottom, 0])
-                if not abs(constant) * _DEGENERATE > float(np.max(np.abs(denominator - constant))):
+            if bottom:
+                # The denominator 1 + sum b*(g - mean g) is constant + sum b*g. A pole on the data is
+                # left out, and so is a constant that does not count (a product in disguise, the
+                # sums' to find). The linearised rows carry the denominator as a weight: one
+                # Sanathanan-Koerner step divides it out.
+                b = coefficients[1 + len(top):]
+                constant = 1.0 - float(b @ centres[bottom, 0])
+                denominator = constant + b @ values[bottom]
+                if not (np.all(np.isfinite(denominator)) and (np.all(denominator > 0) or np.all(denominator < 0))
+                        and abs(constant) * _DEGENERATE > float(np.max(np.abs(denominator - constant)))):
                     return None
-            row_weights = weights / np.abs(denominator)
+                row_weights = weights / np.abs(denominator)
         z_hat = (coefficients[:1 + len(top)] @ design[:1 + len(top)]) / denominator
         if p != 1.0 and not np.all(z_hat > 0):
             return None
@@ -262,12 +264,9 @@ def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: n
         if _leaves_structure(residual, (z[fit] - float(np.mean(z[fit]))) * weights[fit], neighbours):
             return None
     score = len(test) * math.log(max(mse / variance, _FLOOR)) + len(coefficients) * math.log(len(test))
-    if bottom:  # written with the denominator's constant 1 where it has one (centring moved it)
-        b = coefficients[1 + len(top):]
-        constant = 1.0 - float(b @ centres[bottom, 0])
-        unit = constant if abs(constant) > 1e-9 * float(np.max(np.abs(b))) else 1.0
-        form = Expression.combine("div", _sum_expression([exprs[i] for i in top], coefficients[:1 + len(top)] / unit),
-                                  _sum_expression([exprs[j] for j in bottom], np.concatenate([[constant], b]) / unit))
+    if bottom:  # written with the denominator's constant 1 (centring moved it)
+        form = Expression.combine("div", _sum_expression([exprs[i] for i in top], coefficients[:1 + len(top)] / constant),
+                                  _sum_expression([exprs[j] for j in bottom], np.concatenate([[1.0], b / constant])))
     else:
         form = _sum_expression([exprs[i] for i in top], coefficients)
     for op in _BACK.get(p, ()):
