@@ -256,7 +256,7 @@ class SemanticPolicy:
                                 chain_prefactors=prefactors,
                                 rational=getattr(self, "rational_operands", False),  # False: pickled before 0.27.0
                                 power_chains=getattr(self, "power_chains", False),  # False: pickled before 0.28.0
-                                linearized=getattr(self, "linearized_operands", False),  # False: before 0.30.0, 0.31.0
+                                linearized=getattr(self, "linearized_operands", False),  # False: pickled before 0.30.0 (ratios: 0.31.0)
                                 linearized_ratios=getattr(self, "linearized_ratios", False))
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
