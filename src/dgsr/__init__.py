@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.31.0"
+__version__ = "0.32.0"
 
 __all__ = ["Expression", "SymbolicRegressor", "__version__", "load_policy"]
 

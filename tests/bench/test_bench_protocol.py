@@ -136,6 +136,7 @@ def test_dgsr_variant_names():
     assert dgsr_options("dgsr-nodiff-units") == {"unit_differences": False, "units": True}
     assert dgsr_options("dgsr-nolinearized-units") == {"linearized_operands": False, "units": True}
     assert dgsr_options("dgsr-nolinratio") == {"linearized_ratios": False}
+    assert dgsr_options("dgsr-nolinfactor") == {"linearized_factors": False}
     assert dgsr_options("dgsr-target") == {"target_chains": True}
     assert dgsr_options("dgsr-invtrig") == {"unary_operators": ["sin", "cos", "tan", "exp", "log", "sqrt", "inv", "sq",
                                                                 "asin", "acos"]}

@@ -15,8 +15,9 @@ import pytest
 from dgsr import SymbolicRegressor
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.operators import BINARY, UNARY
-from dgsr.policies.semantic.linearized_forms import linearized_operands
+from dgsr.policies.semantic.linearized_forms import factored_operands, linearized_operands, power_factors
 from dgsr.policies.semantic.policy import SemanticPolicy
+from dgsr.policies.semantic.relevance import relevance
 from tests.policies.law_families import fit_at_budget
 
 ALL = frozenset(UNARY + BINARY)
@@ -204,3 +205,64 @@ def test_with_units_the_square_of_a_law_in_its_groups_is_read_off(noise: float) 
 
     assert extrapolation_r2(True) >= 0.999
     assert extrapolation_r2(False) < 0.99
+
+
+# Power factors divided out (linearized_factors): y = a**2*b**2/r**2 * f(t), where the sum of
+# products alone cannot hold the factors beside f.
+def _pattern(seed: int = 0, n: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """An antenna-like pattern ``a**2*b**2*sin(t)**2/r**2`` over rows ``[4, n]`` of (a, b, r, t)."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.uniform(1, 3, n), rng.uniform(1, 3, n), rng.uniform(1, 4, n), rng.uniform(0.3, 2.8, n)])
+    return X, X[0] ** 2 * X[1] ** 2 * np.sin(X[3]) ** 2 / X[2] ** 2
+
+
+def test_power_factors_are_read_off_and_a_variable_inside_a_function_is_not_one() -> None:
+    X, y = _pattern()
+    assert power_factors(X, y, [0, 1, 2, 3]) == {0: 2.0, 1: 2.0, 2: -2.0}
+    # a scattering law's (a*b)**2/sin(t/2)**4: t enters through the sine only
+    rng = np.random.default_rng(1)
+    Z = np.vstack([rng.uniform(1, 2, 300), rng.uniform(1, 2, 300), rng.uniform(1, 3, 300)])
+    assert power_factors(Z, (Z[0] * Z[1]) ** 2 / np.sin(Z[2] / 2) ** 4, [0, 1, 2]) == {0: 2.0, 1: 2.0}
+    # a column and its reciprocal are one variable: one of them is the factor
+    with_reciprocal = np.vstack([X, 1 / X[2]])
+    factors = power_factors(with_reciprocal, y, [0, 1, 2, 3, 4])
+    assert len(set(factors) & {2, 4}) == 1 and factors.get(2, -factors.get(4, 0.0)) == -2.0
+    assert power_factors(X, np.exp(X[0]) * np.sin(X[3]), [0, 1, 2, 3]) == {}
+
+
+def test_a_law_with_power_factors_is_read_off_divided_by_them_and_not_without() -> None:
+    X, y = _pattern()
+    found = factored_operands(X, y, [0, 1, 2, 3], ALL)
+    assert found
+    np.testing.assert_allclose(evaluate_columns(found[0], X), y, rtol=1e-6)
+    related = list(np.argsort(-relevance(X, y))[:3])
+    assert not any(np.allclose(evaluate_columns(f, X), y, rtol=1e-3) for f in linearized_operands(X, y, related, ALL))
+    noisy = y + 0.01 * np.std(y) * np.random.default_rng(3).normal(size=len(y))
+    found = factored_operands(X, noisy, [0, 1, 2, 3], ALL)
+    other, truth = _pattern(7)
+    assert found
+    residual = evaluate_columns(found[0], other) - truth
+    assert 1 - np.mean(residual**2) / np.var(truth) >= 0.9999
+
+
+def test_without_a_factor_or_its_operators_none_is_proposed() -> None:
+    X = _two_columns()
+    y = LAWS["root of a sum (law of cosines)"](X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert factored_operands(X, y, [0, 1], ALL) == []  # g is inside the root, not a factor
+        P, law = _pattern()
+        assert factored_operands(P, law, [0, 1, 2, 3], ALL - {"sq"}) == []
+        assert factored_operands(P, np.where(np.arange(len(law)) == 5, np.inf, law), [0, 1, 2, 3], ALL) == []
+        assert factored_operands(P[:, :10], law[:10], [0, 1, 2, 3], ALL) == []
+
+
+def test_a_law_with_power_factors_is_recovered_at_a_fixed_budget_with_them_and_not_without() -> None:
+    law, ranges = (lambda X: X[:, 0] ** 2 * X[:, 1] ** 2 * np.sin(X[:, 3]) ** 2 / X[:, 2] ** 2), \
+        [(1, 3), (1, 3), (1, 4), (0.3, 2.8)]
+    on = fit_at_budget(law, ranges, 0.0, 2, SemanticPolicy(linearized_factors=True), BUDGET)
+    assert on[0] >= 0.9999 and on[1] <= 18, on
+    off = fit_at_budget(law, ranges, 0.0, 2, SemanticPolicy(linearized_factors=False), BUDGET)
+    assert not (off[0] >= 0.9999 and off[1] <= 18), off
+    r2, _ = fit_at_budget(law, ranges, 0.01, 2, SemanticPolicy(linearized_factors=True), BUDGET)
+    assert r2 >= 0.999, r2

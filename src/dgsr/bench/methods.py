@@ -74,7 +74,7 @@ def register_method(name: str, fn: MethodFn, description: str = "", module: str 
 
 _DGSR_NAME = re.compile(
     r"^dgsr((?:-(?:random|neural|semantic|learnedvalue|learned|noparam|param|const-(?:never|best|all)|sel-(?:best|accuracy|score|balanced|cv|validation)"
-    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|nodiff|target|ratio|units|invtrig|noindex|index|noprefactor|norational|nolinearized|nolinratio))*)$")
+    r"|k\d+|inner\d+|cv\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|nodiff|target|ratio|units|invtrig|noindex|index|noprefactor|norational|nolinearized|nolinratio|nolinfactor))*)$")
 
 
 def dgsr_options(name: str) -> dict[str, Any] | None:
@@ -84,7 +84,7 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
         return None
     options: dict[str, Any] = {}
     for token in re.findall(r"random|neural|semantic|learnedvalue|learned|noparam|param|const-[a-z]+|sel-[a-z]+"
-                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|nodiff|target|ratio|units|invtrig|noindex|index|noprefactor|norational|nolinearized|nolinratio",
+                            r"|inner\d+|cv\d+|k\d+|nojit|nosum|nopowerchain|nopow|chainpair|nochain|nofree|nopair|nosnap|nogroups|noreduce|nodiff|target|ratio|units|invtrig|noindex|index|noprefactor|norational|nolinearized|nolinratio|nolinfactor",
                             match.group(1)):
         if token == "learnedvalue":  # the learned prior and the learned value (the paper's critic)
             options["policy"] = "learned"
@@ -121,6 +121,8 @@ def dgsr_options(name: str) -> dict[str, Any] | None:
             options["linearized_operands"] = False
         elif token == "nolinratio":  # the linearized operands without ratios of sums
             options["linearized_ratios"] = False
+        elif token == "nolinfactor":  # the linearized operands without power factors divided out
+            options["linearized_factors"] = False
         elif token == "noprefactor":  # no chains over the index times the power law beside it
             options["index_prefactors"] = False
         elif token == "ratio":  # without units, chains also over ratios and products of variables (off by default)
@@ -193,7 +195,7 @@ def _dgsr_adapter(options: dict[str, Any]) -> MethodFn:
                                                       "chain_pairs", "unit_chains", "ratio_chains",
                                                       "target_chains", "index_chains", "index_prefactors",
                                                       "rational_operands", "power_chains", "linearized_operands",
-                                                      "linearized_ratios")
+                                                      "linearized_ratios", "linearized_factors")
                           if k in kwargs}
         if kwargs.pop("use_value", False):
             from dgsr.policies.learned.policy import LearnedPriorPolicy

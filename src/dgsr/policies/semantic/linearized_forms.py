@@ -29,6 +29,8 @@ from scipy.spatial import cKDTree
 
 from dgsr.core.evaluate import evaluate_columns
 from dgsr.core.expression import Expression
+from dgsr.policies.semantic.power_law import MAX_EXPONENT, monomial
+from dgsr.policies.semantic.relevance import relevance
 
 #: The powers ``p`` for which ``y**p`` is fitted as a sum (1: ``y`` itself).
 POWERS = (1.0, -1.0, 2.0, -2.0, 0.5, -0.5)
@@ -50,6 +52,11 @@ _NEIGHBOUR_CORRELATION = 0.5
 _DEGENERATE = 1e3
 #: The rows (at most) on which the neighbours are found, once per call.
 _NEIGHBOUR_ROWS = 2000
+#: A power factor ``x**e`` of ``y``: the part of ``log|y|`` that an additive fit gives ``x`` leaves at
+#: most this share of its spread outside ``e*log|x|``, and ``e`` is this near a nonzero multiple of a half.
+_FACTOR_SHAPE, _FACTOR_EXPONENT = 0.05, 0.1
+#: Variables (most related first) that the additive fit of ``log|y|`` takes at most.
+_FACTOR_VARIABLES = 8
 #: The unary operator that takes ``z = y**p`` back to ``y``, per ``p`` (none for 1).
 _BACK = {-1.0: ("inv",), 2.0: ("sqrt",), -2.0: ("sqrt", "inv"), 0.5: ("sq",), -0.5: ("sq", "inv")}
 
@@ -107,17 +114,20 @@ def _sum_expression(exprs: Sequence[Expression], coefficients: np.ndarray) -> Ex
 
 
 def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[int],
-                        allowed: frozenset[str], size_penalty: float = 0.03, ratio_terms: bool = True
-                        ) -> list[Expression]:
+                        allowed: frozenset[str], size_penalty: float = 0.03, ratio_terms: bool = True,
+                        scale: np.ndarray | None = None) -> list[Expression]:
     """Up to :data:`KEEP` forms ``(c0 + sum_k c_k*f_k)**(1/p)`` over ``variables`` (indices into
     ``columns`` ``[n_features, n_rows]``) that explain held-out rows of ``y`` best (see the
     module's docstring); [] where none leaves less than :data:`_MAX_SHARE` of ``y``'s variance,
-    or ``add`` and ``mul`` are not allowed."""
+    or ``add`` and ``mul`` are not allowed. ``scale``: where ``y`` is another target divided by
+    a factor, the factor's values; each row's error then counts as the factor times it."""
     if not {"add", "mul"} <= allowed or not variables or columns.shape[1] < _MIN_ROWS:
         return []
     y = np.asarray(y, dtype=np.float64)
-    variance = float(np.var(y))
-    if not (np.all(np.isfinite(y)) and math.isfinite(variance) and variance > 0):
+    scale = np.ones(len(y)) if scale is None else np.abs(np.asarray(scale, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        variance = float(np.var(scale * y))
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(scale)) and math.isfinite(variance) and variance > 0):
         return []
     exprs, values = _products(columns, sorted(variables), allowed)
     if not exprs:
@@ -137,7 +147,7 @@ def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[
                 continue
             # An error dy in y is p*y**(p-1)*dy in z: weighing each row by |y|**(1-p) gives
             # every row the weight it has in y (as Sanathanan and Koerner weigh a ratio's rows).
-            weights = np.abs(y) ** (1.0 - p)
+            weights = scale * np.abs(y) ** (1.0 - p)
             weights = weights / np.mean(weights)
         if not (np.all(np.isfinite(weights)) and np.all(weights > 0)):
             continue
@@ -153,7 +163,7 @@ def linearized_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[
             selections += [c for c in _selections(pool[:, fit], np.concatenate([sizes, sizes + 1]), z[fit],
                                                   weights[fit], size_penalty) if max(c) >= len(exprs)]
         for chosen in selections:
-            found = _scored(exprs, chosen, pool, z, weights, y, p, sign, fit, test, variance, neighbours,
+            found = _scored(exprs, chosen, pool, z, weights, y, scale, p, sign, fit, test, variance, neighbours,
                             centres if pool is not values else None)
             if found is not None:
                 scored.append(found)
@@ -222,7 +232,7 @@ def _with_third(unit: np.ndarray, zc: np.ndarray, pair: list[int]) -> list[int] 
 
 
 def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: np.ndarray, weights: np.ndarray,
-            y: np.ndarray, p: float, sign: float, fit: np.ndarray, test: np.ndarray, variance: float,
+            y: np.ndarray, scale: np.ndarray, p: float, sign: float, fit: np.ndarray, test: np.ndarray, variance: float,
             neighbours: tuple[np.ndarray, np.ndarray] | None = None, centres: np.ndarray | None = None
             ) -> tuple[float, np.ndarray, Expression] | None:
     """The held-out criterion of ``z ~ c0 + sum c_k*f_k`` (solved on the ``fit`` rows by least
@@ -255,7 +265,7 @@ def _scored(exprs: list[Expression], chosen: list[int], values: np.ndarray, z: n
         if p != 1.0 and not np.all(z_hat > 0):
             return None
         y_hat = z_hat if p == 1.0 else sign * z_hat ** (1.0 / p)
-        mse = float(np.mean((y[test] - y_hat[test]) ** 2))
+        mse = float(np.mean((scale[test] * (y[test] - y_hat[test])) ** 2))
     if not math.isfinite(mse) or mse > _MAX_SHARE * variance or not np.all(np.isfinite(coefficients)):
         return None
     if neighbours is not None:
@@ -318,3 +328,107 @@ def _leaves_structure(residual: np.ndarray, centred: np.ndarray, neighbours: tup
         if not math.isfinite(total) or total <= _FLOOR * float(centred[rows] @ centred[rows]):
             return False
         return float(r @ r[nearest]) / total > _NEIGHBOUR_CORRELATION
+
+
+def power_factors(columns: np.ndarray, y: np.ndarray, variables: Sequence[int]) -> dict[int, float]:
+    """The variables among ``variables`` (most related first) that enter ``y`` only as a power
+    ``x**e``, ``e`` a nonzero multiple of a half: ``{variable: e}``.
+
+    ``log|y|`` is fitted as a sum of one function per variable (its logarithm and a cubic in it),
+    rows near zeros of ``y`` weighing less, so each variable's part is measured with the others' held apart,
+    however nonlinear they are;
+    a variable is a factor where its part is ``e*log|x|`` (:data:`_FACTOR_SHAPE`) with ``e`` near a
+    half-integer (:data:`_FACTOR_EXPONENT`). ``(a*b)**2/sin(t/2)**4`` has the factors ``a**2``
+    and ``b**2``; ``t`` is not one. A column whose logarithm is another's (its reciprocal) is
+    left out."""
+    magnitude = np.abs(np.asarray(y, dtype=np.float64))
+    if not (np.all(np.isfinite(magnitude)) and np.any(magnitude > 0)):
+        return {}
+    with np.errstate(all="ignore"):
+        target = np.log(np.where(magnitude > 0, magnitude, 1.0))
+        # An error dy in y is dy/|y| in log|y|: rows below the median of |y| weigh less (near a
+        # zero of y, noise even flips its sign), and the rest alike (weighing every row by |y|
+        # would leave a power law's few largest rows; the root is a middle way that measured best).
+        weights = np.sqrt(np.minimum(magnitude / float(np.median(magnitude)), 1.0))
+        kept: list[int] = []
+        logs: list[np.ndarray] = []
+        for j in variables:
+            v = columns[j]
+            if len(kept) == _FACTOR_VARIABLES or not (np.all(v > 0) or np.all(v < 0)):
+                continue
+            log_v = np.log(np.abs(v))
+            spread = float(np.std(log_v))
+            if not (np.all(np.isfinite(log_v)) and spread > 0):
+                continue
+            centred = (log_v - np.mean(log_v)) / spread
+            if any(abs(float(centred @ o)) / len(o) > 1 - 1e-9 for o in logs):
+                continue  # a reciprocal or a multiple of a kept column
+            kept.append(j)
+            logs.append(centred)
+        if not kept or len(y) < 10 * (1 + 4 * len(kept)):
+            return {}
+        parts = []
+        for j, log_v in zip(kept, logs):
+            v = columns[j]
+            z = (v - np.mean(v)) / np.std(v)
+            parts.append(np.vstack([log_v, z, z * z, z * z * z]))
+        design = np.vstack([np.ones(len(y)), *parts])
+        coefficients = _weighted_solve(design, target, weights)
+    if coefficients is None:
+        return {}
+    out: dict[int, float] = {}
+    for k, (j, block) in enumerate(zip(kept, parts)):
+        with np.errstate(all="ignore"):
+            part = coefficients[1 + 4 * k: 5 + 4 * k] @ block
+            log_v = np.log(np.abs(columns[j]))
+            slope = float(np.cov(part, log_v, bias=True)[0, 1] / np.var(log_v))
+            outside = float(np.std(part - slope * log_v) / np.std(part))
+        snapped = round(2 * slope) / 2
+        if (math.isfinite(outside) and outside < _FACTOR_SHAPE and snapped != 0
+                and abs(slope - snapped) < _FACTOR_EXPONENT and abs(snapped) <= MAX_EXPONENT):
+            out[j] = snapped
+    return out
+
+
+def factored_operands(columns: np.ndarray, y: np.ndarray, variables: Sequence[int], allowed: frozenset[str],
+                      n_variables: int = 3, ratio_terms: bool = True) -> list[Expression]:
+    """Linearised forms of what ``y`` leaves once its power factors are divided out, times those
+    factors: ``a**2*b**2*(c0 + c1*cos(t))**-2`` where the sum of products alone cannot hold
+    ``a**2*b**2``. The factors are sought among ``variables`` (the :data:`_FACTOR_VARIABLES`
+    most related to ``y``), and the forms take the ``n_variables`` most related to the rest. []
+    where there is no factor, or the operators to write one are not allowed."""
+    if not {"mul", "div", "inv", "sq", "sqrt"} <= allowed or not variables or columns.shape[1] < _MIN_ROWS:
+        return []
+    variables = [int(j) for j in np.asarray(variables)[np.argsort(-relevance(columns[list(variables)], y), kind="stable")]]
+    factors = power_factors(columns, y, variables)
+    factor = monomial(factors)
+    if factor is None:
+        return []
+    with np.errstate(all="ignore"):
+        rest = y / np.prod([np.abs(columns[j]) ** e for j, e in factors.items()], axis=0)
+    others = [j for j in variables if j not in factors and not _log_multiple(columns, j, factors)]
+    if not others or not np.all(np.isfinite(rest)):
+        return []
+    related = relevance(columns[others], rest)
+    chosen: list[int] = []
+    for k in np.argsort(-related, kind="stable"):
+        # Of a variable and its reciprocal (the reduced search's columns hold both), the first:
+        # the reciprocal's functions are mostly the variable's, and a slot costs a third of the time.
+        j = min(i for i in others if i == others[k] or _log_multiple(columns, i, [others[k]]))
+        if len(chosen) < n_variables and j not in chosen:
+            chosen.append(j)
+    return [Expression.combine("mul", form, factor)
+            for form in linearized_operands(columns, rest, chosen, allowed, ratio_terms=ratio_terms, scale=y / rest)]
+
+
+def _log_multiple(columns: np.ndarray, j: int, among: Sequence[int]) -> bool:
+    """Whether ``log|x_j|`` is a multiple of some ``log|x_k|``, ``k`` in ``among`` (``x_j`` is a
+    power of ``x_k``, such as its reciprocal)."""
+    with np.errstate(all="ignore"):
+        log_j = np.log(np.abs(columns[j]))
+        for k in among:
+            log_k = np.log(np.abs(columns[k]))
+            r = np.corrcoef(log_j, log_k)[0, 1]
+            if math.isfinite(r) and abs(r) > 1 - 1e-9:
+                return True
+    return False

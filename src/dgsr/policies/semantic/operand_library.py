@@ -25,7 +25,7 @@ from dgsr.core.inner_fit import fit_inner_constants
 from dgsr.core.linear_terms import fit_term_weights
 from dgsr.core.operators import BINARY, UNARY
 from dgsr.policies.semantic import operand_forms as forms
-from dgsr.policies.semantic.linearized_forms import linearized_operands
+from dgsr.policies.semantic.linearized_forms import factored_operands, linearized_operands
 from dgsr.policies.semantic.parametric_forms import affine_loss, best_chains
 from dgsr.policies.semantic.power_chains import power_chains as power_chain_forms
 from dgsr.policies.semantic.rational_forms import rational_operands
@@ -169,8 +169,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                   seeded: Sequence[Expression] | None = None,
                   chain_arguments: Sequence[Expression] = (), ratio_chains: bool = False,
                   chain_prefactors: Sequence[Expression] = (), rational: bool = False,
-                  power_chains: bool = False, linearized: bool = False, linearized_ratios: bool = False
-                  ) -> OperandLibrary:
+                  power_chains: bool = False, linearized: bool = False, linearized_ratios: bool = False,
+                  linearized_factors: bool = False) -> OperandLibrary:
     """The operand library for data ``columns`` ``[n_features, n_rows]`` and target ``y``.
 
     ``allowed`` restricts the operators used (default: all of Table 1). Operands larger than
@@ -206,7 +206,9 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
     ``linearized``: also the powers of sums of a few products of simple functions of the
     ``max_chain_variables`` most related variables that explain ``y`` best
     (:mod:`~dgsr.policies.semantic.linearized_forms`): ``sqrt(a**2 + b**2 - 2*a*b*cos(t))``;
-    with ``linearized_ratios``, also ratios of such sums: ``(1 - a**2)/(1 + a*cos(t))``.
+    with ``linearized_ratios``, also ratios of such sums: ``(1 - a**2)/(1 + a*cos(t))``; with
+    ``linearized_factors``, also such forms of what ``y`` leaves once its power factors are
+    divided out, times them: ``a**2*b**2/(1 - cos(t))**2``.
     """
     allowed_ops = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
     n_features = columns.shape[0]
@@ -243,7 +245,8 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
             groups = _related(arguments, fit_columns, fit_y, max_chain_variables) if max_chains > 0 else []
             key = ("screened", tuple(sorted(pairs[:max_parametric_variables])), ranked, tuple(linear), allowed_ops,
                    max_chains, pair_forms, chain_pairs, tuple(g.key() for g in groups),
-                   tuple(p.key() for p in chain_prefactors), rational, power_chains, linearized, linearized_ratios)
+                   tuple(p.key() for p in chain_prefactors), rational, power_chains, linearized, linearized_ratios,
+                   linearized_factors, tuple(sorted(rich)) if linearized_factors else ())
             fits = None if memo is None else memo.fits.get(key)
             if fits is None:
                 fits = _screened_parametric(pairs, fit_columns, fit_y, allowed_ops, linear, memo,
@@ -261,6 +264,10 @@ def build_library(columns: np.ndarray, y: np.ndarray, *, allowed: Iterable[str] 
                     fits.extend(_fitted([f], fit_columns, fit_y, linear, memo=memo) for f in
                                 linearized_operands(fit_columns, fit_y, sorted(pairs[:max_chain_variables]), allowed_ops,
                                                     ratio_terms=linearized_ratios))
+                if linearized and linearized_factors:
+                    fits.extend(_fitted([f], fit_columns, fit_y, linear, memo=memo) for f in
+                                factored_operands(fit_columns, fit_y, sorted(rich), allowed_ops, max_chain_variables,
+                                                  ratio_terms=linearized_ratios))
                 if memo is not None:
                     memo.fits[key] = fits
         parametric = [form for form in fits if form is not None]

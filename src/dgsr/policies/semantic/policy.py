@@ -175,9 +175,9 @@ class SemanticPolicy:
         best (:mod:`~dgsr.policies.semantic.rational_forms`): ``V*s/(K + s + s**2/Ki)``.
     power_chains:
         Also a power of an argument times a chain over it (:mod:`~dgsr.policies.semantic.power_chains`).
-    linearized_operands, linearized_ratios:
-        Also powers of sums of products, and ratios of such sums, that fit ``y``
-        (:mod:`~dgsr.policies.semantic.linearized_forms`).
+    linearized_operands, linearized_ratios, linearized_factors:
+        Also powers of sums of products, ratios of such sums, and such forms times ``y``'s power
+        factors, that fit ``y`` (:mod:`~dgsr.policies.semantic.linearized_forms`).
     target_chains:
         Chains fitted per expansion to a node's target where it is a function of one variable
         (:mod:`~dgsr.policies.semantic.target_chains`). Off: no gain on the develop halves, and a
@@ -198,7 +198,7 @@ class SemanticPolicy:
                  pair_operands: bool = True, chain_pairs: bool = False, unit_chains: bool = True,
                  ratio_chains: bool = False, target_chains: bool = False, index_chains: bool = True,
                  index_prefactors: bool = True, rational_operands: bool = True, power_chains: bool = True,
-                 linearized_operands: bool = True, linearized_ratios: bool = True):
+                 linearized_operands: bool = True, linearized_ratios: bool = True, linearized_factors: bool = True):
         if not 0.0 <= random_share <= 1.0:
             raise ValueError(f"random_share must be in [0, 1], got {random_share}")
         self.n_rows, self.random_share, self.max_nodes = n_rows, random_share, max_nodes
@@ -209,7 +209,7 @@ class SemanticPolicy:
         self.target_chains, self.index_chains, self.index_prefactors = target_chains, index_chains, index_prefactors
         self.rational_operands, self.power_chains = rational_operands, power_chains
         self.linearized_operands, self.linearized_ratios = linearized_operands, linearized_ratios
-        self.max_size = max_size
+        self.linearized_factors, self.max_size = linearized_factors, max_size
         allowed = resolve_operators(list(operators)) if operators is not None else None
         self.operators = frozenset(allowed) if allowed is not None else frozenset(UNARY + BINARY)
         self._random = RandomPolicy(max_size=max_size, operators=allowed)
@@ -256,8 +256,8 @@ class SemanticPolicy:
                                 chain_prefactors=prefactors,
                                 rational=getattr(self, "rational_operands", False),  # False: pickled before 0.27.0
                                 power_chains=getattr(self, "power_chains", False),  # False: pickled before 0.28.0
-                                linearized=getattr(self, "linearized_operands", False),  # False: pickled before 0.30.0 (ratios: 0.31.0)
-                                linearized_ratios=getattr(self, "linearized_ratios", False))
+                                linearized=getattr(self, "linearized_operands", False),  # False: pickled before 0.30.0 (ratios: 0.31.0, factors: 0.32.0)
+                                linearized_ratios=getattr(self, "linearized_ratios", False), linearized_factors=getattr(self, "linearized_factors", False))
         log_variables, design = log_design(columns) if power_laws else ([], None)
         positive = positive_variables(columns, log_variables) if getattr(self, "free_exponents", False) \
             else frozenset()
